@@ -1,0 +1,51 @@
+package limiter
+
+import "time"
+
+// Binder builds a Result from the state of each limit after a decision, so
+// every strategy picks the binding limit the same way. The zero value is
+// ready to use.
+type Binder struct {
+	low, deny       int
+	lowSet, denySet bool
+	states          [MaxLimits]state
+}
+
+type state struct {
+	remaining  int64
+	resetAfter time.Duration
+	retryAfter time.Duration
+}
+
+// Add records limit i's state after the decision: the cost remaining in it,
+// the time until it is full again, and retryAfter: 0 when this limit admits
+// the request, the wait until it would when it denies, -1 when it never
+// will (the cost exceeds the limit).
+func (b *Binder) Add(i int, remaining int64, resetAfter, retryAfter time.Duration) {
+	b.states[i] = state{remaining, resetAfter, retryAfter}
+	if !b.lowSet || remaining < b.states[b.low].remaining {
+		b.low, b.lowSet = i, true
+	}
+	if retryAfter != 0 {
+		cur := b.states[b.deny].retryAfter
+		if !b.denySet || (cur != -1 && (retryAfter == -1 || retryAfter > cur)) {
+			b.deny, b.denySet = i, true
+		}
+	}
+}
+
+// Result returns the decision: when allowed, the binding limit is the one
+// with the least remaining; when denied, the one that denied with the
+// longest wait (never, first).
+func (b *Binder) Result(allowed bool) Result {
+	i := b.low
+	if !allowed && b.denySet {
+		i = b.deny
+	}
+	s := b.states[i]
+	r := Result{Allowed: allowed, Remaining: max(s.remaining, 0), ResetAfter: s.resetAfter, Index: i}
+	if !allowed {
+		r.RetryAfter = s.retryAfter
+	}
+	return r
+}

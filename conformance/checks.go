@@ -1,0 +1,506 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/internal/redistest"
+	"github.com/quotagate/limiter/store"
+)
+
+// Property 1: exact admission under contention.
+func checkExactAdmission(c *checker) {
+	const g, m, rate = 200, 50, 1000
+	l := limiter.PerHour(rate)
+	c.window(l)
+	lim := c.limiter(nil)
+	a, d, errs := hammer(g, m, func(int, int) (limiter.Result, error) {
+		return lim.Allow(c.ctx, "p1", l)
+	})
+	if len(errs) > 0 {
+		c.t.Errorf("property 1: %d of %d calls failed%s", len(errs), g*m, firstErrs(errs))
+	}
+	if a > rate || (c.spec.Exact && a != rate) {
+		c.t.Errorf("property 1: admitted %d of %d calls with limit %d, want exactly %d", a, g*m, rate, rate)
+	}
+	if a+d+int64(len(errs)) != g*m {
+		c.t.Errorf("property 1: %d admitted + %d denied + %d errors != %d calls", a, d, len(errs), g*m)
+	}
+	if c.spec.Counter && !c.spec.DeniedConsume {
+		if n := c.counter("p1", l); n != a {
+			c.t.Errorf("property 1: server counter %d != %d admitted (denied requests consumed quota)", n, a)
+		}
+	}
+}
+
+// Property 2: weighted costs.
+func checkWeightedCosts(c *checker) {
+	const g, m, rate = 16, 40, 1000
+	l := limiter.PerHour(rate)
+	c.window(l)
+	lim := c.limiter(nil)
+	var sum atomic.Int64
+	a, _, errs := hammer(g, m, func(w, i int) (limiter.Result, error) {
+		cost := int64(rand.New(rand.NewPCG(uint64(w), uint64(i))).IntN(40) + 1)
+		r, err := lim.AllowN(c.ctx, "p2", cost, l)
+		if err == nil && r.Allowed {
+			sum.Add(cost)
+		}
+		return r, err
+	})
+	if len(errs) > 0 {
+		c.t.Errorf("property 2: %d calls failed%s", len(errs), firstErrs(errs))
+	}
+	if s := sum.Load(); s > rate {
+		c.t.Errorf("property 2: admitted cost %d in %d requests exceeds the limit %d", s, a, rate)
+	}
+	if !c.spec.DeniedConsume {
+		if n := c.counter("p2", l); n != sum.Load() {
+			c.t.Errorf("property 2: server counter %d != admitted cost %d", n, sum.Load())
+		}
+	}
+
+	// A request larger than what remains is denied whole.
+	small := limiter.PerHour(10)
+	for _, step := range []struct {
+		cost    int64
+		allowed bool
+		counter int64
+	}{{7, true, 7}, {5, false, 7}, {4, false, 7}, {3, true, 10}, {1, false, 10}} {
+		r, err := lim.AllowN(c.ctx, "p2-whole", step.cost, small)
+		if err != nil {
+			c.t.Fatalf("property 2: AllowN(%d): %v", step.cost, err)
+		}
+		if r.Allowed != step.allowed {
+			c.t.Errorf("property 2: AllowN(%d) allowed=%v, want %v", step.cost, r.Allowed, step.allowed)
+		}
+		if n := c.counter("p2-whole", small); n != step.counter && !c.spec.DeniedConsume {
+			c.t.Errorf("property 2: after AllowN(%d) the counter is %d, want %d (a denied request was partly consumed)", step.cost, n, step.counter)
+		}
+	}
+}
+
+// Property 3: hostile costs.
+func checkHostileCosts(c *checker) {
+	l := limiter.PerMinute(10)
+	c.window(l)
+	lim := c.limiter(nil)
+
+	r, err := lim.AllowN(c.ctx, "p3", 0, l)
+	if err != nil || !r.Allowed || r.Remaining != 10 {
+		c.t.Errorf("property 3: cost 0 on a fresh key = %+v, %v; want allowed with 10 remaining", r, err)
+	}
+	if ks := c.keys(); len(ks) != 0 {
+		c.t.Errorf("property 3: cost 0 created keys %q", ks)
+	}
+	if _, err := lim.AllowN(c.ctx, "p3", -1, l); !errors.Is(err, limiter.ErrInvalidCost) {
+		c.t.Errorf("property 3: cost -1 returned %v, want ErrInvalidCost", err)
+	}
+	if ks := c.keys(); len(ks) != 0 {
+		c.t.Errorf("property 3: a negative cost wrote keys %q", ks)
+	}
+
+	if r, err := lim.AllowN(c.ctx, "p3", 4, l); err != nil || !r.Allowed {
+		c.t.Fatalf("property 3: AllowN(4) = %+v, %v", r, err)
+	}
+	before := c.ttls()
+	if r, err := lim.AllowN(c.ctx, "p3", 0, l); err != nil || !r.Allowed || r.Remaining != 6 {
+		c.t.Errorf("property 3: cost 0 on a used key = %+v, %v; want allowed with 6 remaining", r, err)
+	}
+	after := c.ttls()
+	for k, b := range before {
+		if a := after[k]; a > b || (c.h.Caps().VirtualClock && a != b) {
+			c.t.Errorf("property 3: cost 0 moved the TTL of %q from %dms to %dms", k, b, a)
+		}
+	}
+
+	for _, cost := range []int64{11, 1 << 53, math.MaxInt64} {
+		r, err := lim.AllowN(c.ctx, "p3", cost, l)
+		if err != nil {
+			c.t.Errorf("property 3: cost %d returned error %v, want a clean denial", cost, err)
+			continue
+		}
+		if r.Allowed || r.RetryAfter != -1 {
+			c.t.Errorf("property 3: cost %d above the limit = allowed %v, RetryAfter %s; want denied with RetryAfter -1", cost, r.Allowed, r.RetryAfter)
+		}
+		if n := c.counter("p3", l); n != 4 {
+			c.t.Errorf("property 3: cost %d changed the counter to %d, want 4", cost, n)
+		}
+	}
+	if r, err := lim.AllowN(c.ctx, "p3", 6, l); err != nil || !r.Allowed || r.Remaining != 0 {
+		c.t.Errorf("property 3: a cost equal to what remains = %+v, %v; want allowed with 0 remaining", r, err)
+	}
+}
+
+// ttls returns the PTTL of every key under the prefix.
+func (c *checker) ttls() map[string]int64 {
+	out := map[string]int64{}
+	for _, k := range c.keys() {
+		out[k] = c.pttl(k)
+	}
+	return out
+}
+
+// Property 4: several limits are one all-or-nothing decision.
+func checkMultiRule(c *checker) {
+	ten := limiter.Limit{Rate: 10, Period: time.Minute, Name: "ten"}
+	five := limiter.Limit{Rate: 5, Period: time.Minute, Name: "five"}
+	c.window(ten)
+	lim := c.limiter(nil)
+
+	admitted := 0
+	for i := 0; i < 12; i++ {
+		r, err := lim.Allow(c.ctx, "p4-seq", ten, five)
+		if err != nil {
+			c.t.Fatalf("property 4: Allow: %v", err)
+		}
+		if r.Allowed {
+			admitted++
+		} else if r.Limit.Name != "five" || r.Index != 1 {
+			c.t.Errorf("property 4: denial bound by %s (index %d), want five (index 1)", r.Limit, r.Index)
+		}
+	}
+	if admitted != 5 {
+		c.t.Errorf("property 4: sequential: admitted %d, want 5", admitted)
+	}
+	c.assertCounters("p4-seq", 5, ten, five)
+
+	a, _, errs := hammer(32, 4, func(int, int) (limiter.Result, error) {
+		return lim.Allow(c.ctx, "p4-conc", ten, five)
+	})
+	if len(errs) > 0 {
+		c.t.Errorf("property 4: %d calls failed%s", len(errs), firstErrs(errs))
+	}
+	if a > 5 || (c.spec.Exact && a != 5) {
+		c.t.Errorf("property 4: concurrent: admitted %d, want 5", a)
+	}
+	c.assertCounters("p4-conc", a, ten, five)
+}
+
+func (c *checker) assertCounters(subject string, want int64, ls ...limiter.Limit) {
+	c.t.Helper()
+	if c.spec.DeniedConsume {
+		return
+	}
+	for _, l := range ls {
+		if n := c.counter(subject, l); n != want {
+			c.t.Errorf("%s: counter of %s reads %d, want %d (a rejected request consumed quota)", subject, l, n, want)
+		}
+	}
+}
+
+// Property 6: a key that expires between a strategy's read and its write
+// must not come back without a TTL.
+func checkForcedLeak(c *checker) {
+	l := limiter.Per(100, 100*time.Millisecond)
+	c.window(l)
+	hs := &hookStore{Store: c.h.Store()}
+	lim := c.limiter(hs)
+	for i := 0; i < 4; i++ {
+		hs.arm(func() { c.h.Advance(l.Period + time.Millisecond) })
+		r, err := lim.Allow(c.ctx, "p6", l)
+		if err != nil {
+			c.t.Errorf("property 6: call %d: %v", i, err)
+		} else if !r.Allowed {
+			c.t.Errorf("property 6: call %d denied in a window that had just expired", i)
+		}
+		for k, p := range c.ttls() {
+			if p == -1 {
+				c.t.Errorf("property 6: call %d left %q without a TTL (the key expired between read and write)", i, k)
+			}
+		}
+	}
+}
+
+// hookStore runs a hook once, after the first round trip of the next
+// decision: between a multi-round-trip strategy's read and its write.
+type hookStore struct {
+	store.Store
+	hook atomic.Pointer[func()]
+}
+
+func (h *hookStore) arm(f func()) { h.hook.Store(&f) }
+
+func (h *hookStore) fire() {
+	if f := h.hook.Swap(nil); f != nil {
+		(*f)()
+	}
+}
+
+func (h *hookStore) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	defer h.fire()
+	return h.Store.Do(ctx, cmds...)
+}
+
+func (h *hookStore) EvalSha(ctx context.Context, sha string, keys []string, args []any) (any, error) {
+	defer h.fire()
+	return h.Store.EvalSha(ctx, sha, keys, args)
+}
+
+func (h *hookStore) Eval(ctx context.Context, src string, keys []string, args []any) (any, error) {
+	defer h.fire()
+	return h.Store.Eval(ctx, src, keys, args)
+}
+
+// Property 9: the window never slides.
+func checkNeverSlides(c *checker) {
+	if !c.spec.Window {
+		c.t.Skip("the strategy declares no fixed window")
+	}
+	l := limiter.PerSecond(10)
+	c.window(l)
+	lim := c.limiter(nil)
+	virtual := c.h.Caps().VirtualClock
+	tolerance := 30 * time.Millisecond
+	if virtual {
+		tolerance = 0
+	}
+	start := time.Now()
+	var elapsed time.Duration
+	var expiry time.Duration // absolute expiry of the current window, since start
+	admitted := 0
+	for tick := 0; tick < 15; tick++ {
+		for j := 0; j < 5; j++ {
+			r, err := lim.Allow(c.ctx, "p9", l)
+			if err != nil {
+				c.t.Fatalf("property 9: %v", err)
+			}
+			if r.Allowed {
+				admitted++
+			}
+		}
+		ks := c.keys()
+		if len(ks) == 0 {
+			c.t.Fatalf("property 9: tick %d: no key after 5 calls", tick)
+		}
+		p := time.Duration(c.pttl(ks[0])) * time.Millisecond
+		if !virtual {
+			elapsed = time.Since(start)
+		}
+		abs := elapsed + p
+		if expiry > elapsed && p > 0 {
+			if d := abs - expiry; d > tolerance || d < -tolerance {
+				c.t.Errorf("property 9: tick %d: the window's expiry moved by %s within the window (EXPIRE on every call?)", tick, d)
+			}
+		} else {
+			expiry = abs
+		}
+		c.h.Advance(200 * time.Millisecond)
+		elapsed += 200 * time.Millisecond
+	}
+	if admitted != 30 {
+		c.t.Errorf("property 9: 5 calls every 200ms for 2.8 s at 10/s admitted %d, want 30 (10 in each of 3 windows)", admitted)
+	}
+}
+
+// Property 10: sub-second and long windows.
+func checkWindowLengths(c *checker) {
+	lim := c.limiter(nil)
+	virtual := c.h.Caps().VirtualClock
+	for _, w := range []time.Duration{50 * time.Millisecond, 999 * time.Millisecond, 1001 * time.Millisecond, 24 * time.Hour, limiter.MaxPeriod} {
+		l := limiter.Per(2, w)
+		c.window(l)
+		subject := fmt.Sprintf("p10-%d", w.Milliseconds())
+		r, err := lim.Allow(c.ctx, subject, l)
+		if err != nil || !r.Allowed {
+			c.t.Errorf("property 10: window %s: first call = %+v, %v", w, r, err)
+			continue
+		}
+		if r.ResetAfter <= 0 || r.ResetAfter > w+c.spec.TTLSlack {
+			c.t.Errorf("property 10: window %s: ResetAfter %s out of (0, %s]", w, r.ResetAfter, w)
+		}
+		found := 0
+		for k, p := range c.ttls() {
+			if !strings.Contains(k, "{"+subject+"}") {
+				continue
+			}
+			found++
+			ttl := time.Duration(p) * time.Millisecond
+			low := w - 50*time.Millisecond
+			if virtual {
+				low = w
+			}
+			if ttl > w+c.spec.TTLSlack || ttl < low {
+				c.t.Errorf("property 10: window %s: key %q has PTTL %s, want in [%s, %s]", w, k, ttl, low, w+c.spec.TTLSlack)
+			}
+		}
+		if found == 0 {
+			c.t.Errorf("property 10: window %s: no key after an admitted request (a zero-second EXPIRE deleted it?)", w)
+		}
+		if !virtual && w < time.Second {
+			continue // the window may end between the calls below
+		}
+		r2, err2 := lim.Allow(c.ctx, subject, l)
+		r3, err3 := lim.Allow(c.ctx, subject, l)
+		if err2 != nil || err3 != nil || !r2.Allowed || r3.Allowed {
+			c.t.Errorf("property 10: window %s, limit 2: calls 2 and 3 = (%v, %v), (%v, %v); want allowed then denied", w, r2.Allowed, err2, r3.Allowed, err3)
+		} else if r3.RetryAfter <= 0 || r3.RetryAfter > w+c.spec.TTLSlack {
+			c.t.Errorf("property 10: window %s: RetryAfter %s out of (0, %s]", w, r3.RetryAfter, w)
+		}
+	}
+}
+
+// Property 11: a key stripped of its TTL gets one back.
+func checkSelfRepair(c *checker) {
+	l := limiter.PerMinute(3)
+	c.window(l)
+	lim := c.limiter(nil)
+	persist := func() {
+		for _, k := range c.keys() {
+			if _, err := c.do(store.Cmd{Name: "PERSIST", Args: []any{k}}); err != nil {
+				c.t.Fatalf("PERSIST: %v", err)
+			}
+		}
+	}
+	check := func(when string) {
+		ks := c.ttls()
+		if len(ks) == 0 {
+			c.t.Errorf("property 11: %s: no keys", when)
+		}
+		for k, p := range ks {
+			if p <= 0 || time.Duration(p)*time.Millisecond > l.Period+c.spec.TTLSlack {
+				c.t.Errorf("property 11: %s: %q has PTTL %d, want in (0, %s]", when, k, p, l.Period)
+			}
+		}
+	}
+	if _, err := lim.Allow(c.ctx, "p11", l); err != nil {
+		c.t.Fatalf("property 11: %v", err)
+	}
+	persist()
+	if r, err := lim.Allow(c.ctx, "p11", l); err != nil || !r.Allowed {
+		c.t.Fatalf("property 11: allowed call after PERSIST = %+v, %v", r, err)
+	}
+	check("after an admitted call")
+	if _, err := lim.Allow(c.ctx, "p11", l); err != nil {
+		c.t.Fatalf("property 11: %v", err)
+	}
+	persist()
+	if r, err := lim.Allow(c.ctx, "p11", l); err != nil || r.Allowed {
+		c.t.Fatalf("property 11: fourth call of 3/min = %+v, %v; want denied", r, err)
+	}
+	check("after a denied call")
+}
+
+// Property 12: a mixed workload with a clock that jumps between round trips
+// leaves every key with a bounded TTL (the sweep after every check).
+func checkBoundedTTLs(c *checker) {
+	short := limiter.Per(3, 100*time.Millisecond)
+	long := limiter.PerSecond(5)
+	c.window(long)
+	hs := &hookStore{Store: c.h.Store()}
+	lim := c.limiter(hs)
+	step := 10 * time.Millisecond
+	if !c.h.Caps().VirtualClock {
+		step = 3 * time.Millisecond
+	}
+	for i := 0; i < 60; i++ {
+		d := time.Duration(i*7%13) * step
+		hs.arm(func() { c.h.Advance(d) })
+		subject := fmt.Sprintf("p12-%d", i%3)
+		var err error
+		switch i % 3 {
+		case 0:
+			_, err = lim.Allow(c.ctx, subject, short)
+		case 1:
+			_, err = lim.AllowN(c.ctx, subject, int64(i%4+1), long)
+		default:
+			_, err = lim.Allow(c.ctx, subject, short, long)
+		}
+		if err != nil {
+			c.t.Errorf("property 12: call %d: %v", i, err)
+		}
+	}
+	if len(c.keys()) == 0 {
+		c.t.Errorf("property 12: the workload left no keys to check")
+	}
+}
+
+// Property 16: NOSCRIPT (SCRIPT FLUSH, a restart) is invisible.
+func checkNoScript(c *checker) {
+	caps := c.h.Caps()
+	if !caps.Private && !caps.Restart {
+		c.t.Skip("shared server: the suite neither flushes its scripts nor restarts it")
+	}
+	l := limiter.PerHour(100)
+	c.window(l)
+	lim := c.limiter(nil)
+	if _, err := lim.Allow(c.ctx, "p16", l); err != nil {
+		c.t.Fatalf("property 16: %v", err)
+	}
+	if caps.Private {
+		if r, err := c.do(store.Cmd{Name: "SCRIPT", Args: []any{"FLUSH"}}); err != nil || r.Err != nil {
+			c.t.Fatalf("SCRIPT FLUSH: %v %v", err, r.Err)
+		}
+		r, err := lim.AllowN(c.ctx, "p16", 3, l)
+		if err != nil || !r.Allowed {
+			c.t.Errorf("property 16: first call after SCRIPT FLUSH = %+v, %v; want admitted", r, err)
+		}
+		if n := c.counter("p16", l); n != 4 {
+			c.t.Errorf("property 16: counter after SCRIPT FLUSH is %d, want 4 (1 + 3, counted once)", n)
+		}
+	}
+	if caps.Restart {
+		if err := c.h.Restart(); err != nil {
+			c.t.Fatalf("restart: %v", err)
+		}
+		r, err := lim.AllowN(c.ctx, "p16", 2, l)
+		if err != nil || !r.Allowed {
+			c.t.Errorf("property 16: first call after a restart = %+v, %v; want admitted", r, err)
+		}
+		if n := c.counter("p16", l); n != 2 {
+			c.t.Errorf("property 16: counter after a restart is %d, want 2", n)
+		}
+	}
+}
+
+// Property 19: a lost reply is counted at most once.
+func checkLostReply(c *checker) {
+	if c.spec.Commit == "" {
+		c.t.Skip("the spec names no commit command")
+	}
+	l := limiter.PerHour(100)
+	c.window(l)
+	// Load any script through a direct connection first, so the proxied
+	// call's commit command is the one that runs.
+	if _, err := c.limiter(nil).Allow(c.ctx, "p19-warm", l); err != nil {
+		c.t.Fatalf("property 19: warm-up: %v", err)
+	}
+	p := redistest.NewProxy(c.t, c.h.Addr())
+	st, closeSt, err := c.h.Dial(c.ctx, p.Addr())
+	if err != nil {
+		c.t.Fatalf("dial through the proxy: %v", err)
+	}
+	defer closeSt()
+	lim := c.limiter(st)
+	open := c.limiter(st, limiter.WithFailMode(limiter.FailOpen))
+
+	p.DropReply(c.spec.Commit)
+	r, err := lim.Allow(c.ctx, "p19", l)
+	if !errors.Is(err, store.ErrUnknownOutcome) {
+		c.t.Errorf("property 19: a lost reply returned %+v, %v; want an error wrapping store.ErrUnknownOutcome", r, err)
+	}
+	if n := c.counter("p19", l); n != 1 {
+		c.t.Errorf("property 19: after one call whose reply was lost the counter is %d, want 1", n)
+	}
+
+	p.DropReply(c.spec.Commit)
+	r, err = open.Allow(c.ctx, "p19", l)
+	if err != nil || !r.Allowed || !r.Degraded || !errors.Is(r.Cause, store.ErrUnknownOutcome) {
+		c.t.Errorf("property 19: fail-open with a lost reply = %+v, %v; want allowed, degraded, cause ErrUnknownOutcome", r, err)
+	}
+	if n := c.counter("p19", l); n != 2 {
+		c.t.Errorf("property 19: after two lost replies the counter is %d, want 2", n)
+	}
+
+	r, err = lim.Allow(c.ctx, "p19", l)
+	if err != nil || !r.Allowed || r.Degraded || r.Remaining != 97 {
+		c.t.Errorf("property 19: the next call = %+v, %v; want admitted with 97 remaining", r, err)
+	}
+}

@@ -1,0 +1,142 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/quotagate/limiter/internal/redistest"
+	"github.com/quotagate/limiter/store"
+)
+
+// Harness is one store under test on one Redis, made afresh for every check.
+type Harness interface {
+	// Store returns the store under test, connected to the backend.
+	Store() store.Store
+	// Dial returns another store of the same adapter connected to addr (a
+	// fault proxy in front of the backend) and a func that closes it.
+	Dial(ctx context.Context, addr string) (store.Store, func(), error)
+	// Addr returns the backend's host:port.
+	Addr() string
+	// Advance moves the backend's clock forward by d. A real server's clock
+	// cannot be moved: Advance sleeps.
+	Advance(d time.Duration)
+	// Caps reports what the backend allows.
+	Caps() Caps
+	// Restart restarts the backend, losing its data; store.ErrNotSupported
+	// unless Caps().Restart.
+	Restart() error
+	// Close releases the harness.
+	Close()
+}
+
+// Caps are the abilities of a Harness's backend.
+type Caps struct {
+	// VirtualClock: Advance is instantaneous, so long waits cost nothing and
+	// TTLs do not run down between two commands.
+	VirtualClock bool
+	// Restart: the backend can be restarted.
+	Restart bool
+	// Private: the backend belongs to the suite, so it may flush the script
+	// cache. A shared server is only ever touched under the check's prefix.
+	Private bool
+}
+
+// HarnessMaker makes a Harness for one check. It may call t.Skip (a backend
+// that is not installed) or t.Fatal.
+type HarnessMaker func(ctx context.Context, t testing.TB) (Harness, error)
+
+// Dialer connects a store of the adapter under test to the Redis at addr
+// (host:port) and returns it with a func that closes it. Adapters pass one to
+// Miniredis, RedisServer or RedisAt.
+type Dialer func(ctx context.Context, addr string) (st store.Store, closeFn func(), err error)
+
+type harness struct {
+	dial    Dialer
+	st      store.Store
+	closeSt func()
+	addr    string
+	caps    Caps
+	mini    *redistest.Mini
+	server  *redistest.Server
+}
+
+func (h *harness) Store() store.Store { return h.st }
+func (h *harness) Addr() string       { return h.addr }
+func (h *harness) Caps() Caps         { return h.caps }
+
+func (h *harness) Dial(ctx context.Context, addr string) (store.Store, func(), error) {
+	return h.dial(ctx, addr)
+}
+
+func (h *harness) Advance(d time.Duration) {
+	if h.mini != nil {
+		h.mini.Advance(d)
+		return
+	}
+	time.Sleep(d)
+}
+
+func (h *harness) Restart() error {
+	if h.server == nil {
+		return store.ErrNotSupported
+	}
+	return h.server.Restart()
+}
+
+func (h *harness) Close() {
+	if h.closeSt != nil {
+		h.closeSt()
+	}
+	if h.mini != nil {
+		h.mini.Close()
+	}
+	if h.server != nil {
+		_ = h.server.Close()
+	}
+}
+
+func (h *harness) connect(ctx context.Context) error {
+	st, closeFn, err := h.dial(ctx, h.addr)
+	if err != nil {
+		h.Close()
+		return fmt.Errorf("conformance: dial %s: %w", h.addr, err)
+	}
+	h.st, h.closeSt = st, closeFn
+	return nil
+}
+
+// Miniredis returns a HarnessMaker that runs each check on a fresh embedded
+// miniredis whose clock only moves with Advance.
+func Miniredis(d Dialer) HarnessMaker {
+	return func(ctx context.Context, t testing.TB) (Harness, error) {
+		m, err := redistest.StartMini()
+		if err != nil {
+			return nil, err
+		}
+		h := &harness{dial: d, addr: m.Addr(), mini: m, caps: Caps{VirtualClock: true, Private: true}}
+		return h, h.connect(ctx)
+	}
+}
+
+// RedisServer returns a HarnessMaker that runs each check on a fresh
+// redis-server on a free loopback port. Without a redis-server binary it
+// skips, unless REQUIRE_REDIS=1, when it fails.
+func RedisServer(d Dialer) HarnessMaker {
+	return func(ctx context.Context, t testing.TB) (Harness, error) {
+		s := redistest.StartServer(t)
+		h := &harness{dial: d, addr: s.Addr(), server: s, caps: Caps{Restart: true, Private: true}}
+		return h, h.connect(ctx)
+	}
+}
+
+// RedisAt returns a HarnessMaker that runs each check on the Redis at addr,
+// which the suite shares with others: it touches only keys under its own
+// prefix, flushes nothing and restarts nothing.
+func RedisAt(addr string, d Dialer) HarnessMaker {
+	return func(ctx context.Context, t testing.TB) (Harness, error) {
+		h := &harness{dial: d, addr: addr}
+		return h, h.connect(ctx)
+	}
+}

@@ -1,0 +1,25 @@
+// Package knownbad keeps the rate limiters users write by hand, with the bugs
+// of the articles this project started from, as controls for the
+// conformance suite. Each one is wrong in a documented way, and the suite's
+// own tests assert that the suite fails it on the property it violates: that
+// is how we know a check can fail.
+//
+// Never use these to limit anything.
+//
+//   - GetThenIncr (seed 000 §2.1, seed 002 first idea): GET, decide in the
+//     app, then SET or INCRBY in another round trip. Races admit too many,
+//     and a key that expires between the GET and the INCRBY comes back
+//     without a TTL, blocking its subject forever.
+//   - IncrThenExpire (seed 002 "simplified"): INCRBY, then PEXPIRE on every
+//     call. The expiry moves on every call, so under steady traffic the
+//     window slides forever; denied requests consume.
+//   - RuleByRule (seed 003): each rule checked by its own script, each
+//     consuming, EXPIRE in whole seconds. A request denied by one rule has
+//     already eaten the others' quota; windows under a second vanish.
+//   - NoScriptFallback: a store that runs EVALSHA and never falls back to EVAL
+//     after the first load, so SCRIPT FLUSH or a restart breaks every call.
+//   - Retrying: a store that retries a call whose reply was lost, as client
+//     libraries do by default, counting a decision twice.
+//   - Unmapped: a store that passes its client's errors through without the
+//     store sentinels (nil replies, NOSCRIPT).
+package knownbad

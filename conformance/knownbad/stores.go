@@ -1,0 +1,78 @@
+package knownbad
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+
+	"github.com/quotagate/limiter/store"
+)
+
+// NoScriptFallback wraps st so that EVAL runs only once (the first load):
+// after that a NOSCRIPT reply is returned to the caller.
+func NoScriptFallback(st store.Store) store.Store { return &noFallback{Store: st} }
+
+type noFallback struct {
+	store.Store
+	loaded atomic.Bool
+}
+
+func (s *noFallback) Eval(ctx context.Context, src string, keys []string, args []any) (any, error) {
+	if s.loaded.Swap(true) {
+		return nil, errors.New("knownbad: NOSCRIPT and no fallback")
+	}
+	return s.Store.Eval(ctx, src, keys, args)
+}
+
+// Retrying wraps st so that a call whose reply was lost is sent again, as
+// client libraries do by default.
+func Retrying(st store.Store) store.Store { return retrying{st} }
+
+type retrying struct{ store.Store }
+
+func (s retrying) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	rs, err := s.Store.Do(ctx, cmds...)
+	if errors.Is(err, store.ErrUnknownOutcome) {
+		return s.Store.Do(ctx, cmds...)
+	}
+	return rs, err
+}
+
+func (s retrying) EvalSha(ctx context.Context, sha string, keys []string, args []any) (any, error) {
+	v, err := s.Store.EvalSha(ctx, sha, keys, args)
+	if errors.Is(err, store.ErrUnknownOutcome) {
+		return s.Store.EvalSha(ctx, sha, keys, args)
+	}
+	return v, err
+}
+
+// Unmapped wraps st so that errors lose their store sentinels, as an
+// adapter that passes its client's errors through would.
+func Unmapped(st store.Store) store.Store { return unmapped{st} }
+
+type unmapped struct{ store.Store }
+
+func strip(err error) error {
+	if err == nil {
+		return nil
+	}
+	return errors.New(err.Error())
+}
+
+func (s unmapped) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	rs, err := s.Store.Do(ctx, cmds...)
+	for i := range rs {
+		rs[i].Err = strip(rs[i].Err)
+	}
+	return rs, strip(err)
+}
+
+func (s unmapped) EvalSha(ctx context.Context, sha string, keys []string, args []any) (any, error) {
+	v, err := s.Store.EvalSha(ctx, sha, keys, args)
+	return v, strip(err)
+}
+
+func (s unmapped) Eval(ctx context.Context, src string, keys []string, args []any) (any, error) {
+	v, err := s.Store.Eval(ctx, src, keys, args)
+	return v, strip(err)
+}

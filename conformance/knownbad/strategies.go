@@ -1,0 +1,140 @@
+package knownbad
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/store"
+)
+
+// GetThenIncr is seed 000's first design: read, decide in the app, write.
+// Limits are checked one by one.
+type GetThenIncr struct{}
+
+// Decide implements limiter.Strategy, wrongly.
+func (GetThenIncr) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	var b limiter.Binder
+	allowed := true
+	for i, l := range req.Limits {
+		rs, err := st.Do(ctx, store.Cmd{Name: "GET", Args: []any{req.Keys[i]}})
+		if err != nil {
+			return limiter.Result{}, err
+		}
+		n, err := store.Int64(rs[0].Val)
+		exists := err == nil
+		if !exists && !errors.Is(rs[0].Err, store.ErrNil) {
+			return limiter.Result{}, fmt.Errorf("knownbad: GET: %v %w", rs[0].Err, err)
+		}
+		switch {
+		case n+req.Cost > l.Rate || req.Cost > l.Rate:
+			retry := l.Period
+			if req.Cost > l.Rate {
+				retry = -1
+			}
+			b.Add(i, l.Rate-n, l.Period, retry)
+			allowed = false
+			continue
+		case req.Cost == 0 || req.DryRun:
+		case !exists:
+			_, err = st.Do(ctx, store.Cmd{Name: "SET", Args: []any{req.Keys[i], req.Cost, "PX", l.Period.Milliseconds()}})
+		default:
+			_, err = st.Do(ctx, store.Cmd{Name: "INCRBY", Args: []any{req.Keys[i], req.Cost}})
+		}
+		if err != nil {
+			return limiter.Result{}, err
+		}
+		b.Add(i, l.Rate-n-req.Cost, l.Period, 0)
+	}
+	return b.Result(allowed), nil
+}
+
+// IncrThenExpire is seed 002's "simplified" design: INCRBY, then PEXPIRE on
+// every call, then compare.
+type IncrThenExpire struct{}
+
+// Decide implements limiter.Strategy, wrongly.
+func (IncrThenExpire) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	var b limiter.Binder
+	allowed := true
+	for i, l := range req.Limits {
+		var n int64
+		if req.Cost == 0 || req.DryRun {
+			rs, err := st.Do(ctx, store.Cmd{Name: "GET", Args: []any{req.Keys[i]}})
+			if err != nil {
+				return limiter.Result{}, err
+			}
+			n, _ = store.Int64(rs[0].Val)
+			n += req.Cost
+		} else {
+			rs, err := st.Do(ctx,
+				store.Cmd{Name: "INCRBY", Args: []any{req.Keys[i], req.Cost}},
+				store.Cmd{Name: "PEXPIRE", Args: []any{req.Keys[i], l.Period.Milliseconds()}})
+			if err != nil {
+				return limiter.Result{}, err
+			}
+			if n, err = store.Int64(rs[0].Val); err != nil {
+				return limiter.Result{}, err
+			}
+		}
+		retry := time.Duration(0)
+		if n > l.Rate {
+			allowed, retry = false, l.Period
+			if req.Cost > l.Rate {
+				retry = -1
+			}
+		}
+		b.Add(i, l.Rate-n, l.Period, retry)
+	}
+	return b.Result(allowed), nil
+}
+
+//go:embed lua/seed003_incr_expire.lua
+var seed003Lua string
+
+var seed003 = store.NewScript(seed003Lua)
+
+// RuleByRule is seed 003's design: one script per rule, each consuming,
+// stopping at the first rule that rejects.
+type RuleByRule struct{}
+
+// Decide implements limiter.Strategy, wrongly.
+func (RuleByRule) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	var b limiter.Binder
+	for i, l := range req.Limits {
+		if req.Cost == 0 || req.DryRun {
+			rs, err := st.Do(ctx, store.Cmd{Name: "GET", Args: []any{req.Keys[i]}})
+			if err != nil {
+				return limiter.Result{}, err
+			}
+			n, _ := store.Int64(rs[0].Val)
+			retry := time.Duration(0)
+			if n+req.Cost > l.Rate {
+				retry = l.Period
+			}
+			b.Add(i, l.Rate-n, l.Period, retry)
+			continue
+		}
+		v, err := seed003.Run(ctx, st, []string{req.Keys[i]}, []any{int64(l.Period / time.Second), l.Rate, req.Cost})
+		if err != nil {
+			return limiter.Result{}, err
+		}
+		nums, err := store.Int64s(v)
+		if err != nil || len(nums) != 2 {
+			return limiter.Result{}, fmt.Errorf("knownbad: reply %v: %w", v, err)
+		}
+		if nums[0] > l.Rate {
+			retry := time.Duration(nums[1]) * time.Millisecond
+			if req.Cost > l.Rate {
+				retry = -1
+			}
+			b.Add(i, l.Rate-nums[0], time.Duration(nums[1])*time.Millisecond, retry)
+			return b.Result(false), nil
+		}
+		b.Add(i, l.Rate-nums[0], time.Duration(nums[1])*time.Millisecond, 0)
+	}
+	return b.Result(true), nil
+}

@@ -1,0 +1,2 @@
+-- Store contract check: a script that answers with an error reply.
+return redis.error_reply('ERR boom')

@@ -1,0 +1,167 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Outcome is the result of one check run by Run.
+type Outcome struct {
+	// Spec names the strategy ("store" for a store check).
+	Spec string
+	// Check names the check; ID is its test-plan number (0 for store checks).
+	Check string
+	ID    int
+	// Passed, Skipped: the verdict. A check that neither passed nor was
+	// skipped failed.
+	Passed, Skipped bool
+	// Messages are the check's error, fatal, skip and log lines.
+	Messages []string
+	// Elapsed is how long the check ran.
+	Elapsed time.Duration
+}
+
+// Run runs checks (all when nil) against every spec, and the store checks
+// when store is true, on harnesses from mk, without the testing package: the
+// limiter command reports with it, and tests use it to prove that a
+// known-bad implementation fails.
+func Run(ctx context.Context, mk HarnessMaker, specs []Spec, checks []Check, storeChecks bool) []Outcome {
+	if checks == nil {
+		checks = Checks()
+	}
+	var out []Outcome
+	if storeChecks {
+		for _, sc := range StoreChecks() {
+			o := record(ctx, func(t testing.TB) { RunStoreCheck(t, mk, sc) })
+			o.Spec, o.Check = "store", sc.Name
+			out = append(out, o)
+		}
+	}
+	for _, spec := range specs {
+		for _, ch := range checks {
+			o := record(ctx, func(t testing.TB) { RunCheck(t, mk, spec, ch) })
+			o.Spec, o.Check, o.ID = spec.Name, ch.Name, ch.ID
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// record runs f with a recorder as its testing.TB, on its own goroutine so
+// that FailNow and SkipNow can end it, then runs the cleanups.
+func record(ctx context.Context, f func(testing.TB)) Outcome {
+	r := &recorder{ctx: ctx}
+	start := time.Now()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() {
+			if p := recover(); p != nil {
+				r.Errorf("panic: %v", p)
+			}
+		}()
+		f(r)
+	}()
+	<-done
+	r.runCleanups()
+	return Outcome{
+		Passed:   !r.Failed() && !r.Skipped(),
+		Skipped:  r.Skipped() && !r.Failed(),
+		Messages: r.messages(),
+		Elapsed:  time.Since(start),
+	}
+}
+
+// recorder is a testing.TB that records instead of reporting. The embedded
+// interface is nil: a check that calls a method not implemented here
+// panics, and the panic is recorded as a failure.
+type recorder struct {
+	testing.TB
+	ctx context.Context
+
+	mu       sync.Mutex
+	failed   bool
+	skipped  bool
+	msgs     []string
+	cleanups []func()
+}
+
+func (r *recorder) add(failed, skipped bool, msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failed = r.failed || failed
+	r.skipped = r.skipped || skipped
+	if msg != "" {
+		r.msgs = append(r.msgs, msg)
+	}
+}
+
+func (r *recorder) messages() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.msgs...)
+}
+
+func (r *recorder) runCleanups() {
+	r.mu.Lock()
+	cs := r.cleanups
+	r.cleanups = nil
+	r.mu.Unlock()
+	for i := len(cs) - 1; i >= 0; i-- {
+		cs[i]()
+	}
+}
+
+func (r *recorder) Helper()                  {}
+func (r *recorder) Name() string             { return "conformance" }
+func (r *recorder) Context() context.Context { return r.ctx }
+func (r *recorder) Log(args ...any)          { r.add(false, false, fmt.Sprint(args...)) }
+func (r *recorder) Logf(format string, args ...any) {
+	r.add(false, false, fmt.Sprintf(format, args...))
+}
+func (r *recorder) Error(args ...any) { r.add(true, false, fmt.Sprint(args...)) }
+func (r *recorder) Errorf(format string, args ...any) {
+	r.add(true, false, fmt.Sprintf(format, args...))
+}
+func (r *recorder) Fail()                             { r.add(true, false, "") }
+func (r *recorder) FailNow()                          { r.Fail(); runtime.Goexit() }
+func (r *recorder) Fatal(args ...any)                 { r.Error(args...); runtime.Goexit() }
+func (r *recorder) Fatalf(format string, args ...any) { r.Errorf(format, args...); runtime.Goexit() }
+func (r *recorder) Skip(args ...any)                  { r.add(false, true, fmt.Sprint(args...)); runtime.Goexit() }
+func (r *recorder) Skipf(format string, args ...any) {
+	r.add(false, true, fmt.Sprintf(format, args...))
+	runtime.Goexit()
+}
+func (r *recorder) SkipNow() { r.add(false, true, ""); runtime.Goexit() }
+
+func (r *recorder) Failed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.failed
+}
+
+func (r *recorder) Skipped() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.skipped
+}
+
+func (r *recorder) Cleanup(f func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cleanups = append(r.cleanups, f)
+}
+
+func (r *recorder) TempDir() string {
+	dir, err := os.MkdirTemp("", "conformance")
+	if err != nil {
+		r.Fatalf("TempDir: %v", err)
+	}
+	r.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}

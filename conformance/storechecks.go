@@ -1,0 +1,103 @@
+package conformance
+
+import (
+	_ "embed"
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/quotagate/limiter/store"
+)
+
+var (
+	//go:embed lua/store_echo.lua
+	echoLua string
+	//go:embed lua/store_error.lua
+	errorLua string
+)
+
+// StoreCheck is one check of the store contract itself.
+type StoreCheck struct {
+	// Name is a short slug, used as the subtest name.
+	Name string
+	run  func(c *checker)
+}
+
+// StoreChecks returns the checks of the store contract.
+func StoreChecks() []StoreCheck {
+	return []StoreCheck{
+		{"replies-normalised", checkReplies},
+		{"scripts-and-noscript", checkScripts},
+	}
+}
+
+// RunStoreCheck runs one store check on a fresh harness from mk.
+func RunStoreCheck(t testing.TB, mk HarnessMaker, sc StoreCheck) {
+	t.Helper()
+	c := newChecker(t, mk, FixedWindow())
+	sc.run(c)
+}
+
+// Replies are normalised: int64, string, []any, ErrNil; a Redis error reply
+// belongs to its command and leaves the rest of the pipeline alone.
+func checkReplies(c *checker) {
+	k := c.prefix + ":{s}:"
+	rs, err := c.h.Store().Do(c.ctx,
+		store.Cmd{Name: "SET", Args: []any{k + "str", "v"}},
+		store.Cmd{Name: "GET", Args: []any{k + "str"}},
+		store.Cmd{Name: "GET", Args: []any{k + "missing"}},
+		store.Cmd{Name: "INCRBY", Args: []any{k + "str", 1}},
+		store.Cmd{Name: "INCRBY", Args: []any{k + "n", int64(5)}},
+		store.Cmd{Name: "RPUSH", Args: []any{k + "list", "a", "b"}},
+		store.Cmd{Name: "LRANGE", Args: []any{k + "list", 0, -1}},
+		store.Cmd{Name: "DEL", Args: []any{k + "str", k + "n", k + "list"}},
+	)
+	if err != nil {
+		c.t.Fatalf("store: Do: %v", err)
+	}
+	if len(rs) != 8 {
+		c.t.Fatalf("store: Do returned %d replies for 8 commands", len(rs))
+	}
+	want := []any{"OK", "v", nil, nil, int64(5), int64(2), []any{"a", "b"}, int64(3)}
+	for i, w := range want {
+		if i == 2 || i == 3 {
+			continue
+		}
+		if rs[i].Err != nil || !reflect.DeepEqual(rs[i].Val, w) {
+			c.t.Errorf("store: reply %d = %#v, %v; want %#v", i, rs[i].Val, rs[i].Err, w)
+		}
+	}
+	if !errors.Is(rs[2].Err, store.ErrNil) || rs[2].Val != nil {
+		c.t.Errorf("store: GET of a missing key = %#v, %v; want nil, ErrNil", rs[2].Val, rs[2].Err)
+	}
+	if rs[3].Err == nil || errors.Is(rs[3].Err, store.ErrNil) {
+		c.t.Errorf("store: INCRBY of a string = %#v, %v; want the server's error reply", rs[3].Val, rs[3].Err)
+	}
+}
+
+// EVALSHA of an unknown script is ErrNoScript; Script.Run falls back to
+// EVAL; script replies are normalised; a script's error is not NOSCRIPT.
+func checkScripts(c *checker) {
+	st := c.h.Store()
+	k := c.prefix + ":{s}:k"
+	s := store.NewScript(echoLua)
+	if _, err := st.EvalSha(c.ctx, "0000000000000000000000000000000000000000", []string{k}, []any{"x"}); !errors.Is(err, store.ErrNoScript) {
+		c.t.Errorf("store: EVALSHA of an unknown script = %v, want ErrNoScript", err)
+	}
+	v, err := s.Run(c.ctx, st, []string{k}, []any{"x"})
+	want := []any{int64(1), "x", []any{int64(2), "x"}}
+	if err != nil || !reflect.DeepEqual(v, want) {
+		c.t.Errorf("store: Script.Run = %#v, %v; want %#v", v, err, want)
+	}
+	v, err = st.EvalSha(c.ctx, s.Hash(), []string{k}, []any{"y"})
+	if err != nil || !reflect.DeepEqual(v, []any{int64(1), "y", []any{int64(2), "y"}}) {
+		c.t.Errorf("store: EVALSHA of a cached script = %#v, %v", v, err)
+	}
+	bad := store.NewScript(errorLua)
+	if _, err := bad.Run(c.ctx, st, []string{k}, nil); err == nil || errors.Is(err, store.ErrNoScript) || errors.Is(err, store.ErrUnknownOutcome) {
+		c.t.Errorf("store: a script's error reply = %v; want a plain server error", err)
+	}
+	if rs, err := st.Do(c.ctx, store.Cmd{Name: "DEL", Args: []any{k}}); err != nil || rs[0].Err != nil {
+		c.t.Errorf("store: DEL: %v", err)
+	}
+}

@@ -1,0 +1,283 @@
+package conformance
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/store"
+)
+
+// Check is one property of the suite, numbered as in the test plan.
+type Check struct {
+	// ID is the property's number in the test plan.
+	ID int
+	// Name is a short slug, used as the subtest name.
+	Name string
+	run  func(c *checker)
+}
+
+// Checks returns every check of the suite, in test-plan order.
+func Checks() []Check {
+	return []Check{
+		{1, "exact-admission", checkExactAdmission},
+		{2, "weighted-costs", checkWeightedCosts},
+		{3, "hostile-costs", checkHostileCosts},
+		{4, "multi-rule-all-or-nothing", checkMultiRule},
+		{6, "forced-leak", checkForcedLeak},
+		{9, "window-never-slides", checkNeverSlides},
+		{10, "short-and-long-windows", checkWindowLengths},
+		{11, "self-repair", checkSelfRepair},
+		{12, "bounded-ttls", checkBoundedTTLs},
+		{16, "noscript-invisible", checkNoScript},
+		{19, "lost-reply-counted-once", checkLostReply},
+	}
+}
+
+// CheckByName returns the check named name.
+func CheckByName(name string) (Check, bool) {
+	for _, c := range Checks() {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return Check{}, false
+}
+
+// RunStrategyTests runs every check against each spec on stores made by mk,
+// one subtest per spec and check.
+func RunStrategyTests(t *testing.T, mk HarnessMaker, specs ...Spec) {
+	t.Helper()
+	for _, spec := range specs {
+		t.Run(spec.Name, func(t *testing.T) {
+			for _, ch := range Checks() {
+				t.Run(fmt.Sprintf("P%02d-%s", ch.ID, ch.Name), func(t *testing.T) {
+					RunCheck(t, mk, spec, ch)
+				})
+			}
+		})
+	}
+}
+
+// RunStoreTests proves a store adapter: the store contract checks, then
+// every check with every strategy this module ships.
+func RunStoreTests(t *testing.T, mk HarnessMaker) {
+	t.Helper()
+	t.Run("store", func(t *testing.T) {
+		for _, sc := range StoreChecks() {
+			t.Run(sc.Name, func(t *testing.T) { RunStoreCheck(t, mk, sc) })
+		}
+	})
+	RunStrategyTests(t, mk, Strategies()...)
+}
+
+// RunCheck runs one check of spec on a fresh harness from mk, then sweeps
+// the check's keys for missing or excessive TTLs (property 12).
+func RunCheck(t testing.TB, mk HarnessMaker, spec Spec, ch Check) {
+	t.Helper()
+	c := newChecker(t, mk, spec)
+	ch.run(c)
+	if !t.Failed() {
+		c.assertNoImmortalKeys(c.maxWindow + time.Second + spec.TTLSlack)
+	}
+}
+
+func newChecker(t testing.TB, mk HarnessMaker, spec Spec) *checker {
+	t.Helper()
+	ctx := context.Background()
+	h, err := mk(ctx, t)
+	if err != nil {
+		t.Fatalf("make harness: %v", err)
+	}
+	t.Cleanup(h.Close)
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return &checker{t: t, ctx: ctx, h: h, spec: spec, prefix: "ct" + hex.EncodeToString(b[:])}
+}
+
+// checker carries one check's state.
+type checker struct {
+	t         testing.TB
+	ctx       context.Context
+	h         Harness
+	spec      Spec
+	prefix    string
+	maxWindow time.Duration
+}
+
+// limiter returns a Limiter of the spec's strategy on st (the harness's
+// store when nil), under the check's prefix.
+func (c *checker) limiter(st store.Store, opts ...limiter.Option) *limiter.Limiter {
+	c.t.Helper()
+	if st == nil {
+		st = c.h.Store()
+	}
+	l, err := limiter.New(st, c.spec.Strategy, append([]limiter.Option{limiter.WithPrefix(c.prefix)}, opts...)...)
+	if err != nil {
+		c.t.Fatalf("limiter.New: %v", err)
+	}
+	return l
+}
+
+// window records a window length used, for the final TTL sweep.
+func (c *checker) window(ls ...limiter.Limit) {
+	for _, l := range ls {
+		c.maxWindow = max(c.maxWindow, l.Period)
+	}
+}
+
+// counter returns how much of l is consumed for subject, read from the
+// server: the raw counter when the spec declares one, else through Peek.
+func (c *checker) counter(subject string, l limiter.Limit) int64 {
+	c.t.Helper()
+	if c.spec.Counter {
+		key, err := limiter.Key(c.prefix, subject, l)
+		if err != nil {
+			c.t.Fatalf("key: %v", err)
+		}
+		r, err := c.do(store.Cmd{Name: "GET", Args: []any{key}})
+		if errors.Is(r.Err, store.ErrNil) {
+			return 0
+		}
+		if err != nil || r.Err != nil {
+			c.t.Fatalf("GET %s: %v %v", key, err, r.Err)
+		}
+		n, err := store.Int64(r.Val)
+		if err != nil {
+			c.t.Fatalf("GET %s: %v", key, err)
+		}
+		return n
+	}
+	res, err := c.limiter(nil).Peek(c.ctx, subject, l)
+	if err != nil {
+		c.t.Fatalf("Peek: %v", err)
+	}
+	return l.Rate - res.Remaining
+}
+
+// do runs one command on the harness's store.
+func (c *checker) do(cmd store.Cmd) (store.Reply, error) {
+	rs, err := c.h.Store().Do(c.ctx, cmd)
+	if err != nil {
+		return store.Reply{}, err
+	}
+	return rs[0], nil
+}
+
+// keys returns every key under the check's prefix.
+func (c *checker) keys() []string {
+	c.t.Helper()
+	var out []string
+	cursor := "0"
+	for {
+		r, err := c.do(store.Cmd{Name: "SCAN", Args: []any{cursor, "MATCH", c.prefix + ":*", "COUNT", 1000}})
+		if err == nil {
+			err = r.Err
+		}
+		if err != nil {
+			c.t.Fatalf("SCAN: %v", err)
+		}
+		arr, err := store.Slice(r.Val)
+		if err != nil || len(arr) != 2 {
+			c.t.Fatalf("SCAN reply %v: %v", r.Val, err)
+		}
+		cursor, _ = store.String(arr[0])
+		ks, _ := store.Slice(arr[1])
+		for _, k := range ks {
+			s, _ := store.String(k)
+			out = append(out, s)
+		}
+		if cursor == "0" {
+			return out
+		}
+	}
+}
+
+// pttl returns a key's PTTL in milliseconds (-1 no expiry, -2 missing).
+func (c *checker) pttl(key string) int64 {
+	c.t.Helper()
+	r, err := c.do(store.Cmd{Name: "PTTL", Args: []any{key}})
+	if err == nil {
+		err = r.Err
+	}
+	if err != nil {
+		c.t.Fatalf("PTTL %s: %v", key, err)
+	}
+	n, err := store.Int64(r.Val)
+	if err != nil {
+		c.t.Fatalf("PTTL %s: %v", key, err)
+	}
+	return n
+}
+
+// assertNoImmortalKeys fails for any key under the prefix whose PTTL is not
+// in (0, maxTTL]: a key without expiry (-1) is a leak that blocks its
+// subject forever.
+func (c *checker) assertNoImmortalKeys(maxTTL time.Duration) {
+	c.t.Helper()
+	for _, k := range c.keys() {
+		p := c.pttl(k)
+		if p == -2 {
+			continue // expired between SCAN and PTTL
+		}
+		if p == -1 {
+			c.t.Errorf("property 12: key %q has no TTL (immortal)", k)
+		} else if time.Duration(p)*time.Millisecond > maxTTL {
+			c.t.Errorf("property 12: key %q has PTTL %dms, above the bound %s", k, p, maxTTL)
+		}
+	}
+}
+
+// hammer runs g goroutines, released together, each calling fn m times,
+// and counts the outcomes.
+func hammer(g, m int, fn func(worker, i int) (limiter.Result, error)) (allowed, denied int64, errs []error) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for w := 0; w < g; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			var a, d int64
+			var es []error
+			for i := 0; i < m; i++ {
+				r, err := fn(w, i)
+				switch {
+				case err != nil:
+					es = append(es, err)
+				case r.Allowed:
+					a++
+				default:
+					d++
+				}
+			}
+			mu.Lock()
+			allowed, denied, errs = allowed+a, denied+d, append(errs, es...)
+			mu.Unlock()
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return allowed, denied, errs
+}
+
+// firstErrs formats up to three errors.
+func firstErrs(errs []error) string {
+	var b strings.Builder
+	for i, e := range errs {
+		if i == 3 {
+			fmt.Fprintf(&b, " (and %d more)", len(errs)-3)
+			break
+		}
+		fmt.Fprintf(&b, "; %v", e)
+	}
+	return b.String()
+}

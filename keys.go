@@ -1,0 +1,124 @@
+package limiter
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// DefaultPrefix is the key prefix of a Limiter built without WithPrefix.
+const DefaultPrefix = "limiter"
+
+// Bounds on the parts of a key.
+const (
+	// maxPlainSubject is the longest subject kept verbatim in a key; longer
+	// (or hostile) subjects are replaced by a hash.
+	maxPlainSubject = 128
+	// MaxNameLen is the longest Limit.Name.
+	MaxNameLen = 128
+	// MaxPrefixLen is the longest prefix.
+	MaxPrefixLen = 128
+)
+
+// keyBuilder lays out counter keys as
+//
+//	prefix:{subject}:rule
+//
+// The subject is the Cluster hash tag, so all keys of one decision share a
+// slot. Redis ends a hash tag at the first '}', so a subject is kept verbatim
+// only when it is printable ASCII without braces, does not start with '#'
+// and is at most maxPlainSubject bytes; any other subject becomes
+// '#' + 32 hex digits of its SHA-256. The prefix has no braces, so the first
+// '{' and '}' of a key delimit the subject, and the rule follows: the layout
+// is injective (distinct inputs give distinct keys, up to a SHA-256
+// collision) and every key is at most a few hundred bytes.
+type keyBuilder struct {
+	prefix string
+}
+
+func validPrefix(p string) error {
+	if strings.ContainsAny(p, "{}") {
+		return fmt.Errorf("%w: prefix %q contains a brace", ErrInvalidOption, p)
+	}
+	if len(p) > MaxPrefixLen {
+		return fmt.Errorf("%w: prefix is longer than %d bytes", ErrInvalidOption, MaxPrefixLen)
+	}
+	return nil
+}
+
+func plainSubject(s string) bool {
+	if len(s) > maxPlainSubject || s[0] == '#' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x21 || c > 0x7e || c == '{' || c == '}' {
+			return false
+		}
+	}
+	return true
+}
+
+// build validates subject and limits and returns one key per limit.
+func (b keyBuilder) build(subject string, limits []Limit) ([]string, error) {
+	if subject == "" {
+		return nil, fmt.Errorf("%w: empty key", ErrInvalidKey)
+	}
+	if len(limits) == 0 {
+		return nil, fmt.Errorf("%w: no limits given", ErrInvalidLimit)
+	}
+	if len(limits) > MaxLimits {
+		return nil, fmt.Errorf("%w: %d limits, at most %d", ErrInvalidLimit, len(limits), MaxLimits)
+	}
+	for i, l := range limits {
+		if err := l.validate(); err != nil {
+			return nil, err
+		}
+		if len(l.Name) > MaxNameLen {
+			return nil, fmt.Errorf("%w: name is longer than %d bytes", ErrInvalidLimit, MaxNameLen)
+		}
+		for _, o := range limits[:i] {
+			if o.Name == l.Name && (l.Name != "" || o.Period == l.Period) {
+				return nil, fmt.Errorf("%w: limits %s and %s share one counter; give them distinct names", ErrInvalidLimit, o, l)
+			}
+		}
+	}
+	if !plainSubject(subject) {
+		sum := sha256.Sum256([]byte(subject))
+		subject = "#" + hex.EncodeToString(sum[:16])
+	}
+	keys := make([]string, len(limits))
+	for i, l := range limits {
+		var sb strings.Builder
+		sb.Grow(len(b.prefix) + len(subject) + len(l.Name) + 26)
+		sb.WriteString(b.prefix)
+		sb.WriteString(":{")
+		sb.WriteString(subject)
+		sb.WriteString("}:")
+		if l.Name != "" {
+			sb.WriteString("n=")
+			sb.WriteString(l.Name)
+		} else {
+			var num [20]byte
+			sb.Write(strconv.AppendInt(num[:0], l.Period.Milliseconds(), 10))
+			sb.WriteString("ms")
+		}
+		keys[i] = sb.String()
+	}
+	return keys, nil
+}
+
+// Key returns the counter key of subject for limit l, as a Limiter with
+// prefix lays it out. Tools and tests use it to inspect counters.
+func Key(prefix, subject string, l Limit) (string, error) {
+	if err := validPrefix(prefix); err != nil {
+		return "", err
+	}
+	keys, err := keyBuilder{prefix: prefix}.build(subject, []Limit{l})
+	if err != nil {
+		return "", err
+	}
+	return keys[0], nil
+}

@@ -1,0 +1,273 @@
+package limiter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/quotagate/limiter/store"
+)
+
+// Errors returned before any I/O for bad input; a call that returns one of
+// them has written nothing to Redis. Match them with errors.Is.
+var (
+	// ErrInvalidKey is an empty key (subject).
+	ErrInvalidKey = errors.New("limiter: invalid key")
+	// ErrInvalidLimit is a call without limits, or a limit whose rate, burst,
+	// period or name is out of bounds, or two limits sharing one counter.
+	ErrInvalidLimit = errors.New("limiter: invalid limit")
+	// ErrInvalidCost is a negative cost.
+	ErrInvalidCost = errors.New("limiter: invalid cost")
+	// ErrNilStore is a nil store given to New.
+	ErrNilStore = errors.New("limiter: nil store")
+	// ErrNilStrategy is a nil strategy given to New.
+	ErrNilStrategy = errors.New("limiter: nil strategy")
+	// ErrInvalidOption is an option out of bounds (a prefix with braces, a
+	// negative timeout, an unknown fail mode).
+	ErrInvalidOption = errors.New("limiter: invalid option")
+)
+
+// FailMode says what a call does when Redis cannot decide it (connection
+// lost, timeout, a server error).
+type FailMode int
+
+const (
+	// FailError returns the error; the caller decides. The default.
+	FailError FailMode = iota
+	// FailOpen admits the request. The Result is Degraded and carries the
+	// error in Cause; the error return is nil.
+	FailOpen
+	// FailClosed denies the request. The Result is Degraded and carries the
+	// error in Cause; the error return is nil.
+	FailClosed
+)
+
+// String names the mode.
+func (m FailMode) String() string {
+	switch m {
+	case FailError:
+		return "error"
+	case FailOpen:
+		return "open"
+	case FailClosed:
+		return "closed"
+	}
+	return fmt.Sprintf("FailMode(%d)", int(m))
+}
+
+// Result is the outcome of one decision. A denial is a Result, not an error.
+type Result struct {
+	// Allowed reports whether the request was admitted (and its cost
+	// consumed from every limit).
+	Allowed bool
+	// Remaining is the cost still available in the binding limit.
+	Remaining int64
+	// ResetAfter is the time until the binding limit is full again.
+	ResetAfter time.Duration
+	// RetryAfter is, for a denied request, the time until the same request
+	// could be admitted; -1 when it never can (its cost exceeds the limit).
+	// It is 0 when Allowed.
+	RetryAfter time.Duration
+	// Limit is the binding limit: for a denied request the one that denied
+	// it (the longest wait when several did), otherwise the one with the
+	// least remaining.
+	Limit Limit
+	// Index is the position of Limit among the call's limits.
+	Index int
+	// Degraded reports a decision made by the fail mode, not by Redis.
+	Degraded bool
+	// Cause is the backend error behind a Degraded decision.
+	Cause error
+}
+
+// Request is what a Strategy is asked to decide: one counter key per limit,
+// all in one Cluster hash slot, and the cost to consume from each.
+type Request struct {
+	// Keys holds one key per limit, built by the Limiter.
+	Keys []string
+	// Limits are the call's limits, validated.
+	Limits []Limit
+	// Cost is the amount to consume from every limit; 0 asks for the state
+	// and writes nothing.
+	Cost int64
+	// DryRun decides as for Cost but writes nothing (Peek).
+	DryRun bool
+}
+
+// Strategy decides requests against a Store. Implementations are safe for
+// concurrent use, consume from every limit or from none, and declare their
+// guarantees in their doc comment.
+type Strategy interface {
+	// Decide admits or denies req. A denial is a Result with Allowed false;
+	// an error means Redis could not decide. Strategies build the Result
+	// with a Binder.
+	Decide(ctx context.Context, st store.Store, req Request) (Result, error)
+}
+
+// Resetter is implemented by strategies whose counters are not exactly the
+// request's keys. Without it, Reset deletes the keys.
+type Resetter interface {
+	// Reset forgets the state of keys.
+	Reset(ctx context.Context, st store.Store, keys []string) error
+}
+
+// Limiter decides requests against limits. It is safe for concurrent use.
+// Construct it with New.
+type Limiter struct {
+	st       store.Store
+	strategy Strategy
+	keys     keyBuilder
+	failMode FailMode
+	timeout  time.Duration
+}
+
+// Option configures a Limiter.
+type Option func(*Limiter) error
+
+// WithPrefix sets the key prefix (default "limiter"). It may not contain
+// '{' or '}', so that the subject is always the Cluster hash tag.
+func WithPrefix(prefix string) Option {
+	return func(l *Limiter) error {
+		if err := validPrefix(prefix); err != nil {
+			return err
+		}
+		l.keys.prefix = prefix
+		return nil
+	}
+}
+
+// WithFailMode sets what happens when Redis cannot decide (default
+// FailError).
+func WithFailMode(m FailMode) Option {
+	return func(l *Limiter) error {
+		if m < FailError || m > FailClosed {
+			return fmt.Errorf("%w: fail mode %d", ErrInvalidOption, int(m))
+		}
+		l.failMode = m
+		return nil
+	}
+}
+
+// WithTimeout bounds each call: the context passed to the store gets this
+// deadline unless it already has an earlier one. 0 (the default) adds no
+// deadline: the caller's context and the client's own timeouts apply.
+func WithTimeout(d time.Duration) Option {
+	return func(l *Limiter) error {
+		if d < 0 {
+			return fmt.Errorf("%w: timeout %s is negative", ErrInvalidOption, d)
+		}
+		l.timeout = d
+		return nil
+	}
+}
+
+// New returns a Limiter that decides with strategy s on store st.
+func New(st store.Store, s Strategy, opts ...Option) (*Limiter, error) {
+	if isNil(st) {
+		return nil, ErrNilStore
+	}
+	if isNil(s) {
+		return nil, ErrNilStrategy
+	}
+	l := &Limiter{st: st, strategy: s, keys: keyBuilder{prefix: DefaultPrefix}}
+	for _, o := range opts {
+		if err := o(l); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// isNil reports a nil interface or an interface holding a nil pointer, as
+// an adapter's constructor returns for a nil client.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Interface, reflect.Slice, reflect.Chan:
+		return rv.IsNil()
+	}
+	return false
+}
+
+// Allow consumes 1 from every limit for key, or nothing if any limit would
+// be exceeded.
+func (l *Limiter) Allow(ctx context.Context, key string, limits ...Limit) (Result, error) {
+	return l.decide(ctx, key, 1, false, limits)
+}
+
+// AllowN consumes n from every limit for key, or nothing if any limit would
+// be exceeded. n == 0 reads the state and writes nothing; n < 0 is
+// ErrInvalidCost.
+func (l *Limiter) AllowN(ctx context.Context, key string, n int64, limits ...Limit) (Result, error) {
+	return l.decide(ctx, key, n, false, limits)
+}
+
+// Peek reports whether a request of cost 1 would be admitted now, and the
+// state of the limits, without consuming or writing anything.
+func (l *Limiter) Peek(ctx context.Context, key string, limits ...Limit) (Result, error) {
+	return l.decide(ctx, key, 1, true, limits)
+}
+
+// Reset forgets the counters of key for limits.
+func (l *Limiter) Reset(ctx context.Context, key string, limits ...Limit) error {
+	keys, err := l.keys.build(key, limits)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := l.withTimeout(ctx)
+	defer cancel()
+	if r, ok := l.strategy.(Resetter); ok {
+		err = r.Reset(ctx, l.st, keys)
+	} else {
+		args := make([]any, len(keys))
+		for i, k := range keys {
+			args[i] = k
+		}
+		_, err = l.st.Do(ctx, store.Cmd{Name: "DEL", Args: args})
+	}
+	if err != nil {
+		return fmt.Errorf("limiter: reset: %w", err)
+	}
+	return nil
+}
+
+func (l *Limiter) decide(ctx context.Context, key string, cost int64, dry bool, limits []Limit) (Result, error) {
+	if cost < 0 {
+		return Result{}, fmt.Errorf("%w: %d is negative", ErrInvalidCost, cost)
+	}
+	keys, err := l.keys.build(key, limits)
+	if err != nil {
+		return Result{}, err
+	}
+	ctx, cancel := l.withTimeout(ctx)
+	res, err := l.strategy.Decide(ctx, l.st, Request{Keys: keys, Limits: limits, Cost: cost, DryRun: dry})
+	cancel()
+	if err != nil {
+		switch l.failMode {
+		case FailOpen:
+			return Result{Allowed: true, Degraded: true, Cause: err, Limit: limits[0]}, nil
+		case FailClosed:
+			return Result{Allowed: false, Degraded: true, Cause: err, Limit: limits[0], RetryAfter: min(limits[0].Period, time.Second)}, nil
+		}
+		return Result{}, err
+	}
+	res.Limit = limits[res.Index]
+	return res, nil
+}
+
+func noCancel() {}
+
+func (l *Limiter) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if l.timeout <= 0 {
+		return ctx, noCancel
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= l.timeout {
+		return ctx, noCancel
+	}
+	return context.WithTimeout(ctx, l.timeout)
+}

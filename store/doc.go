@@ -1,0 +1,29 @@
+// Package store is the driver side of limiter: the small contract a Redis
+// client adapter implements, and the pieces written once for every adapter.
+//
+// A Store moves commands and scripts to Redis and maps errors; it decides
+// nothing. Strategies (package strategy) are written against it, so one
+// strategy runs unchanged on go-redis, rueidis and redigo, on a single server
+// or a Cluster.
+//
+// The contract, in the spirit of database/sql/driver:
+//
+//   - Do sends commands in one round trip and returns one Reply per command.
+//     A Redis error reply to one command is that Reply's Err; an error for the
+//     round trip as a whole (connection, timeout, context) is Do's error.
+//   - EvalSha and Eval run a script. Script.Run calls EvalSha and falls back to
+//     Eval when the server answers NOSCRIPT, so adapters never implement the
+//     fallback themselves.
+//   - Watcher is optional: a store that can pin one connection for
+//     WATCH/MULTI/EXEC implements it. Strategies that need it check for it
+//     with a type assertion and report a clear error when it is missing.
+//   - Replies are normalised: integers to int64, bulk and simple strings to
+//     string, arrays to []any, a nil reply to ErrNil. The helpers Int64,
+//     String and Slice convert them with checked type assertions.
+//
+// The rule that matters most: a Store must never let one call run twice on
+// the server. If the command was written and the reply was lost, the adapter
+// returns an error that wraps ErrUnknownOutcome; it does not retry. Like
+// database/sql/driver.ErrBadConn, ErrUnknownOutcome is the contract that tells
+// the caller the server may have performed the operation.
+package store

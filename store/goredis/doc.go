@@ -1,0 +1,29 @@
+// Package goredis adapts a go-redis v9 client (redis.UniversalClient:
+// *redis.Client, *redis.ClusterClient, *redis.Ring, a failover client) to
+// store.Store and store.Watcher.
+//
+// A decision is never counted twice. go-redis retries a command whose
+// connection dropped (MaxRetries, 3 by default), which would run a rate
+// limiting script a second time after a lost reply. The adapter marks every
+// command it sends with an argument that refuses to be written twice: a
+// retry of a command already written fails before it reaches the wire, and
+// the caller gets an error wrapping store.ErrUnknownOutcome. Any network or
+// context error after a command was written is reported the same way, since
+// the server may have run it.
+//
+// Recommended client options for a limiter:
+//
+//	rdb := redis.NewClient(&redis.Options{
+//		Addr:         addr,
+//		MaxRetries:   -1,                    // no retries: nothing to guard
+//		DialTimeout:  time.Second,
+//		ReadTimeout:  200 * time.Millisecond, // a dead Redis costs at most this
+//		WriteTimeout: 200 * time.Millisecond,
+//	})
+//	st := goredis.New(rdb)
+//
+// With the defaults the guarantee holds too; MaxRetries: -1 only saves the
+// futile retry. ClusterClient redirections (MOVED, ASK) re-send a command;
+// one that was refused with MOVED did not run, but the adapter cannot tell
+// that from the outside and reports ErrUnknownOutcome, which is safe.
+package goredis

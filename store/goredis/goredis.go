@@ -1,0 +1,258 @@
+package goredis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quotagate/limiter/store"
+)
+
+// Store adapts a redis.UniversalClient. It is safe for concurrent use.
+type Store struct {
+	c redis.UniversalClient
+}
+
+var (
+	_ store.Store   = (*Store)(nil)
+	_ store.Watcher = (*Store)(nil)
+)
+
+// New returns a Store on c, or nil when c is nil (limiter.New then reports
+// limiter.ErrNilStore).
+func New(c redis.UniversalClient) *Store {
+	if c == nil {
+		return nil
+	}
+	return &Store{c: c}
+}
+
+// Client returns the wrapped client.
+func (s *Store) Client() redis.UniversalClient { return s.c }
+
+// errResend is returned by a guard asked to write its command a second time.
+var errResend = errors.New("goredis: command already written once; not re-sending")
+
+// guard is an argument that can be written to the wire once. A second write
+// (a client retry after a lost reply) fails, so the command cannot run twice.
+type guard struct {
+	writes atomic.Int32
+	val    any
+	buf    [20]byte
+}
+
+// MarshalBinary implements encoding.BinaryMarshaler, which go-redis calls
+// each time it writes the argument.
+func (g *guard) MarshalBinary() ([]byte, error) {
+	if g.writes.Add(1) > 1 {
+		return nil, errResend
+	}
+	switch v := g.val.(type) {
+	case int:
+		return strconv.AppendInt(g.buf[:0], int64(v), 10), nil
+	case int64:
+		return strconv.AppendInt(g.buf[:0], v, 10), nil
+	case string:
+		return []byte(v), nil
+	case []byte:
+		return v, nil
+	case float64:
+		return strconv.AppendFloat(g.buf[:0], v, 'f', -1, 64), nil
+	}
+	return fmt.Appendf(nil, "%v", g.val), nil
+}
+
+// String returns the argument as text; go-redis's Cluster routing reads key
+// positions through it.
+func (g *guard) String() string {
+	switch v := g.val.(type) {
+	case string:
+		return v
+	case []byte:
+		return string(v)
+	}
+	return fmt.Sprint(g.val)
+}
+
+func (g *guard) written() bool { return g.writes.Load() > 0 }
+
+// EvalSha implements store.Store.
+func (s *Store) EvalSha(ctx context.Context, sha string, keys []string, args []any) (any, error) {
+	return s.eval(ctx, "evalsha", sha, keys, args)
+}
+
+// Eval implements store.Store.
+func (s *Store) Eval(ctx context.Context, src string, keys []string, args []any) (any, error) {
+	return s.eval(ctx, "eval", src, keys, args)
+}
+
+func (s *Store) eval(ctx context.Context, name, script string, keys []string, args []any) (any, error) {
+	g := &guard{val: len(keys)}
+	a := make([]any, 0, 3+len(keys)+len(args))
+	a = append(a, name, script, g)
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	a = append(a, args...)
+	cmd := redis.NewCmd(ctx, a...)
+	_ = s.c.Process(ctx, cmd)
+	v, err := cmd.Result()
+	if err != nil {
+		return nil, mapErr(err, g.written())
+	}
+	return normalise(v), nil
+}
+
+// Do implements store.Store: the commands go in one pipeline.
+func (s *Store) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	return doPipe(ctx, s.c.Pipeline(), cmds)
+}
+
+// doPipe runs cmds on p and collects their replies.
+func doPipe(ctx context.Context, p redis.Pipeliner, cmds []store.Cmd) ([]store.Reply, error) {
+	gcmds, guards := queue(ctx, p, cmds)
+	_, _ = p.Exec(ctx)
+	return collect(gcmds, guards)
+}
+
+func queue(ctx context.Context, p redis.Pipeliner, cmds []store.Cmd) ([]*redis.Cmd, []*guard) {
+	gcmds := make([]*redis.Cmd, len(cmds))
+	guards := make([]*guard, 0, len(cmds))
+	for i, c := range cmds {
+		a := make([]any, 0, 1+len(c.Args))
+		a = append(a, c.Name)
+		for j, v := range c.Args {
+			if j == 0 {
+				g := &guard{val: v}
+				guards = append(guards, g)
+				v = g
+			}
+			a = append(a, v)
+		}
+		gcmds[i] = redis.NewCmd(ctx, a...)
+		_ = p.Process(ctx, gcmds[i])
+	}
+	return gcmds, guards
+}
+
+func collect(gcmds []*redis.Cmd, guards []*guard) ([]store.Reply, error) {
+	written := false
+	for _, g := range guards {
+		written = written || g.written()
+	}
+	out := make([]store.Reply, len(gcmds))
+	for i, c := range gcmds {
+		v, err := c.Result()
+		if err != nil && !isReply(err) {
+			return nil, mapErr(err, written)
+		}
+		if err != nil {
+			out[i].Err = mapErr(err, false)
+			continue
+		}
+		out[i].Val = normalise(v)
+	}
+	return out, nil
+}
+
+// Watch implements store.Watcher with go-redis's Watch, which pins one
+// connection and un-watches it on return.
+func (s *Store) Watch(ctx context.Context, keys []string, fn func(store.Tx) error) error {
+	var fnErr error
+	called := false
+	err := s.c.Watch(ctx, func(tx *redis.Tx) error {
+		called = true
+		fnErr = fn(txn{tx})
+		return fnErr
+	}, keys...)
+	if err == nil || (called && err == fnErr) {
+		return err
+	}
+	return mapErr(err, false)
+}
+
+type txn struct{ tx *redis.Tx }
+
+// Do runs cmds on the pinned connection outside MULTI.
+func (t txn) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	return doPipe(ctx, t.tx.Pipeline(), cmds)
+}
+
+// Exec runs cmds inside MULTI/EXEC on the pinned connection.
+func (t txn) Exec(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	var gcmds []*redis.Cmd
+	var guards []*guard
+	_, err := t.tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		gcmds, guards = queue(ctx, p, cmds)
+		return nil
+	})
+	if errors.Is(err, redis.TxFailedErr) {
+		return nil, fmt.Errorf("%w: %w", store.ErrTxAborted, err)
+	}
+	return collect(gcmds, guards)
+}
+
+// isReply reports an error that is the server's reply to one command (or a
+// nil reply), as opposed to a failure of the round trip.
+func isReply(err error) bool {
+	if errors.Is(err, redis.Nil) {
+		return true
+	}
+	var re redis.Error
+	return errors.As(err, &re)
+}
+
+// mapErr maps a go-redis error to the store sentinels. written says whether
+// the command reached the wire, so a failure may hide a completed command.
+func mapErr(err error, written bool) error {
+	switch {
+	case errors.Is(err, redis.Nil):
+		return store.ErrNil
+	case errors.Is(err, errResend):
+		return fmt.Errorf("goredis: %w: the client tried to re-send a written command", store.ErrUnknownOutcome)
+	}
+	var re redis.Error
+	if errors.As(err, &re) {
+		if strings.HasPrefix(err.Error(), "NOSCRIPT") {
+			return fmt.Errorf("goredis: %w: %w", store.ErrNoScript, err)
+		}
+		return fmt.Errorf("goredis: %w", err)
+	}
+	if written {
+		return fmt.Errorf("goredis: %w: %w", store.ErrUnknownOutcome, err)
+	}
+	return fmt.Errorf("goredis: %w", err)
+}
+
+// normalise maps go-redis reply values to the store's types: int64, string,
+// []any, nil.
+func normalise(v any) any {
+	switch x := v.(type) {
+	case int64, string, nil:
+		return x
+	case []any:
+		for i := range x {
+			x[i] = normalise(x[i])
+		}
+		return x
+	case bool:
+		if x {
+			return int64(1)
+		}
+		return int64(0)
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case map[any]any:
+		out := make([]any, 0, 2*len(x))
+		for k, e := range x {
+			out = append(out, normalise(k), normalise(e))
+		}
+		return out
+	}
+	return v
+}

@@ -1,0 +1,67 @@
+package store
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// Int64 converts a normalised reply value to int64. A string holding a
+// base-10 integer (a counter read with GET) converts too; anything else is an
+// error that names the type, never a panic.
+func Int64(v any) (int64, error) {
+	switch x := v.(type) {
+	case int64:
+		return x, nil
+	case string:
+		n, err := strconv.ParseInt(x, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("store: reply %q is not an integer: %w", x, err)
+		}
+		return n, nil
+	case nil:
+		return 0, ErrNil
+	default:
+		return 0, fmt.Errorf("store: reply of type %T is not an integer", v)
+	}
+}
+
+// String converts a normalised reply value to string.
+func String(v any) (string, error) {
+	switch x := v.(type) {
+	case string:
+		return x, nil
+	case int64:
+		return strconv.FormatInt(x, 10), nil
+	case nil:
+		return "", ErrNil
+	default:
+		return "", fmt.Errorf("store: reply of type %T is not a string", v)
+	}
+}
+
+// Slice converts a normalised reply value to []any.
+func Slice(v any) ([]any, error) {
+	switch x := v.(type) {
+	case []any:
+		return x, nil
+	case nil:
+		return nil, ErrNil
+	default:
+		return nil, fmt.Errorf("store: reply of type %T is not an array", v)
+	}
+}
+
+// Int64s converts an array reply whose elements are all integers.
+func Int64s(v any) ([]int64, error) {
+	arr, err := Slice(v)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int64, len(arr))
+	for i, e := range arr {
+		if out[i], err = Int64(e); err != nil {
+			return nil, fmt.Errorf("store: element %d: %w", i, err)
+		}
+	}
+	return out, nil
+}

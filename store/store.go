@@ -1,0 +1,75 @@
+package store
+
+import (
+	"context"
+	"errors"
+)
+
+// Sentinel errors every adapter maps its client's errors to. The client's own
+// error stays reachable with errors.As.
+var (
+	// ErrNil is a nil reply (a missing key for GET, a nil bulk string).
+	ErrNil = errors.New("store: nil reply")
+	// ErrNoScript is the server's NOSCRIPT reply to EVALSHA: the script cache
+	// does not hold the script (restart, failover, SCRIPT FLUSH).
+	ErrNoScript = errors.New("store: script not in the server's cache (NOSCRIPT)")
+	// ErrTxAborted is a nil EXEC reply: a watched key changed and the
+	// transaction did not run.
+	ErrTxAborted = errors.New("store: transaction aborted (watched key changed)")
+	// ErrUnknownOutcome means the command was (or may have been) written to
+	// the server but its reply was lost: the server may have performed it.
+	// Callers must not retry a non-idempotent command on this error.
+	ErrUnknownOutcome = errors.New("store: outcome unknown (reply lost after the command was sent)")
+	// ErrNotSupported is returned for an ability the store does not have.
+	ErrNotSupported = errors.New("store: not supported by this store")
+)
+
+// Cmd is one Redis command: its name and arguments, e.g.
+// Cmd{"PEXPIRE", []any{key, int64(1000)}}. Arguments are string, []byte,
+// int, int64 or float64; keys are strings.
+type Cmd struct {
+	Name string
+	Args []any
+}
+
+// Reply is the normalised reply to one command: Val is int64, string, []any
+// (of the same types) or nil; Err is the Redis error reply, or ErrNil for a
+// nil reply.
+type Reply struct {
+	Val any
+	Err error
+}
+
+// Store is what a strategy needs of a Redis client. Implementations are safe
+// for concurrent use.
+type Store interface {
+	// Do sends cmds in one round trip (a pipeline) and returns one Reply per
+	// command, in order. The error is for the round trip as a whole; it wraps
+	// ErrUnknownOutcome when any command may have run without its reply
+	// arriving. All keys of one call hash to one Cluster slot.
+	Do(ctx context.Context, cmds ...Cmd) ([]Reply, error)
+	// EvalSha runs the cached script sha. A NOSCRIPT reply is ErrNoScript; a
+	// lost reply is ErrUnknownOutcome.
+	EvalSha(ctx context.Context, sha string, keys []string, args []any) (any, error)
+	// Eval sends and runs the script source src.
+	Eval(ctx context.Context, src string, keys []string, args []any) (any, error)
+}
+
+// Watcher is the optional ability to run an optimistic transaction on one
+// pinned connection: WATCH keys, read them, then MULTI/EXEC writes.
+// Implementations un-watch the connection on every exit from Watch.
+type Watcher interface {
+	// Watch pins one connection, WATCHes keys on it and calls fn with it.
+	// Whatever fn returns is returned; the connection is left un-watched.
+	Watch(ctx context.Context, keys []string, fn func(Tx) error) error
+}
+
+// Tx is a connection pinned by Watcher.Watch.
+type Tx interface {
+	// Do runs cmds outside MULTI on the pinned connection (reads while the
+	// keys are watched).
+	Do(ctx context.Context, cmds ...Cmd) ([]Reply, error)
+	// Exec runs cmds inside MULTI/EXEC on the pinned connection. A
+	// transaction aborted by a watched key is ErrTxAborted.
+	Exec(ctx context.Context, cmds ...Cmd) ([]Reply, error)
+}

@@ -1,0 +1,85 @@
+package strategy
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/store"
+)
+
+//go:embed lua/fixed_window.lua
+var fixedWindowLua string
+
+var fixedWindowScript = store.NewScript(fixedWindowLua)
+
+// FixedWindowScript returns the script FixedWindow runs, for tools that
+// preload it (SCRIPT LOAD) or benchmark it raw.
+func FixedWindowScript() *store.Script { return fixedWindowScript }
+
+// FixedWindow counts cost per limit in a window that starts with the first
+// admitted request of a counter and lasts the limit's Period.
+//
+// Guarantees:
+//   - atomic: one Lua script, one round trip, all limits of a call decided
+//     together; a request denied by any limit consumes nothing from any;
+//   - exact: under any contention, at most Rate is admitted per window;
+//   - the window never slides: the counter's expiry is set when it is
+//     created and never moved; a counter found without expiry gets one back;
+//   - time source: Redis key expiry, never the app server's clock;
+//   - boundary bursts: up to 2×Rate in any interval one Period long, at the
+//     edge of two windows (use GCRA or a sliding window to avoid it);
+//   - keys per decision: one per limit, in one Cluster slot;
+//   - Redis 5.0 or later (or a server that runs Lua, such as miniredis).
+type FixedWindow struct{}
+
+// NewFixedWindow returns the FixedWindow strategy.
+func NewFixedWindow() FixedWindow { return FixedWindow{} }
+
+// Decide implements limiter.Strategy.
+func (FixedWindow) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	args := make([]any, 2+2*len(req.Limits))
+	args[0] = strconv.FormatInt(req.Cost, 10)
+	args[1] = "0"
+	if req.DryRun {
+		args[1] = "1"
+	}
+	for i, l := range req.Limits {
+		args[2+2*i] = l.Rate
+		args[3+2*i] = l.Period.Milliseconds()
+	}
+	v, err := fixedWindowScript.Run(ctx, st, req.Keys, args)
+	if err != nil {
+		return limiter.Result{}, fmt.Errorf("strategy: fixed window: %w", err)
+	}
+	return bindReply(v, len(req.Limits))
+}
+
+// bindReply reads a {allowed, remaining, reset_ms, retry_ms, ...} reply.
+func bindReply(v any, n int) (limiter.Result, error) {
+	arr, err := store.Slice(v)
+	if err != nil {
+		return limiter.Result{}, fmt.Errorf("strategy: bad reply: %w", err)
+	}
+	if len(arr) != 1+3*n {
+		return limiter.Result{}, fmt.Errorf("strategy: bad reply: %d values for %d limits", len(arr), n)
+	}
+	var nums [1 + 3*limiter.MaxLimits]int64
+	for i, e := range arr {
+		if nums[i], err = store.Int64(e); err != nil {
+			return limiter.Result{}, fmt.Errorf("strategy: bad reply: %w", err)
+		}
+	}
+	var b limiter.Binder
+	for i := 0; i < n; i++ {
+		retry := time.Duration(nums[3+3*i]) * time.Millisecond
+		if nums[3+3*i] < 0 {
+			retry = -1
+		}
+		b.Add(i, nums[1+3*i], time.Duration(nums[2+3*i])*time.Millisecond, retry)
+	}
+	return b.Result(nums[0] == 1), nil
+}
