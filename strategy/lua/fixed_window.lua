@@ -7,7 +7,8 @@
 -- ARGV[2+2i]     window of limit i, in milliseconds
 --
 -- Returns {allowed, remaining_1, reset_ms_1, retry_ms_1, remaining_2, ...}:
--- allowed is 1 or 0; retry_ms is 0 for a limit that admits, -1 when the cost
+-- allowed is 1 or 0 (for a peek: whether the cost would be admitted);
+-- remaining is after the decision; retry_ms is 0 for a limit that admits, -1 when the cost
 -- can never fit, else the wait until the window resets.
 --
 -- A window starts when its counter is created (SET ... PX) and ends when the
@@ -57,7 +58,7 @@ local out = {allowed}
 for i = 1, n do
   local rate = tonumber(ARGV[1 + 2 * i])
   local used = counts[i]
-  if allowed == 1 then
+  if allowed == 1 and write then
     used = used + cost
   end
   local retry = 0

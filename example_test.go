@@ -1,0 +1,78 @@
+package limiter_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/store/goredis"
+	"github.com/quotagate/limiter/strategy"
+)
+
+// A phone number may ask for 3 login codes per minute.
+func ExampleLimiter_Allow() {
+	mr, _ := miniredis.Run() // any Redis: a server, a Cluster, miniredis
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1})
+	defer rdb.Close()
+
+	lim, err := limiter.New(goredis.New(rdb), strategy.NewFixedWindow(), limiter.WithPrefix("sms"))
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	for i := 0; i < 4; i++ {
+		r, err := lim.Allow(ctx, "+15550100", limiter.PerMinute(3))
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("allowed=%v remaining=%d retry-after=%s\n", r.Allowed, r.Remaining, r.RetryAfter)
+	}
+	// Output:
+	// allowed=true remaining=2 retry-after=0s
+	// allowed=true remaining=1 retry-after=0s
+	// allowed=true remaining=0 retry-after=0s
+	// allowed=false remaining=0 retry-after=1m0s
+}
+
+// Several rules for one appkey+method are one atomic decision: a request
+// refused by the per-second rule consumes nothing from the daily one.
+func ExampleLimiter_Allow_rules() {
+	mr, _ := miniredis.Run()
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1})
+	defer rdb.Close()
+	lim, _ := limiter.New(goredis.New(rdb), strategy.NewFixedWindow())
+
+	ctx := context.Background()
+	rules := []limiter.Limit{limiter.PerSecond(2).Named("qps"), limiter.PerDay(1000).Named("qpd")}
+	for i := 0; i < 3; i++ {
+		r, _ := lim.Allow(ctx, "appkey-42:order.create", rules...)
+		fmt.Printf("allowed=%v binding=%s remaining=%d\n", r.Allowed, r.Limit.Name, r.Remaining)
+	}
+	daily, _ := lim.Peek(ctx, "appkey-42:order.create", rules[1])
+	fmt.Println("daily remaining:", daily.Remaining)
+	// Output:
+	// allowed=true binding=qps remaining=1
+	// allowed=true binding=qps remaining=0
+	// allowed=false binding=qps remaining=0
+	// daily remaining: 998
+}
+
+// With FailOpen a decision Redis could not make admits the request and says
+// so: Degraded is set and Cause holds the error.
+func ExampleWithFailMode() {
+	mr, _ := miniredis.Run()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1})
+	defer rdb.Close()
+	lim, _ := limiter.New(goredis.New(rdb), strategy.NewFixedWindow(), limiter.WithFailMode(limiter.FailOpen))
+	mr.Close() // Redis goes away
+
+	r, err := lim.Allow(context.Background(), "user:7", limiter.PerSecond(10))
+	fmt.Println(r.Allowed, r.Degraded, r.Cause != nil, err)
+	// Output:
+	// true true true <nil>
+}
