@@ -2,58 +2,20 @@ package conformance_test
 
 import (
 	"context"
-	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/conformance"
-	"github.com/quotagate/limiter/conformance/knownbad"
 	"github.com/quotagate/limiter/store"
 	"github.com/quotagate/limiter/store/goredis"
 )
 
-func dialer(wrap func(store.Store) store.Store) conformance.Dialer {
-	return func(_ context.Context, addr string) (store.Store, func(), error) {
-		rdb := redis.NewClient(&redis.Options{Addr: addr})
-		return wrap(goredis.New(rdb)), func() { _ = rdb.Close() }, nil
-	}
-}
-
-func asIs(st store.Store) store.Store { return st }
-
-// claims returns spec with s in place of its strategy: a known-bad strategy
-// claims FixedWindow's guarantees, and the suite must refute the claim.
-func claims(name string, s limiter.Strategy) conformance.Spec {
-	spec := conformance.FixedWindow()
-	spec.Name, spec.Strategy, spec.Commit = name, s, ""
-	return spec
-}
-
-// control is a known-bad implementation and the checks that must fail it.
-type control struct {
-	spec  conformance.Spec
-	wrap  func(store.Store) store.Store
-	fails []string // check names, store checks included
-}
-
-func controls() []control {
-	return []control{
-		{claims("GetThenIncr", knownbad.GetThenIncr{}), asIs,
-			[]string{"exact-admission", "weighted-costs", "forced-leak", "self-repair", "bounded-ttls"}},
-		{claims("IncrThenExpire", knownbad.IncrThenExpire{}), asIs,
-			[]string{"exact-admission", "hostile-costs", "multi-rule-all-or-nothing", "window-never-slides"}},
-		{claims("RuleByRule", knownbad.RuleByRule{}), asIs,
-			[]string{"hostile-costs", "multi-rule-all-or-nothing", "short-and-long-windows"}},
-		{conformance.FixedWindow(), knownbad.NoScriptFallback,
-			[]string{"noscript-invisible"}},
-		{conformance.FixedWindow(), knownbad.Retrying,
-			[]string{"lost-reply-counted-once"}},
-		{conformance.FixedWindow(), knownbad.Unmapped,
-			[]string{"replies-normalised", "scripts-and-noscript"}},
-	}
+func dial(_ context.Context, addr string) (store.Store, func(), error) {
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	return goredis.New(rdb), func() { _ = rdb.Close() }, nil
 }
 
 // TestSuiteFailsKnownBad proves that each check can fail: every known-bad
@@ -61,30 +23,15 @@ func controls() []control {
 // check of the suite fails at least one of them.
 func TestSuiteFailsKnownBad(t *testing.T) {
 	caught := map[string]bool{}
-	for _, ctl := range controls() {
-		mk := conformance.Miniredis(dialer(ctl.wrap))
-		var checks []conformance.Check
-		storeChecks := false
-		for _, name := range ctl.fails {
-			if ch, ok := conformance.CheckByName(name); ok {
-				checks = append(checks, ch)
-			} else {
-				storeChecks = true
-			}
+	for _, ctl := range conformance.KnownBad() {
+		label := ctl.Spec.Name
+		if ctl.Store != "" {
+			label += " on " + ctl.Store
 		}
-		if len(checks) == 0 {
-			checks = []conformance.Check{} // store checks only
-		}
-		outcomes := conformance.Run(context.Background(), mk, []conformance.Spec{ctl.spec}, checks, storeChecks)
-		for _, o := range outcomes {
-			want := false
-			for _, name := range ctl.fails {
-				want = want || name == o.Check
-			}
-			if !want {
-				continue
-			}
-			label := ctl.spec.Name + " on " + storeName(ctl.wrap)
+		mk := conformance.Miniredis(conformance.WrapDialer(dial, ctl.Wrap))
+		ran := map[string]bool{}
+		for _, o := range conformance.RunControl(context.Background(), mk, ctl, nil) {
+			ran[o.Check] = true
 			if o.Passed || o.Skipped {
 				t.Errorf("%s: check %s passed (skipped=%v); the suite must fail it", label, o.Check, o.Skipped)
 				continue
@@ -92,36 +39,40 @@ func TestSuiteFailsKnownBad(t *testing.T) {
 			caught[o.Check] = true
 			t.Logf("%s: %s failed as it must: %s", label, o.Check, strings.Join(o.Messages, " | "))
 		}
-	}
-	for _, ch := range conformance.Checks() {
-		if !caught[ch.Name] {
-			t.Errorf("check %s fails no known-bad implementation: it is not shown to be able to fail", ch.Name)
+		for _, name := range ctl.MustFail {
+			if !ran[name] {
+				t.Errorf("%s: check %s did not run", label, name)
+			}
 		}
+	}
+	var all []string
+	for _, ch := range conformance.Checks() {
+		all = append(all, ch.Name)
 	}
 	for _, sc := range conformance.StoreChecks() {
-		if !caught[sc.Name] {
-			t.Errorf("store check %s fails no known-bad implementation", sc.Name)
+		all = append(all, sc.Name)
+	}
+	for _, name := range all {
+		if !caught[name] {
+			t.Errorf("check %s fails no known-bad implementation: it is not shown to be able to fail", name)
 		}
 	}
-}
-
-func storeName(wrap func(store.Store) store.Store) string {
-	st := wrap(nil)
-	if st == nil {
-		return "goredis"
+	if len(caught) != len(all) || slices.Contains(all, "") {
+		t.Errorf("caught %d of %d checks", len(caught), len(all))
 	}
-	return strings.TrimPrefix(strings.TrimPrefix(fmtType(st), "*"), "knownbad.")
 }
 
 // TestFixedWindowPassesAll is the positive control beside the negative ones:
-// the same runner passes the real strategy.
+// the same runner passes the real strategy and the real store.
 func TestFixedWindowPassesAll(t *testing.T) {
-	mk := conformance.Miniredis(dialer(asIs))
-	for _, o := range conformance.Run(context.Background(), mk, conformance.Strategies(), nil, true) {
+	mk := conformance.Miniredis(dial)
+	outcomes := conformance.Run(context.Background(), mk, conformance.Strategies(), nil, true)
+	if want := len(conformance.Checks())*len(conformance.Strategies()) + len(conformance.StoreChecks()); len(outcomes) != want {
+		t.Fatalf("%d outcomes, want %d", len(outcomes), want)
+	}
+	for _, o := range outcomes {
 		if !o.Passed {
 			t.Errorf("%s/%s: %v", o.Spec, o.Check, o.Messages)
 		}
 	}
 }
-
-func fmtType(v any) string { return strings.TrimSpace(strings.Split(fmt.Sprintf("%T", v), ".")[0]) }

@@ -83,9 +83,19 @@ func RunStoreTests(t *testing.T, mk HarnessMaker) {
 func RunCheck(t testing.TB, mk HarnessMaker, spec Spec, ch Check) {
 	t.Helper()
 	c := newChecker(t, mk, spec)
+	if !c.h.Caps().Private {
+		t.Cleanup(c.deleteKeys)
+	}
 	ch.run(c)
 	if !t.Failed() {
 		c.assertNoImmortalKeys(c.maxWindow + time.Second + spec.TTLSlack)
+	}
+}
+
+// deleteKeys removes the check's keys from a shared server.
+func (c *checker) deleteKeys() {
+	for _, k := range c.keys() {
+		_, _ = c.do(store.Cmd{Name: "DEL", Args: []any{k}})
 	}
 }
 

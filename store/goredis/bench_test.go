@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -338,8 +339,9 @@ func BenchmarkFixedWindowRatio(b *testing.B) {
 	m := float64(measurements)
 	b.ReportMetric((allocs[1]-allocs[0])/m, "extra-allocs-c1")
 	b.ReportMetric((bytes[1]-bytes[0])/m, "extra-B-c1")
-	b.ReportMetric(allocs[1]/m, "allocs/op")
-	b.ReportMetric(bytes[1]/m, "B/op")
+	// The framework truncates these two to integers: round instead.
+	b.ReportMetric(math.Round(allocs[1]/m), "allocs/op")
+	b.ReportMetric(math.Round(bytes[1]/m), "B/op")
 	b.ReportMetric(0, "ns/op")
 	b.Logf("sequential, per decision: raw %.2f allocs %.0f B, limiter %.2f allocs %.0f B",
 		allocs[0]/m, bytes[0]/m, allocs[1]/m, bytes[1]/m)

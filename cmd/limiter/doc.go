@@ -1,0 +1,25 @@
+// Command limiter runs the conformance suite of the limiter framework
+// against a Redis and prints a pass/fail table.
+//
+// Usage:
+//
+//	limiter check [flags]
+//
+// With no flags, check runs every check for every strategy and every store
+// adapter on an embedded miniredis, a fresh one per check, and exits 1 if any
+// check fails. Flags:
+//
+//	-redis URL     run on the Redis at URL (redis://[user:pass@]host:port/db)
+//	               instead; the suite touches only keys under its own random
+//	               prefix, deletes them afterwards, and never flushes or
+//	               restarts the server (the checks that need to are skipped)
+//	-checks LIST   comma-separated check names (default: all)
+//	-known-bad     also run the known-bad implementations from the seed
+//	               articles; they are expected to fail, and do not change
+//	               the exit status unless one of them passes a check it must
+//	               fail
+//	-v             print every check's messages, not only failures'
+//
+// Exit status: 0 when every check passed or was skipped, 1 when one failed,
+// 2 for a usage error.
+package main

@@ -1,0 +1,91 @@
+package conformance
+
+import (
+	"context"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/conformance/knownbad"
+	"github.com/quotagate/limiter/store"
+)
+
+// Control is a known-bad implementation and the checks it must fail: the
+// proof that each check of the suite can fail.
+type Control struct {
+	// Spec is the strategy under test, claiming guarantees it lacks.
+	Spec Spec
+	// Store names the known-bad store wrapper; "" when the adapter is used
+	// as it is.
+	Store string
+	// Wrap wraps the adapter's store; nil when it is used as it is.
+	Wrap func(store.Store) store.Store
+	// MustFail names the checks (and store checks) the control must fail.
+	MustFail []string
+}
+
+// KnownBad returns the controls from the seed articles. Together they fail
+// every check of the suite, and the suite's tests assert it.
+func KnownBad() []Control {
+	claims := func(name string, s limiter.Strategy) Spec {
+		spec := FixedWindow()
+		spec.Name, spec.Strategy, spec.Commit = name, s, ""
+		return spec
+	}
+	return []Control{
+		{Spec: claims("GetThenIncr", knownbad.GetThenIncr{}),
+			MustFail: []string{"exact-admission", "weighted-costs", "forced-leak", "self-repair", "bounded-ttls"}},
+		{Spec: claims("IncrThenExpire", knownbad.IncrThenExpire{}),
+			MustFail: []string{"exact-admission", "hostile-costs", "multi-rule-all-or-nothing", "window-never-slides"}},
+		{Spec: claims("RuleByRule", knownbad.RuleByRule{}),
+			MustFail: []string{"hostile-costs", "multi-rule-all-or-nothing", "short-and-long-windows"}},
+		{Spec: FixedWindow(), Store: "NoScriptFallback", Wrap: knownbad.NoScriptFallback,
+			MustFail: []string{"noscript-invisible"}},
+		{Spec: FixedWindow(), Store: "Retrying", Wrap: knownbad.Retrying,
+			MustFail: []string{"lost-reply-counted-once"}},
+		{Spec: FixedWindow(), Store: "Unmapped", Wrap: knownbad.Unmapped,
+			MustFail: []string{"replies-normalised", "scripts-and-noscript"}},
+	}
+}
+
+// RunControl runs the checks ctl must fail (those among only, when only is
+// not nil) on harnesses from mk, the adapter's store wrapped by ctl.Wrap.
+// Dial wraps are applied by the caller's maker; see WrapDialer.
+func RunControl(ctx context.Context, mk HarnessMaker, ctl Control, only []Check) []Outcome {
+	var checks []Check
+	storeChecks := false
+	for _, name := range ctl.MustFail {
+		if ch, ok := CheckByName(name); ok {
+			if only == nil || containsCheck(only, name) {
+				checks = append(checks, ch)
+			}
+		} else if only == nil {
+			storeChecks = true
+		}
+	}
+	if checks == nil {
+		checks = []Check{}
+	}
+	return Run(ctx, mk, []Spec{ctl.Spec}, checks, storeChecks)
+}
+
+func containsCheck(cs []Check, name string) bool {
+	for _, c := range cs {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// WrapDialer returns d with every store it dials wrapped by wrap (nil: d).
+func WrapDialer(d Dialer, wrap func(store.Store) store.Store) Dialer {
+	if wrap == nil {
+		return d
+	}
+	return func(ctx context.Context, addr string) (store.Store, func(), error) {
+		st, closeFn, err := d(ctx, addr)
+		if err != nil {
+			return nil, nil, err
+		}
+		return wrap(st), closeFn, nil
+	}
+}
