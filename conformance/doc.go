@@ -1,0 +1,29 @@
+// Package conformance is the reusable suite that proves a rate-limiting
+// strategy and a store adapter correct on a real Redis.
+//
+// It checks invariants, not "no error": exact admission under contention,
+// weighted and hostile costs, all-or-nothing multi-limit decisions, no key
+// ever left without a TTL (even when it expires between a read and a write),
+// windows that never slide, sub-second and month-long windows, self-repair
+// of a key stripped of its TTL, NOSCRIPT after SCRIPT FLUSH or a restart, and
+// a lost reply counted exactly once. Each check carries its number from the
+// project's test plan.
+//
+// The shape follows gocloud.dev's drivertest: a Harness gives the suite a
+// store on one backend, a HarnessMaker makes one per check, and every check
+// goes through the public limiter.Limiter, where users meet the behaviour.
+// An adapter proves itself with a short test:
+//
+//	func TestConformance(t *testing.T) {
+//		conformance.RunStoreTests(t, conformance.Miniredis(dial))
+//		conformance.RunStoreTests(t, conformance.RedisServer(dial))
+//	}
+//
+// and a strategy with RunStrategyTests and a Spec that declares its
+// guarantees; the suite holds it to exactly those. Run is the same suite
+// without the testing package (the limiter command reports with it).
+//
+// Each check is shown to fail: KnownBad lists the hand-written designs from
+// the articles this project started from (package knownbad), each with the
+// checks it must fail, and the package's tests assert that it does.
+package conformance

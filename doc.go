@@ -1,0 +1,30 @@
+// Package limiter is a rate-limiting framework on Redis whose correctness is
+// proven, not assumed.
+//
+// A Limiter decides requests for a key (a user, a phone number, an API key,
+// an appkey+method) against one or more limits passed with each call:
+//
+//	lim, err := limiter.New(goredis.New(rdb), strategy.NewFixedWindow())
+//	r, err := lim.Allow(ctx, "user:42", limiter.PerSecond(10), limiter.PerDay(10000))
+//	if err == nil && !r.Allowed {
+//		// 429, Retry-After: r.RetryAfter
+//	}
+//
+// Several limits in one call are one atomic decision: a request refused by
+// any limit consumes nothing from the others. A denial is a Result, not an
+// error; errors are bad input (sentinels such as ErrInvalidKey, returned
+// before any I/O) or a backend that could not decide (handled by the
+// FailMode: return the error, fail open, or fail closed with the Result
+// marked Degraded).
+//
+// The algorithm is a Strategy (package strategy), written once against the
+// small store.Store contract (package store) that adapters implement for
+// each Redis client (package store/goredis, ...). Keys are laid out as
+// prefix:{subject}:rule, so all keys of a decision share one Redis Cluster
+// hash slot whatever the subject holds.
+//
+// Package conformance is the suite that proves a strategy and a store
+// correct: exact admission under contention, no key without a TTL, windows
+// that do not slide, no double counting after a lost reply. Run it on your
+// own strategy or adapter from your tests, or with `limiter check`.
+package limiter
