@@ -61,8 +61,9 @@ func plainSubject(s string) bool {
 	return true
 }
 
-// build validates subject and limits and returns one key per limit.
-func (b keyBuilder) build(subject string, limits []Limit) ([]string, error) {
+// build validates subject and limits and returns one key per limit, in dst
+// when it has room.
+func (b keyBuilder) build(subject string, limits []Limit, dst []string) ([]string, error) {
 	if subject == "" {
 		return nil, fmt.Errorf("%w: empty key", ErrInvalidKey)
 	}
@@ -89,7 +90,11 @@ func (b keyBuilder) build(subject string, limits []Limit) ([]string, error) {
 		sum := sha256.Sum256([]byte(subject))
 		subject = "#" + hex.EncodeToString(sum[:16])
 	}
-	keys := make([]string, len(limits))
+	keys := dst[:0]
+	if cap(keys) < len(limits) {
+		keys = make([]string, 0, len(limits))
+	}
+	keys = keys[:len(limits)]
 	for i, l := range limits {
 		var sb strings.Builder
 		sb.Grow(len(b.prefix) + len(subject) + len(l.Name) + 26)
@@ -116,7 +121,7 @@ func Key(prefix, subject string, l Limit) (string, error) {
 	if err := validPrefix(prefix); err != nil {
 		return "", err
 	}
-	keys, err := keyBuilder{prefix: prefix}.build(subject, []Limit{l})
+	keys, err := keyBuilder{prefix: prefix}.build(subject, []Limit{l}, nil)
 	if err != nil {
 		return "", err
 	}

@@ -215,7 +215,7 @@ func (l *Limiter) Peek(ctx context.Context, key string, limits ...Limit) (Result
 
 // Reset forgets the counters of key for limits.
 func (l *Limiter) Reset(ctx context.Context, key string, limits ...Limit) error {
-	keys, err := l.keys.build(key, limits)
+	keys, err := l.keys.build(key, limits, nil)
 	if err != nil {
 		return err
 	}
@@ -240,12 +240,20 @@ func (l *Limiter) decide(ctx context.Context, key string, cost int64, dry bool, 
 	if cost < 0 {
 		return Result{}, fmt.Errorf("%w: %d is negative", ErrInvalidCost, cost)
 	}
-	keys, err := l.keys.build(key, limits)
+	// One allocation holds the keys and a copy of the limits of a call with
+	// few limits, so the caller's variadic slice stays on its stack.
+	buf := new(callBuf)
+	keys, err := l.keys.build(key, limits, buf.keys[:])
 	if err != nil {
 		return Result{}, err
 	}
+	ls := buf.limits[:0]
+	if len(limits) > len(buf.limits) {
+		ls = make([]Limit, 0, len(limits))
+	}
+	ls = append(ls, limits...)
 	ctx, cancel := l.withTimeout(ctx)
-	res, err := l.strategy.Decide(ctx, l.st, Request{Keys: keys, Limits: limits, Cost: cost, DryRun: dry})
+	res, err := l.strategy.Decide(ctx, l.st, Request{Keys: keys, Limits: ls, Cost: cost, DryRun: dry})
 	cancel()
 	if err != nil {
 		switch l.failMode {
@@ -258,6 +266,12 @@ func (l *Limiter) decide(ctx context.Context, key string, cost int64, dry bool, 
 	}
 	res.Limit = limits[res.Index]
 	return res, nil
+}
+
+// callBuf is the per-call storage of a decision with up to two limits.
+type callBuf struct {
+	keys   [2]string
+	limits [2]Limit
 }
 
 func noCancel() {}

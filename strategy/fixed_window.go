@@ -4,7 +4,6 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/quotagate/limiter"
@@ -42,7 +41,7 @@ func NewFixedWindow() FixedWindow { return FixedWindow{} }
 // Decide implements limiter.Strategy.
 func (FixedWindow) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
 	args := make([]any, 2+2*len(req.Limits))
-	args[0] = strconv.FormatInt(req.Cost, 10)
+	args[0] = req.Cost
 	args[1] = "0"
 	if req.DryRun {
 		args[1] = "1"

@@ -91,9 +91,20 @@ func (s *Store) Eval(ctx context.Context, src string, keys []string, args []any)
 	return s.eval(ctx, "eval", src, keys, args)
 }
 
+// evalCall holds a script call's guard and, for small calls, its argument
+// array, so that both cost one allocation.
+type evalCall struct {
+	g guard
+	a [12]any
+}
+
 func (s *Store) eval(ctx context.Context, name, script string, keys []string, args []any) (any, error) {
-	g := &guard{val: len(keys)}
-	a := make([]any, 0, 3+len(keys)+len(args))
+	call := &evalCall{g: guard{val: len(keys)}}
+	g := &call.g
+	a := call.a[:0]
+	if n := 3 + len(keys) + len(args); n > len(call.a) {
+		a = make([]any, 0, n)
+	}
 	a = append(a, name, script, g)
 	for _, k := range keys {
 		a = append(a, k)
@@ -234,12 +245,12 @@ func mapErr(err error, written bool) error {
 func normalise(v any) any {
 	switch x := v.(type) {
 	case int64, string, nil:
-		return x
+		return v
 	case []any:
 		for i := range x {
 			x[i] = normalise(x[i])
 		}
-		return x
+		return v // v already holds x: no new interface value
 	case bool:
 		if x {
 			return int64(1)
