@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/quotagate/limiter"
-	"github.com/quotagate/limiter/internal/redistest"
 	"github.com/quotagate/limiter/store"
 )
 
@@ -435,8 +434,10 @@ func checkNoScript(c *checker) {
 		c.t.Fatalf("property 16: %v", err)
 	}
 	if caps.Private {
-		if r, err := c.do(store.Cmd{Name: "SCRIPT", Args: []any{"FLUSH"}}); err != nil || r.Err != nil {
-			c.t.Fatalf("SCRIPT FLUSH: %v %v", err, r.Err)
+		for _, n := range c.h.Nodes() {
+			if rs, err := n.Do(c.ctx, store.Cmd{Name: "SCRIPT", Args: []any{"FLUSH"}}); err != nil || rs[0].Err != nil {
+				c.t.Fatalf("SCRIPT FLUSH: %v %v", err, rs)
+			}
 		}
 		r, err := lim.AllowN(c.ctx, "p16", 3, l)
 		if err != nil || !r.Allowed {
@@ -472,12 +473,7 @@ func checkLostReply(c *checker) {
 	if _, err := c.limiter(nil).Allow(c.ctx, "p19-warm", l); err != nil {
 		c.t.Fatalf("property 19: warm-up: %v", err)
 	}
-	p := redistest.NewProxy(c.t, c.h.Addr())
-	st, closeSt, err := c.h.Dial(c.ctx, p.Addr())
-	if err != nil {
-		c.t.Fatalf("dial through the proxy: %v", err)
-	}
-	defer closeSt()
+	p, st := c.proxied()
 	lim := c.limiter(st)
 	open := c.limiter(st, limiter.WithFailMode(limiter.FailOpen))
 

@@ -14,10 +14,15 @@ import (
 type Harness interface {
 	// Store returns the store under test, connected to the backend.
 	Store() store.Store
+	// Nodes returns a store connected to each master of the backend: the
+	// Store itself for a single server, one per master for a Cluster. The
+	// suite scans keys and flushes scripts through them.
+	Nodes() []store.Store
 	// Dial returns another store of the same adapter connected to addr (a
-	// fault proxy in front of the backend) and a func that closes it.
+	// fault proxy in front of the backend) and a func that closes it;
+	// store.ErrNotSupported unless Caps().Proxy.
 	Dial(ctx context.Context, addr string) (store.Store, func(), error)
-	// Addr returns the backend's host:port.
+	// Addr returns the backend's host:port (a Cluster's first master).
 	Addr() string
 	// Advance moves the backend's clock forward by d. A real server's clock
 	// cannot be moved: Advance sleeps.
@@ -41,6 +46,12 @@ type Caps struct {
 	// Private: the backend belongs to the suite, so it may flush the script
 	// cache. A shared server is only ever touched under the check's prefix.
 	Private bool
+	// Proxy: a fault proxy can stand between a store and the backend (a
+	// single server; a Cluster's clients would go around it).
+	Proxy bool
+	// Cluster: the backend is a Redis Cluster, so keys are checked against
+	// the server's CLUSTER KEYSLOT.
+	Cluster bool
 }
 
 // HarnessMaker makes a Harness for one check. It may call t.Skip (a backend
@@ -55,6 +66,7 @@ type Dialer func(ctx context.Context, addr string) (st store.Store, closeFn func
 type harness struct {
 	dial    Dialer
 	st      store.Store
+	nodes   []store.Store
 	closeSt func()
 	addr    string
 	caps    Caps
@@ -66,7 +78,17 @@ func (h *harness) Store() store.Store { return h.st }
 func (h *harness) Addr() string       { return h.addr }
 func (h *harness) Caps() Caps         { return h.caps }
 
+func (h *harness) Nodes() []store.Store {
+	if h.nodes != nil {
+		return h.nodes
+	}
+	return []store.Store{h.st}
+}
+
 func (h *harness) Dial(ctx context.Context, addr string) (store.Store, func(), error) {
+	if !h.caps.Proxy {
+		return nil, nil, store.ErrNotSupported
+	}
 	return h.dial(ctx, addr)
 }
 
@@ -115,7 +137,7 @@ func Miniredis(d Dialer) HarnessMaker {
 		if err != nil {
 			return nil, err
 		}
-		h := &harness{dial: d, addr: m.Addr(), mini: m, caps: Caps{VirtualClock: true, Private: true}}
+		h := &harness{dial: d, addr: m.Addr(), mini: m, caps: Caps{VirtualClock: true, Private: true, Proxy: true}}
 		return h, h.connect(ctx)
 	}
 }
@@ -126,7 +148,7 @@ func Miniredis(d Dialer) HarnessMaker {
 func RedisServer(d Dialer) HarnessMaker {
 	return func(ctx context.Context, t testing.TB) (Harness, error) {
 		s := redistest.StartServer(t)
-		h := &harness{dial: d, addr: s.Addr(), server: s, caps: Caps{Restart: true, Private: true}}
+		h := &harness{dial: d, addr: s.Addr(), server: s, caps: Caps{Restart: true, Private: true, Proxy: true}}
 		return h, h.connect(ctx)
 	}
 }
@@ -136,7 +158,7 @@ func RedisServer(d Dialer) HarnessMaker {
 // prefix, flushes nothing and restarts nothing.
 func RedisAt(addr string, d Dialer) HarnessMaker {
 	return func(ctx context.Context, t testing.TB) (Harness, error) {
-		h := &harness{dial: d, addr: addr}
+		h := &harness{dial: d, addr: addr, caps: Caps{Proxy: true}}
 		return h, h.connect(ctx)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/conformance/knownbad"
 	"github.com/quotagate/limiter/store"
+	"github.com/quotagate/limiter/strategy"
 )
 
 // Control is a known-bad implementation and the checks it must fail: the
@@ -43,6 +44,10 @@ func KnownBad() []Control {
 			MustFail: []string{"lost-reply-counted-once"}},
 		{Spec: FixedWindow(), Store: "Unmapped", Wrap: knownbad.Unmapped,
 			MustFail: []string{"replies-normalised", "scripts-and-noscript"}},
+		{Spec: FixedWindow(), Store: "IgnoresDeadline", Wrap: knownbad.IgnoresDeadline,
+			MustFail: []string{"slow-reply-past-deadline", "redis-down-or-blackholed"}},
+		{Spec: claims("UntaggedKeys", knownbad.UntaggedKeys{Strategy: strategy.NewFixedWindow()}),
+			MustFail: []string{"same-slot-for-hostile-subjects"}},
 	}
 }
 

@@ -38,6 +38,9 @@ func Checks() []Check {
 		{12, "bounded-ttls", checkBoundedTTLs},
 		{16, "noscript-invisible", checkNoScript},
 		{19, "lost-reply-counted-once", checkLostReply},
+		{20, "slow-reply-past-deadline", checkSlowReply},
+		{21, "redis-down-or-blackholed", checkRedisDown},
+		{22, "same-slot-for-hostile-subjects", checkSameSlot},
 	}
 }
 
@@ -181,22 +184,31 @@ func (c *checker) do(cmd store.Cmd) (store.Reply, error) {
 	return rs[0], nil
 }
 
-// keys returns every key under the check's prefix.
+// keys returns every key under the check's prefix, on every master.
 func (c *checker) keys() []string {
+	c.t.Helper()
+	var out []string
+	for _, n := range c.h.Nodes() {
+		out = append(out, c.scan(n)...)
+	}
+	return out
+}
+
+func (c *checker) scan(n store.Store) []string {
 	c.t.Helper()
 	var out []string
 	cursor := "0"
 	for {
-		r, err := c.do(store.Cmd{Name: "SCAN", Args: []any{cursor, "MATCH", c.prefix + ":*", "COUNT", 1000}})
+		rs, err := n.Do(c.ctx, store.Cmd{Name: "SCAN", Args: []any{cursor, "MATCH", c.prefix + ":*", "COUNT", 1000}})
 		if err == nil {
-			err = r.Err
+			err = rs[0].Err
 		}
 		if err != nil {
 			c.t.Fatalf("SCAN: %v", err)
 		}
-		arr, err := store.Slice(r.Val)
+		arr, err := store.Slice(rs[0].Val)
 		if err != nil || len(arr) != 2 {
-			c.t.Fatalf("SCAN reply %v: %v", r.Val, err)
+			c.t.Fatalf("SCAN reply %v: %v", rs[0].Val, err)
 		}
 		cursor, _ = store.String(arr[0])
 		ks, _ := store.Slice(arr[1])

@@ -22,4 +22,9 @@
 //     libraries do by default, counting a decision twice.
 //   - Unmapped: a store that passes its client's errors through without the
 //     store sentinels (nil replies, NOSCRIPT).
+//   - IgnoresDeadline: a store whose calls ignore the context's deadline, as
+//     go-redis does without ContextTimeoutEnabled: a slow or blackholed Redis
+//     holds each call for seconds.
+//   - UntaggedKeys: keys without a Cluster hash tag, as in the seeds
+//     ("LIMIT:RATE:" + phone): one decision's keys land in different slots.
 package knownbad

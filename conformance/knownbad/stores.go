@@ -76,3 +76,22 @@ func (s unmapped) Eval(ctx context.Context, src string, keys []string, args []an
 	v, err := s.Store.Eval(ctx, src, keys, args)
 	return v, strip(err)
 }
+
+// IgnoresDeadline wraps st so that calls ignore the context's deadline, as a
+// client with context timeouts disabled does: a slow or blackholed Redis
+// holds every call for the client's own read timeout.
+func IgnoresDeadline(st store.Store) store.Store { return ignoresDeadline{st} }
+
+type ignoresDeadline struct{ store.Store }
+
+func (s ignoresDeadline) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	return s.Store.Do(context.WithoutCancel(ctx), cmds...)
+}
+
+func (s ignoresDeadline) EvalSha(ctx context.Context, sha string, keys []string, args []any) (any, error) {
+	return s.Store.EvalSha(context.WithoutCancel(ctx), sha, keys, args)
+}
+
+func (s ignoresDeadline) Eval(ctx context.Context, src string, keys []string, args []any) (any, error) {
+	return s.Store.Eval(context.WithoutCancel(ctx), src, keys, args)
+}

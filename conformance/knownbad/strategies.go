@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/quotagate/limiter"
@@ -137,4 +138,23 @@ func (RuleByRule) Decide(ctx context.Context, st store.Store, req limiter.Reques
 		b.Add(i, l.Rate-nums[0], time.Duration(nums[1])*time.Millisecond, 0)
 	}
 	return b.Result(true), nil
+}
+
+// UntaggedKeys is a correct fixed window whose keys lose their hash tag, as
+// the seeds' "LIMIT:RATE:" + phone keys have none: the keys of one decision
+// land in different Cluster slots, and a multi-key script fails CROSSSLOT.
+type UntaggedKeys struct {
+	Strategy limiter.Strategy
+}
+
+var untag = strings.NewReplacer("{", "", "}", "")
+
+// Decide implements limiter.Strategy, wrongly.
+func (u UntaggedKeys) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	keys := make([]string, len(req.Keys))
+	for i, k := range req.Keys {
+		keys[i] = untag.Replace(k)
+	}
+	req.Keys = keys
+	return u.Strategy.Decide(ctx, st, req)
 }

@@ -73,14 +73,20 @@ func Start(extraArgs ...string) (*Server, error) {
 	if !Available() {
 		return nil, errors.New("redistest: redis-server is not on PATH")
 	}
+	return start(freePort, extraArgs)
+}
+
+// start launches redis-server with args in a fresh temp dir, on a port from
+// pick, and picks another port when the chosen one turns out to be in use.
+func start(pick func() (int, error), args []string) (*Server, error) {
 	dir, err := os.MkdirTemp("", "redistest-")
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{dir: dir, args: extraArgs}
+	s := &Server{dir: dir, args: args}
 	for attempt := 1; ; attempt++ {
 		var port int
-		if port, err = freePort(); err == nil {
+		if port, err = pick(); err == nil {
 			if err = s.launch(port); err == nil {
 				s.port = port
 				return s, nil

@@ -16,6 +16,9 @@ import (
 // Store adapts a redis.UniversalClient. It is safe for concurrent use.
 type Store struct {
 	c redis.UniversalClient
+	// enforce: the client ignores context deadlines (ContextTimeoutEnabled
+	// is off), so the adapter enforces them itself.
+	enforce bool
 }
 
 var (
@@ -29,7 +32,48 @@ func New(c redis.UniversalClient) *Store {
 	if c == nil {
 		return nil
 	}
-	return &Store{c: c}
+	return &Store{c: c, enforce: !contextTimeouts(c)}
+}
+
+// contextTimeouts reports whether c honours context deadlines on its own.
+func contextTimeouts(c redis.UniversalClient) bool {
+	switch x := c.(type) {
+	case *redis.Client:
+		return x.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return x.Options().ContextTimeoutEnabled
+	case *redis.Ring:
+		return x.Options().ContextTimeoutEnabled
+	}
+	return false
+}
+
+// errAbandoned marks a call the adapter stopped waiting for at its
+// context's deadline.
+var errAbandoned = errors.New("goredis: gave up waiting for the reply at the context's deadline")
+
+// bounded runs f, which sends and receives one round trip, and returns when
+// it does or when ctx is done, whichever comes first. Without
+// ContextTimeoutEnabled go-redis waits for its own ReadTimeout (3 s by
+// default) whatever the context says; the caller's deadline wins here. A
+// call given up on may still reach the server, so its error wraps
+// store.ErrUnknownOutcome.
+func (s *Store) bounded(ctx context.Context, f func()) error {
+	if !s.enforce || ctx.Done() == nil {
+		f()
+		return nil
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f()
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %w: %w", store.ErrUnknownOutcome, errAbandoned, ctx.Err())
+	}
 }
 
 // Client returns the wrapped client.
@@ -111,7 +155,9 @@ func (s *Store) eval(ctx context.Context, name, script string, keys []string, ar
 	}
 	a = append(a, args...)
 	cmd := redis.NewCmd(ctx, a...)
-	_ = s.c.Process(ctx, cmd)
+	if err := s.bounded(ctx, func() { _ = s.c.Process(ctx, cmd) }); err != nil {
+		return nil, fmt.Errorf("goredis: %w", err)
+	}
 	v, err := cmd.Result()
 	if err != nil {
 		return nil, mapErr(err, g.written())
@@ -121,13 +167,15 @@ func (s *Store) eval(ctx context.Context, name, script string, keys []string, ar
 
 // Do implements store.Store: the commands go in one pipeline.
 func (s *Store) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
-	return doPipe(ctx, s.c.Pipeline(), cmds)
+	return s.doPipe(ctx, s.c.Pipeline(), cmds)
 }
 
 // doPipe runs cmds on p and collects their replies.
-func doPipe(ctx context.Context, p redis.Pipeliner, cmds []store.Cmd) ([]store.Reply, error) {
+func (s *Store) doPipe(ctx context.Context, p redis.Pipeliner, cmds []store.Cmd) ([]store.Reply, error) {
 	gcmds, guards := queue(ctx, p, cmds)
-	_, _ = p.Exec(ctx)
+	if err := s.bounded(ctx, func() { _, _ = p.Exec(ctx) }); err != nil {
+		return nil, fmt.Errorf("goredis: %w", err)
+	}
 	return collect(gcmds, guards)
 }
 
@@ -178,7 +226,7 @@ func (s *Store) Watch(ctx context.Context, keys []string, fn func(store.Tx) erro
 	called := false
 	err := s.c.Watch(ctx, func(tx *redis.Tx) error {
 		called = true
-		fnErr = fn(txn{tx})
+		fnErr = fn(txn{s, tx})
 		return fnErr
 	}, keys...)
 	if err == nil || (called && err == fnErr) {
@@ -187,21 +235,29 @@ func (s *Store) Watch(ctx context.Context, keys []string, fn func(store.Tx) erro
 	return mapErr(err, false)
 }
 
-type txn struct{ tx *redis.Tx }
+type txn struct {
+	s  *Store
+	tx *redis.Tx
+}
 
 // Do runs cmds on the pinned connection outside MULTI.
 func (t txn) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
-	return doPipe(ctx, t.tx.Pipeline(), cmds)
+	return t.s.doPipe(ctx, t.tx.Pipeline(), cmds)
 }
 
 // Exec runs cmds inside MULTI/EXEC on the pinned connection.
 func (t txn) Exec(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
 	var gcmds []*redis.Cmd
 	var guards []*guard
-	_, err := t.tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		gcmds, guards = queue(ctx, p, cmds)
-		return nil
-	})
+	var err error
+	if berr := t.s.bounded(ctx, func() {
+		_, err = t.tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			gcmds, guards = queue(ctx, p, cmds)
+			return nil
+		})
+	}); berr != nil {
+		return nil, fmt.Errorf("goredis: %w", berr)
+	}
 	if errors.Is(err, redis.TxFailedErr) {
 		return nil, fmt.Errorf("%w: %w", store.ErrTxAborted, err)
 	}

@@ -1,0 +1,223 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/internal/redistest"
+	"github.com/quotagate/limiter/store"
+)
+
+// Bounds of the network fault checks.
+const (
+	// faultTimeout is the per-call timeout the fault checks set.
+	faultTimeout = 100 * time.Millisecond
+	// faultMargin is how much later than faultTimeout a call may return.
+	faultMargin = 400 * time.Millisecond
+	// faultWatchdog ends a call that hangs, so a broken store fails the
+	// check instead of hanging the suite.
+	faultWatchdog = 2 * time.Second
+)
+
+// proxied returns a fault proxy in front of the backend and a store of the
+// adapter under test connected through it, or skips.
+func (c *checker) proxied() (*redistest.Proxy, store.Store) {
+	c.t.Helper()
+	if !c.h.Caps().Proxy {
+		c.t.Skip("no fault proxy on this backend (a Cluster client would go around it)")
+	}
+	p := redistest.NewProxy(c.t, c.h.Addr())
+	st, closeSt, err := c.h.Dial(c.ctx, p.Addr())
+	if err != nil {
+		c.t.Fatalf("dial through the proxy: %v", err)
+	}
+	c.t.Cleanup(closeSt)
+	return p, st
+}
+
+// timedAllow calls lim.Allow under a watchdog and reports how long it took.
+func (c *checker) timedAllow(lim *limiter.Limiter, subject string, l limiter.Limit) (limiter.Result, error, time.Duration) {
+	type out struct {
+		r   limiter.Result
+		err error
+	}
+	ch := make(chan out, 1)
+	start := time.Now()
+	go func() {
+		r, err := lim.Allow(c.ctx, subject, l)
+		ch <- out{r, err}
+	}()
+	select {
+	case o := <-ch:
+		return o.r, o.err, time.Since(start)
+	case <-time.After(faultWatchdog):
+		return limiter.Result{}, fmt.Errorf("no answer within %s", faultWatchdog), faultWatchdog
+	}
+}
+
+// Property 20: a reply slower than the deadline returns promptly with a
+// timeout, and the next call gets its own reply, never the stale one.
+func checkSlowReply(c *checker) {
+	p, st := c.proxied()
+	l := limiter.PerHour(100)
+	c.window(l)
+	lim := c.limiter(st, limiter.WithTimeout(faultTimeout))
+	if _, err := lim.Allow(c.ctx, "p20", l); err != nil {
+		c.t.Fatalf("property 20: warm-up: %v", err)
+	}
+	p.Delay(4 * faultTimeout)
+	_, err, took := c.timedAllow(lim, "p20", l)
+	if took > faultTimeout+faultMargin {
+		c.t.Errorf("property 20: a slow reply held the call for %s with a %s timeout", took, faultTimeout)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, store.ErrUnknownOutcome) {
+		c.t.Errorf("property 20: a reply past the deadline returned %v; want an error wrapping context.DeadlineExceeded and store.ErrUnknownOutcome", err)
+	}
+	p.Delay(0)
+	time.Sleep(5 * faultTimeout) // the late reply has arrived by now
+	for i := 0; i < 3; i++ {
+		r, err, _ := c.timedAllow(lim, "p20", l)
+		// warm-up 1 + the slow call, which ran, 1 + i+1 calls since.
+		if want := int64(100 - 3 - i); err != nil || !r.Allowed || r.Remaining != want {
+			c.t.Errorf("property 20: call %d after the slow one = %+v, %v; want admitted with %d remaining (its own reply)", i, r, err, want)
+		}
+	}
+}
+
+// Property 21: Redis blackholed or down: every call returns within its
+// timeout and follows the fail mode; service resumes within a second.
+func checkRedisDown(c *checker) {
+	p, st := c.proxied()
+	l := limiter.PerHour(100)
+	c.window(l)
+	lim := c.limiter(st, limiter.WithTimeout(faultTimeout))
+	open := c.limiter(st, limiter.WithTimeout(faultTimeout), limiter.WithFailMode(limiter.FailOpen))
+	closed := c.limiter(st, limiter.WithTimeout(faultTimeout), limiter.WithFailMode(limiter.FailClosed))
+	if _, err := lim.Allow(c.ctx, "p21", l); err != nil {
+		c.t.Fatalf("property 21: warm-up: %v", err)
+	}
+	modes := func(state string) {
+		for i, m := range []*limiter.Limiter{lim, open, closed} {
+			r, err, took := c.timedAllow(m, "p21", l)
+			if took > faultTimeout+faultMargin {
+				c.t.Fatalf("property 21: %s: call took %s with a %s timeout (%+v, %v)", state, took, faultTimeout, r, err)
+			}
+			switch i {
+			case 0:
+				if err == nil {
+					c.t.Errorf("property 21: %s: FailError returned %+v and no error", state, r)
+				}
+			case 1:
+				if err != nil || !r.Allowed || !r.Degraded || r.Cause == nil {
+					c.t.Errorf("property 21: %s: FailOpen = %+v, %v; want allowed, degraded, with a cause", state, r, err)
+				}
+			case 2:
+				if err != nil || r.Allowed || !r.Degraded || r.Cause == nil {
+					c.t.Errorf("property 21: %s: FailClosed = %+v, %v; want denied, degraded, with a cause", state, r, err)
+				}
+			}
+		}
+	}
+	p.Blackhole(true)
+	modes("blackholed")
+	p.Blackhole(false)
+	recovered := time.Now()
+	for {
+		r, err, _ := c.timedAllow(lim, "p21", l)
+		if err == nil && r.Allowed {
+			break
+		}
+		if time.Since(recovered) > time.Second {
+			c.t.Errorf("property 21: service did not resume within 1s of recovery: %+v, %v", r, err)
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_ = p.Close()
+	modes("down")
+}
+
+// hostileSubjects are subjects that break naive Cluster key layouts.
+var hostileSubjects = []string{"{", "}", "{}", "}{", "a{b}c", "a}b{c", "\r\n", "a\x00b", "🚦", "#", strings.Repeat("x", 1<<20)}
+
+// Property 22: every key of a multi-limit decision has one hash slot, for
+// any subject; on a Cluster the server agrees and no call hits CROSSSLOT.
+func checkSameSlot(c *checker) {
+	limits := []limiter.Limit{limiter.PerSecond(5), limiter.PerMinute(50), limiter.PerHour(500).Named("hourly")}
+	c.window(limits...)
+	for i, subject := range hostileSubjects {
+		prefix := fmt.Sprintf("%s:%d", c.prefix, i)
+		lim := c.limiter(nil, limiter.WithPrefix(prefix))
+		r, err := lim.Allow(c.ctx, subject, limits...)
+		if err != nil || !r.Allowed {
+			c.t.Errorf("property 22: subject %.12q: %+v, %v", subject, r, err)
+			continue
+		}
+		var keys []string
+		for _, k := range c.keys() {
+			if strings.HasPrefix(k, prefix+":") {
+				keys = append(keys, k)
+			}
+		}
+		if len(keys) != len(limits) {
+			c.t.Errorf("property 22: subject %.12q: %d keys for %d limits", subject, len(keys), len(limits))
+		}
+		slots := map[int64]bool{}
+		var desc []string
+		for _, k := range keys {
+			n := c.slot(k)
+			slots[n] = true
+			desc = append(desc, fmt.Sprintf("%.40q in slot %d", k, n))
+		}
+		if len(slots) > 1 {
+			c.t.Errorf("property 22: subject %.12q: the keys of one decision span %d slots: %s", subject, len(slots), strings.Join(desc, ", "))
+		}
+	}
+}
+
+// slot returns key's hash slot: the server's CLUSTER KEYSLOT on a Cluster,
+// else the suite's own CRC16.
+func (c *checker) slot(key string) int64 {
+	c.t.Helper()
+	if !c.h.Caps().Cluster {
+		return int64(keySlot(key))
+	}
+	r, err := c.do(store.Cmd{Name: "CLUSTER", Args: []any{"KEYSLOT", key}})
+	if err == nil {
+		err = r.Err
+	}
+	n, err2 := store.Int64(r.Val)
+	if err != nil || err2 != nil {
+		c.t.Fatalf("CLUSTER KEYSLOT: %v %v", err, err2)
+	}
+	if own := int64(keySlot(key)); own != n {
+		c.t.Errorf("property 22: CLUSTER KEYSLOT %.40q = %d, the suite computes %d", key, n, own)
+	}
+	return n
+}
+
+// keySlot is Redis Cluster's HASH_SLOT: CRC16-XMODEM of the key's hash tag
+// (or of the whole key when it has none) mod 16384.
+func keySlot(key string) uint16 {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			key = key[i+1 : i+1+j]
+		}
+	}
+	var crc uint16
+	for i := 0; i < len(key); i++ {
+		crc ^= uint16(key[i]) << 8
+		for b := 0; b < 8; b++ {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc % 16384
+}
