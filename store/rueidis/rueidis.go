@@ -1,0 +1,175 @@
+package rueidis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+
+	rd "github.com/redis/rueidis"
+
+	"github.com/quotagate/limiter/store"
+)
+
+// Store adapts a rueidis.Client. It is safe for concurrent use.
+type Store struct {
+	c rd.Client
+}
+
+var (
+	_ store.Store   = (*Store)(nil)
+	_ store.Watcher = (*Store)(nil)
+)
+
+// New returns a Store on c, or nil when c is nil (limiter.New then reports
+// limiter.ErrNilStore).
+func New(c rd.Client) *Store {
+	if c == nil {
+		return nil
+	}
+	return &Store{c: c}
+}
+
+// Client returns the wrapped client.
+func (s *Store) Client() rd.Client { return s.c }
+
+// evalInline is how many reply values and formatted argument bytes a script
+// call holds without a further allocation.
+const (
+	evalInlineVals = 8
+	evalInlineNums = 64
+)
+
+// evalCall is one script call's scratch space: the text of its numeric
+// arguments and the values of an array reply, in one allocation.
+type evalCall struct {
+	vals [evalInlineVals]any
+	nums [evalInlineNums]byte
+}
+
+// EvalSha implements store.Store.
+func (s *Store) EvalSha(ctx context.Context, sha string, keys []string, args []any) (any, error) {
+	return s.eval(ctx, "EVALSHA", sha, keys, args)
+}
+
+// Eval implements store.Store.
+func (s *Store) Eval(ctx context.Context, src string, keys []string, args []any) (any, error) {
+	return s.eval(ctx, "EVAL", src, keys, args)
+}
+
+func (s *Store) eval(ctx context.Context, name, script string, keys []string, args []any) (any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("rueidis: %w", err) // nothing sent
+	}
+	call := new(evalCall)
+	ab := argBuf{b: call.nums[:0]}
+	c := s.c.B().Arbitrary(name, script, strconv.Itoa(len(keys)))
+	for i, k := range keys {
+		// Only the first key routes the call: the contract puts all keys
+		// of a call in one slot, and a Cluster client's builder panics on
+		// keys of different slots, where the server's CROSSSLOT error
+		// reply is the better answer.
+		if i == 0 {
+			c = c.Keys(k)
+		} else {
+			c = c.Args(k)
+		}
+	}
+	for _, a := range args {
+		c = c.Args(ab.str(a))
+	}
+	r := s.c.Do(ctx, c.Build())
+	if err := r.NonRedisError(); err != nil {
+		return nil, roundTripErr(err)
+	}
+	m, err := r.ToMessage()
+	if err != nil {
+		return nil, replyErr(err)
+	}
+	return value(&m, call.vals[:0]), nil
+}
+
+// Do implements store.Store: the commands go in one pipeline (one DoMulti;
+// rueidis also pipelines concurrent callers on shared connections).
+func (s *Store) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("rueidis: %w", err) // nothing sent
+	}
+	switch len(cmds) {
+	case 0:
+		return []store.Reply{}, nil
+	case 1:
+		var ab argBuf
+		r := s.c.Do(ctx, build(s.c.B(), &ab, cmds[0]))
+		if err := r.NonRedisError(); err != nil {
+			return nil, roundTripErr(err)
+		}
+		out := make([]store.Reply, 1)
+		out[0] = reply(r)
+		return out, nil
+	}
+	var ab argBuf
+	built := make([]rd.Completed, len(cmds))
+	for i, c := range cmds {
+		built[i] = build(s.c.B(), &ab, c)
+	}
+	return collect(s.c.DoMulti(ctx, built...))
+}
+
+// collect maps the results of one pipeline: one round-trip error fails the
+// whole call, since any of its commands may have run without its reply.
+func collect(rs []rd.RedisResult) ([]store.Reply, error) {
+	for _, r := range rs {
+		if err := r.NonRedisError(); err != nil {
+			return nil, roundTripErr(err)
+		}
+	}
+	out := make([]store.Reply, len(rs))
+	for i, r := range rs {
+		out[i] = reply(r)
+	}
+	return out, nil
+}
+
+// reply maps the result of one command that got its reply.
+func reply(r rd.RedisResult) store.Reply {
+	m, err := r.ToMessage()
+	if err != nil {
+		return store.Reply{Err: replyErr(err)}
+	}
+	return store.Reply{Val: value(&m, nil)}
+}
+
+// replyErr maps the server's reply to one command when it is an error or
+// nil: nil is store.ErrNil, NOSCRIPT is store.ErrNoScript, the rest wrap
+// the *rueidis.RedisError.
+func replyErr(err error) error {
+	if rd.IsRedisNil(err) {
+		return store.ErrNil
+	}
+	if re, ok := rd.IsRedisErr(err); ok && re.IsNoScript() {
+		return fmt.Errorf("rueidis: %w: %w", store.ErrNoScript, err)
+	}
+	return fmt.Errorf("rueidis: %w", err)
+}
+
+// roundTripErr maps an error that is not the server's reply (network,
+// timeout, context, a closed client). The command may have been written
+// and run, so the error wraps store.ErrUnknownOutcome, unless it is one that
+// rueidis only returns before writing: a failed dial or a recycled
+// dedicated connection.
+func roundTripErr(err error) error {
+	if notSent(err) {
+		return fmt.Errorf("rueidis: %w", err)
+	}
+	return fmt.Errorf("rueidis: %w: %w", store.ErrUnknownOutcome, err)
+}
+
+func notSent(err error) bool {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	return errors.Is(err, rd.ErrDedicatedClientRecycled) || errors.Is(err, rd.ErrNoAddr)
+}
