@@ -15,7 +15,8 @@
 //
 //	rdb := redis.NewClient(&redis.Options{
 //		Addr:         addr,
-//		MaxRetries:   -1,                    // no retries: nothing to guard
+//		MaxRetries:            -1,   // no retries: nothing to guard
+//		ContextTimeoutEnabled: true, // honour limiter.WithTimeout
 //		DialTimeout:  time.Second,
 //		ReadTimeout:  200 * time.Millisecond, // a dead Redis costs at most this
 //		WriteTimeout: 200 * time.Millisecond,
@@ -23,7 +24,15 @@
 //	st := goredis.New(rdb)
 //
 // With the defaults the guarantee holds too; MaxRetries: -1 only saves the
-// futile retry. ClusterClient redirections (MOVED, ASK) re-send a command;
+// futile retry.
+//
+// Deadlines: go-redis ignores a context's deadline unless
+// ContextTimeoutEnabled is set, and waits for its ReadTimeout (3 s by
+// default) instead. When the client does not set it, the adapter enforces
+// the deadline itself: it waits for the reply on another goroutine and gives
+// up at the deadline, with an error wrapping context.DeadlineExceeded and
+// store.ErrUnknownOutcome. Setting ContextTimeoutEnabled: true avoids that
+// goroutine per call. ClusterClient redirections (MOVED, ASK) re-send a command;
 // one that was refused with MOVED did not run, but the adapter cannot tell
 // that from the outside and reports ErrUnknownOutcome, which is safe.
 package goredis
