@@ -162,3 +162,42 @@ func RedisAt(addr string, d Dialer) HarnessMaker {
 		return h, h.connect(ctx)
 	}
 }
+
+// ClusterDialer connects a store of the adapter under test to the Redis
+// Cluster whose masters are at addrs, and returns it with a func that closes
+// it.
+type ClusterDialer func(ctx context.Context, addrs []string) (st store.Store, closeFn func(), err error)
+
+// RedisCluster starts a real three-master Redis Cluster for t (skipping
+// without redis-server and redis-cli, unless REQUIRE_REDIS=1) and returns a
+// HarnessMaker that runs each check on it with a store from cluster, under
+// the check's own prefix. node connects a single-node store of the same
+// adapter to each master, for scanning keys and flushing scripts. The fault
+// proxy checks are skipped: a Cluster client would go around a proxy.
+func RedisCluster(t testing.TB, cluster ClusterDialer, node Dialer) HarnessMaker {
+	c := redistest.StartCluster(t)
+	return func(ctx context.Context, _ testing.TB) (Harness, error) {
+		st, closeSt, err := cluster(ctx, c.Addrs())
+		if err != nil {
+			return nil, fmt.Errorf("conformance: dial cluster: %w", err)
+		}
+		h := &harness{st: st, closeSt: closeSt, addr: c.Addrs()[0], caps: Caps{Private: true, Cluster: true}}
+		var closers []func()
+		for _, a := range c.Addrs() {
+			n, closeN, err := node(ctx, a)
+			if err != nil {
+				h.Close()
+				return nil, fmt.Errorf("conformance: dial cluster node %s: %w", a, err)
+			}
+			h.nodes = append(h.nodes, n)
+			closers = append(closers, closeN)
+		}
+		h.closeSt = func() {
+			closeSt()
+			for _, f := range closers {
+				f()
+			}
+		}
+		return h, nil
+	}
+}

@@ -144,11 +144,51 @@ func (c *Cluster) create() ([]byte, error) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "redis-cli", args...)
 	cmd.WaitDelay = time.Second
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { c.introduce(done) })
 	out, err := cmd.CombinedOutput()
+	close(done)
+	wg.Wait()
 	if err != nil {
 		return out, fmt.Errorf("redistest: redis-cli --cluster create: %w", err)
 	}
 	return out, nil
+}
+
+// introduce speeds up the join. redis-cli has every node meet the first
+// one, sleeps a second and then checks, once a second, whether all nodes
+// agree on the slot map; gossip alone often needs more than that second. So,
+// as soon as redis-cli's CLUSTER MEETs have started (and with them all its
+// slot and epoch assignments are done), every node meets every node it does
+// not know yet. A MEET that races with gossip or redis-cli is harmless.
+func (c *Cluster) introduce(done <-chan struct{}) {
+	addrs := c.Addrs()
+	for {
+		select {
+		case <-done:
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+		known := make([]string, len(addrs)) // CLUSTER NODES of each node
+		started := false
+		for i, addr := range addrs {
+			known[i], _ = clusterCmd(addr, "CLUSTER", "NODES")
+			started = started || strings.Count(known[i], "\n") > 1
+		}
+		if !started {
+			continue
+		}
+		for i, addr := range addrs {
+			for j, peer := range addrs {
+				if i != j && !strings.Contains(known[i], " "+peer+"@") {
+					host, port, _ := net.SplitHostPort(peer)
+					_, _ = clusterCmd(addr, "CLUSTER", "MEET", host, port)
+				}
+			}
+		}
+		return
+	}
 }
 
 // waitReady polls the nodes until clusterCheck passes.

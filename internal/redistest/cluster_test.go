@@ -240,3 +240,29 @@ func needClusterBinaries(t *testing.T) {
 		}
 	}
 }
+
+// TestStartClusterCreateFails checks that a failing redis-cli --cluster
+// create is reported with its output and the node logs.
+func TestStartClusterCreateFails(t *testing.T) {
+	needClusterBinaries(t)
+	server, _ := exec.LookPath("redis-server")
+	bin := t.TempDir()
+	if err := os.Symlink(server, filepath.Join(bin, "redis-server")); err != nil {
+		t.Fatal(err)
+	}
+	fake := "#!/bin/sh\necho 'boom: the fake redis-cli failed'\nexit 1\n"
+	if err := os.WriteFile(filepath.Join(bin, "redis-cli"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin)
+	c, err := redistest.StartClusterN(3)
+	if err == nil {
+		c.Close()
+		t.Fatal("StartClusterN with a failing redis-cli succeeded")
+	}
+	for _, want := range []string{"boom: the fake redis-cli failed", "--- log of 127.0.0.1:", "cluster"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}

@@ -25,4 +25,12 @@ func TestConformance(t *testing.T) {
 	t.Run("redis-server", func(t *testing.T) {
 		conformance.RunStoreTests(t, conformance.RedisServer(dial))
 	})
+	t.Run("cluster", func(t *testing.T) {
+		conformance.RunStoreTests(t, conformance.RedisCluster(t, dialCluster, dial))
+	})
+}
+
+func dialCluster(_ context.Context, addrs []string) (store.Store, func(), error) {
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	return goredis.New(rdb), func() { _ = rdb.Close() }, nil
 }
