@@ -176,14 +176,26 @@ type ClusterDialer func(ctx context.Context, addrs []string) (st store.Store, cl
 // proxy checks are skipped: a Cluster client would go around a proxy.
 func RedisCluster(t testing.TB, cluster ClusterDialer, node Dialer) HarnessMaker {
 	c := redistest.StartCluster(t)
+	return clusterMaker(c.Addrs(), cluster, node, Caps{Private: true, Cluster: true})
+}
+
+// ClusterAt returns a HarnessMaker that runs each check on the Redis Cluster
+// whose masters are at addrs (all of them: keys are scanned on each), shared
+// with others: the suite touches only keys under its own prefix and flushes
+// nothing.
+func ClusterAt(addrs []string, cluster ClusterDialer, node Dialer) HarnessMaker {
+	return clusterMaker(addrs, cluster, node, Caps{Cluster: true})
+}
+
+func clusterMaker(addrs []string, cluster ClusterDialer, node Dialer, caps Caps) HarnessMaker {
 	return func(ctx context.Context, _ testing.TB) (Harness, error) {
-		st, closeSt, err := cluster(ctx, c.Addrs())
+		st, closeSt, err := cluster(ctx, addrs)
 		if err != nil {
 			return nil, fmt.Errorf("conformance: dial cluster: %w", err)
 		}
-		h := &harness{st: st, closeSt: closeSt, addr: c.Addrs()[0], caps: Caps{Private: true, Cluster: true}}
+		h := &harness{st: st, closeSt: closeSt, addr: addrs[0], caps: caps}
 		var closers []func()
-		for _, a := range c.Addrs() {
+		for _, a := range addrs {
 			n, closeN, err := node(ctx, a)
 			if err != nil {
 				h.Close()

@@ -85,3 +85,17 @@ func TestCheckOnRedisURL(t *testing.T) {
 		t.Errorf("the suite left %d keys on a shared server: %q", len(keys), keys)
 	}
 }
+
+// TestCheckOnCluster runs selected checks on a real cluster given by
+// -cluster: keys are checked against the server's CLUSTER KEYSLOT.
+func TestCheckOnCluster(t *testing.T) {
+	c := redistest.StartCluster(t)
+	code, out, errOut := runCmd(t, "check", "-cluster", strings.Join(c.Addrs(), ","),
+		"-checks", "exact-admission,multi-rule-all-or-nothing,same-slot-for-hostile-subjects,lost-reply-counted-once")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "cluster at ") || !strings.Contains(out, "3 passed, 0 failed, 1 skipped") {
+		t.Errorf("unexpected report:\n%s", out)
+	}
+}
