@@ -6,13 +6,17 @@
 //	limiter check [flags]
 //
 // With no flags, check runs every check for every strategy and every store
-// adapter on an embedded miniredis, a fresh one per check, and exits 1 if any
-// check fails. Flags:
+// adapter (go-redis, rueidis, redigo) on an embedded miniredis, a fresh one
+// per check, and exits 1 if any check fails. Flags:
 //
 //	-redis URL     run on the Redis at URL (redis://[user:pass@]host:port/db)
 //	               instead; the suite touches only keys under its own random
 //	               prefix, deletes them afterwards, and never flushes or
 //	               restarts the server (the checks that need to are skipped)
+//	-cluster ADDRS run on the Redis Cluster whose masters are at ADDRS
+//	               (host:port,host:port,...; list every master: keys are
+//	               scanned on each), shared like -redis; the fault-proxy
+//	               checks are skipped (a Cluster client goes around a proxy)
 //	-checks LIST   comma-separated check names (default: all)
 //	-known-bad     also run the known-bad implementations from the seed
 //	               articles; they are expected to fail, and do not change
