@@ -1,0 +1,58 @@
+package redigo_test
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/quotagate/limiter/conformance"
+	"github.com/quotagate/limiter/store"
+	"github.com/quotagate/limiter/store/redigo"
+)
+
+// newPool is the pool the package documentation recommends, with size
+// connections at most.
+func newPool(addr string, size int) *redis.Pool {
+	nd := &net.Dialer{Timeout: time.Second, KeepAlive: time.Minute}
+	return &redis.Pool{
+		DialContext: func(ctx context.Context) (redis.Conn, error) {
+			return redigo.Dial(ctx, nd, "tcp", addr,
+				redis.DialReadTimeout(time.Second),
+				redis.DialWriteTimeout(time.Second))
+		},
+		TestOnBorrow: redigo.TestOnBorrow,
+		MaxActive:    size,
+		MaxIdle:      size,
+		Wait:         true,
+		IdleTimeout:  time.Minute,
+	}
+}
+
+func dial(_ context.Context, addr string) (store.Store, func(), error) {
+	p := newPool(addr, 16)
+	return redigo.New(p), func() { _ = p.Close() }, nil
+}
+
+func TestConformance(t *testing.T) {
+	t.Run("miniredis", func(t *testing.T) {
+		conformance.RunStoreTests(t, conformance.Miniredis(dial))
+	})
+	t.Run("redis-server", func(t *testing.T) {
+		conformance.RunStoreTests(t, conformance.RedisServer(dial))
+	})
+	t.Run("cluster", func(t *testing.T) {
+		conformance.RunStoreTests(t, conformance.RedisCluster(t, dialCluster, dial))
+	})
+}
+
+func dialCluster(_ context.Context, addrs []string) (store.Store, func(), error) {
+	c := clusterFor(addrs)
+	if err := c.Refresh(); err != nil {
+		_ = c.Close()
+		return nil, nil, err
+	}
+	return redigo.New(redigo.Cluster(c)), func() { _ = c.Close() }, nil
+}

@@ -1,0 +1,122 @@
+// Package redigo adapts a redigo connection pool (github.com/gomodule/redigo,
+// *redis.Pool) or a Redis Cluster (github.com/mna/redisc, through Cluster)
+// to store.Store and store.Watcher.
+//
+// Every call takes one connection from the pool, sends its commands in one
+// round trip (Send each, then flush and read every reply), and closes the
+// connection, which returns it to the pool.
+//
+// # Recommended pool settings
+//
+//	nd := &net.Dialer{Timeout: time.Second, KeepAlive: time.Minute} // connect timeout
+//	pool := &redis.Pool{
+//		DialContext: func(ctx context.Context) (redis.Conn, error) {
+//			return redigo.Dial(ctx, nd, "tcp", addr,
+//				redis.DialReadTimeout(200*time.Millisecond), // a dead Redis costs at most this
+//				redis.DialWriteTimeout(200*time.Millisecond))
+//		},
+//		TestOnBorrow: redigo.TestOnBorrow, // drop connections the server closed
+//		MaxActive:    64,                  // at least the concurrent callers
+//		MaxIdle:      64,                  // = MaxActive: redigo closes returns beyond MaxIdle (default 0!)
+//		Wait:         true,                // callers queue for a connection, bounded by their ctx
+//		IdleTimeout:  4 * time.Minute,     // below the server's timeout setting
+//	}
+//	st := redigo.New(pool)
+//
+// Dial and TestOnBorrow matter for restarts and failovers. After a restart
+// every idle connection in the pool is dead, and redigo only finds out by
+// writing a command and reading EOF, when the command may or may not have run:
+// the call fails with store.ErrUnknownOutcome. TestOnBorrow looks at the
+// idle socket without blocking (one system call, no round trip) and rejects
+// a connection the server has closed before anything is written; the pool
+// then dials a fresh one. A PING in TestOnBorrow would do too, at the cost
+// of a round trip per call. Dial makes the TCP connection itself so that
+// TestOnBorrow can reach it; set the connect timeout and keep-alive on its
+// net.Dialer, not with redis.DialConnectTimeout or redis.DialKeepAlive.
+//
+// # Deadlines
+//
+// A call honours its context. On a redigo connection the adapter uses
+// redis.ConnWithContext (DoContext): the call returns at min(ctx's deadline,
+// DialReadTimeout), or when ctx is cancelled, with an error that wraps
+// ctx's error (context.DeadlineExceeded) and, once a command was written,
+// store.ErrUnknownOutcome. The connection is then closed and the pool
+// discards it, so a late reply is never read by the next call. A context
+// without Done (context.Background) costs nothing; one with a deadline
+// costs redigo's goroutine per round trip. A redisc connection has only
+// redis.ConnWithTimeout: the time left before ctx's deadline becomes the
+// read timeout of the call (in place of DialReadTimeout), and a
+// cancellation without deadline is noticed at the read timeout.
+//
+// # A decision is never counted twice
+//
+// When the reply to a written command is lost (connection cut, read timeout,
+// context deadline) the call fails with an error wrapping
+// store.ErrUnknownOutcome: the server may have run it. Nothing re-sends it:
+//
+//   - redigo does not retry. In redis/conn.go, conn.DoWithTimeout (behind Do,
+//     DoContext and the pipelined Do("")) writes, flushes and reads once; any
+//     I/O error goes through conn.fatal, which records it, closes the socket
+//     and returns it. Send, Flush and ReceiveWithTimeout do the same. No code
+//     path writes a command twice or dials again.
+//   - redis.Pool does not retry either: the only loop in Pool.GetContext tries
+//     idle connections (TestOnBorrow, MaxConnLifetime) before one is handed
+//     out, so before anything is written. activeConn.Close returns a
+//     connection to the pool only when its Err() is nil (put with forceClose
+//     otherwise), so a connection that failed is discarded.
+//   - redisc retries only inside RetryConn, which this package does not use;
+//     redisc.Conn's Do, Send and Receive pass through to one node
+//     connection.
+//   - This package re-sends a call only on a Cluster, and only when every
+//     reply of the call was a MOVED, ASK or TRYAGAIN refusal: a node
+//     that answers so did not run the command. Never after an error that is
+//     not a reply.
+//
+// The conformance suite checks it (property 19): it drops the reply to
+// EVALSHA in a proxy and requires ErrUnknownOutcome and a counter of 1.
+//
+// # Redis Cluster
+//
+//	cluster := &redisc.Cluster{
+//		StartupNodes: addrs,
+//		DialOptions:  []redis.DialOption{redis.DialConnectTimeout(time.Second),
+//			redis.DialReadTimeout(200 * time.Millisecond), redis.DialWriteTimeout(200 * time.Millisecond)},
+//		CreatePool: func(addr string, opts ...redis.DialOption) (*redis.Pool, error) {
+//			return &redis.Pool{ // as above, per node
+//				DialContext: func(ctx context.Context) (redis.Conn, error) {
+//					return redigo.Dial(ctx, nd, "tcp", addr, opts...)
+//				},
+//				TestOnBorrow: redigo.TestOnBorrow,
+//				MaxActive: 64, MaxIdle: 64, Wait: true, IdleTimeout: 4 * time.Minute,
+//			}, nil
+//		},
+//		PoolWaitTime: 200 * time.Millisecond, // bounds the wait for a node's connection
+//	}
+//	if err := cluster.Refresh(); err != nil { ... } // load the slot map once
+//	st := redigo.New(redigo.Cluster(cluster))
+//
+// The Store binds each call's connection (redisc.Conn.Bind) to the node of
+// the call's first key, so a whole pipeline, script or transaction goes to
+// one node; the keys of one call share a slot (strategies tag them with the
+// subject). A MOVED reply updates redisc's slot map and the call is sent
+// again to the new owner; ASK sends it to the importing node, each command
+// preceded by ASKING, on a connection dialled with cluster.DialOptions; TRYAGAIN
+// waits 20 ms. At most three re-sends per call, and only when every reply
+// was such a refusal. Without CreatePool redisc dials a connection per call.
+//
+// # Transactions
+//
+// Watch pins one pooled connection (on a Cluster, bound to the node of the
+// first key) for WATCH, the reads of Tx.Do and the MULTI/EXEC of Tx.Exec. On
+// every way out of Watch, panics included, the connection is un-watched
+// (UNWATCH, unless an EXEC already did it) before it returns to the pool, or
+// discarded when it failed or the UNWATCH cannot be sent in time. A nil EXEC
+// reply is store.ErrTxAborted.
+//
+// # Replies
+//
+// Bulk strings ([]byte) become string, integers stay int64, arrays become
+// []any (recursively), a nil reply is store.ErrNil, a Redis error reply is
+// that command's Reply.Err (NOSCRIPT wraps store.ErrNoScript). Errors are
+// prefixed "redigo: " and wrap the client's error once.
+package redigo

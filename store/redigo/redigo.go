@@ -1,0 +1,518 @@
+package redigo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/mna/redisc"
+
+	"github.com/quotagate/limiter/store"
+)
+
+// Pool is where a Store gets its connections. *redis.Pool satisfies it; a
+// Redis Cluster does through Cluster. The Store closes every connection it
+// gets, which returns it to the pool.
+type Pool interface {
+	GetContext(ctx context.Context) (redis.Conn, error)
+}
+
+// Store adapts a redigo Pool to store.Store and store.Watcher. It is safe for
+// concurrent use.
+type Store struct {
+	p Pool
+	// cluster is set when p is a Cluster: the Store then follows MOVED, ASK
+	// and TRYAGAIN replies, which mean the command did not run.
+	cluster *redisc.Cluster
+}
+
+var (
+	_ store.Store   = (*Store)(nil)
+	_ store.Watcher = (*Store)(nil)
+)
+
+// New returns a Store on p, or nil when p is nil (limiter.New then reports
+// limiter.ErrNilStore).
+func New(p Pool) *Store {
+	switch x := p.(type) {
+	case nil:
+		return nil
+	case *redis.Pool:
+		if x == nil {
+			return nil
+		}
+	case clusterPool:
+		return &Store{p: p, cluster: x.c}
+	}
+	return &Store{p: p}
+}
+
+// Pool returns the wrapped pool.
+func (s *Store) Pool() Pool { return s.p }
+
+// Cluster returns a Pool of connections to the Redis Cluster c, or nil when
+// c is nil. A Store on it binds each call's connection to the node that
+// serves the call's first key (all keys of one call share a slot), and sends
+// a call again only when every reply was a MOVED, ASK or TRYAGAIN
+// redirection: the server refused it, so it did not run. A lost reply is
+// never re-sent.
+//
+// redisc has no GetContext: waiting for a node's pooled connection is
+// bounded by c.PoolWaitTime, not by the call's context.
+func Cluster(c *redisc.Cluster) Pool {
+	if c == nil {
+		return nil
+	}
+	return clusterPool{c}
+}
+
+type clusterPool struct{ c *redisc.Cluster }
+
+// GetContext returns an unbound cluster connection; the Store binds it.
+func (p clusterPool) GetContext(context.Context) (redis.Conn, error) {
+	c := p.c.Get()
+	if err := c.Err(); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// binder is a connection that can be pinned to the node of a key's slot
+// (*redisc.Conn).
+type binder interface {
+	Bind(keys ...string) error
+}
+
+const (
+	// maxRedirects bounds how often one call follows MOVED, ASK or
+	// TRYAGAIN (go-redis's default MaxRedirects).
+	maxRedirects = 3
+	// tryAgainDelay is the pause before re-sending after TRYAGAIN (a
+	// multi-key command during a slot migration).
+	tryAgainDelay = 20 * time.Millisecond
+)
+
+// conn gets a connection for a call whose first key is key. On a Cluster it
+// is bound to key's node, or, after an ASK redirection, dialled to ask.
+func (s *Store) conn(ctx context.Context, key, ask string) (redis.Conn, error) {
+	if ask != "" {
+		// The target of an ASK may not even be in the slot map yet; the
+		// redirection is transient, so one direct connection does.
+		return redis.DialContext(ctx, "tcp", ask, s.cluster.DialOptions...)
+	}
+	c, err := s.p.GetContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if key != "" {
+		if b, ok := c.(binder); ok {
+			if err := b.Bind(key); err != nil {
+				_ = c.Close()
+				return nil, err
+			}
+		}
+	}
+	return c, nil
+}
+
+// EvalSha implements store.Store.
+func (s *Store) EvalSha(ctx context.Context, sha string, keys []string, args []any) (any, error) {
+	return s.eval(ctx, "EVALSHA", sha, keys, args)
+}
+
+// Eval implements store.Store.
+func (s *Store) Eval(ctx context.Context, src string, keys []string, args []any) (any, error) {
+	return s.eval(ctx, "EVAL", src, keys, args)
+}
+
+func (s *Store) eval(ctx context.Context, name, script string, keys []string, args []any) (any, error) {
+	a := make([]any, 0, 2+len(keys)+len(args))
+	a = append(a, script, len(keys))
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	a = append(a, args...)
+	key := ""
+	if len(keys) > 0 {
+		key = keys[0]
+	}
+	v, err := s.call(ctx, key, name, a)
+	if err != nil {
+		return nil, err
+	}
+	r := toReply(v)
+	return r.Val, r.Err
+}
+
+// call sends one command and returns its raw reply: a redis.Error reply is
+// returned as the value, a failed round trip as the error.
+func (s *Store) call(ctx context.Context, key, name string, args []any) (any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fail(ctx, err, false)
+	}
+	ask := ""
+	for attempt := 0; ; attempt++ {
+		c, err := s.conn(ctx, key, ask)
+		if err != nil {
+			return nil, fail(ctx, err, false)
+		}
+		var v any
+		if ask == "" {
+			v, err = do1(ctx, c, name, args)
+			if re, ok := err.(redis.Error); ok {
+				v, err = re, nil
+			}
+		} else { // ASKING, then the command: its own reply counts
+			var raw []any
+			if raw, err = pipe(ctx, c, []store.Cmd{{Name: name, Args: args}}, true); err == nil {
+				v = raw[0]
+			}
+		}
+		_ = c.Close() // returns c to the pool, or discards it after an error
+		if err != nil {
+			return nil, fail(ctx, err, true)
+		}
+		if s.cluster == nil {
+			return v, nil
+		}
+		next, again := s.redirect(ctx, attempt, v)
+		if !again {
+			return v, nil
+		}
+		ask = next
+	}
+}
+
+// Do implements store.Store: the commands go in one pipeline, on one
+// connection (on a Cluster, the node of the first key).
+func (s *Store) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	switch len(cmds) {
+	case 0:
+		return nil, nil
+	case 1:
+		v, err := s.call(ctx, cmdKey(cmds[0]), cmds[0].Name, cmds[0].Args)
+		if err != nil {
+			return nil, err
+		}
+		return []store.Reply{toReply(v)}, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fail(ctx, err, false)
+	}
+	key := ""
+	for _, c := range cmds {
+		if key = cmdKey(c); key != "" {
+			break
+		}
+	}
+	ask := ""
+	for attempt := 0; ; attempt++ {
+		c, err := s.conn(ctx, key, ask)
+		if err != nil {
+			return nil, fail(ctx, err, false)
+		}
+		raw, err := pipe(ctx, c, cmds, ask != "")
+		_ = c.Close()
+		if err != nil {
+			return nil, fail(ctx, err, true)
+		}
+		next, again := s.redirect(ctx, attempt, raw...)
+		if !again {
+			return replies(raw), nil
+		}
+		ask = next
+	}
+}
+
+// redirect decides whether a call whose raw replies are vs may be sent
+// again: only on a Cluster, only when every reply refused its command with
+// the same MOVED, ASK or TRYAGAIN (so nothing ran), and at most
+// maxRedirects times. ask is the address to send it to with ASKING.
+func (s *Store) redirect(ctx context.Context, attempt int, vs ...any) (ask string, again bool) {
+	if s.cluster == nil || attempt >= maxRedirects || len(vs) == 0 {
+		return "", false
+	}
+	kind, addr := refusal(vs[0])
+	if kind == "" {
+		return "", false
+	}
+	for _, v := range vs[1:] {
+		if k, a := refusal(v); k != kind || a != addr {
+			return "", false
+		}
+	}
+	switch kind {
+	case "MOVED":
+		// redisc updated its slot map when it read the MOVED reply, so
+		// the next connection bound to the key goes to the new owner.
+		return "", true
+	case "ASK":
+		return addr, true
+	}
+	t := time.NewTimer(tryAgainDelay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return "", true
+	case <-ctx.Done():
+		return "", false
+	}
+}
+
+// refusal returns the kind (MOVED, ASK, TRYAGAIN) and target of a reply
+// with which a Cluster node refused a command, or "".
+func refusal(v any) (kind, addr string) {
+	re, ok := v.(redis.Error)
+	if !ok {
+		return "", ""
+	}
+	if r := redisc.ParseRedir(re); r != nil {
+		return r.Type, r.Addr
+	}
+	if redisc.IsTryAgain(re) {
+		return "TRYAGAIN", ""
+	}
+	return "", ""
+}
+
+// cmdKey returns cmd's first key when it can tell: the first argument, or
+// the first key of a script call. A Cluster connection is bound to it.
+func cmdKey(cmd store.Cmd) string {
+	i := 0
+	if isScriptCall(cmd.Name) {
+		if len(cmd.Args) < 3 {
+			return ""
+		}
+		switch n := cmd.Args[1].(type) {
+		case int:
+			if n < 1 {
+				return ""
+			}
+		case int64:
+			if n < 1 {
+				return ""
+			}
+		case string:
+			if k, err := strconv.Atoi(n); err != nil || k < 1 {
+				return ""
+			}
+		default:
+			return ""
+		}
+		i = 2
+	}
+	if len(cmd.Args) <= i {
+		return ""
+	}
+	switch k := cmd.Args[i].(type) {
+	case string:
+		return k
+	case []byte:
+		return string(k)
+	}
+	return ""
+}
+
+func isScriptCall(name string) bool {
+	for _, n := range [...]string{"EVALSHA", "EVAL", "EVALSHA_RO", "EVAL_RO", "FCALL", "FCALL_RO"} {
+		if strings.EqualFold(name, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// errNoContext is redigo's error for a connection without
+// redis.ConnWithContext (a pooled connection whose Dial returned one),
+// returned before anything is written.
+var errNoContext = func() error {
+	_, err := redis.DoContext(nil, context.Background(), "")
+	return err
+}()
+
+// do1 sends one command on c and reads its reply, within ctx's deadline.
+func do1(ctx context.Context, c redis.Conn, name string, args []any) (any, error) {
+	if ctx.Done() == nil {
+		return c.Do(name, args...)
+	}
+	if cc, ok := c.(redis.ConnWithContext); ok {
+		v, err := cc.DoContext(ctx, name, args...)
+		if err != errNoContext {
+			return v, err
+		}
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		if ct, ok := c.(redis.ConnWithTimeout); ok {
+			return ct.DoWithTimeout(until(dl), name, args...)
+		}
+	}
+	return c.Do(name, args...)
+}
+
+// pipe sends cmds on c in one round trip and returns their raw replies, a
+// redis.Error reply in its command's place. asking precedes every command
+// with ASKING (after an ASK redirection). Any error may follow a write.
+func pipe(ctx context.Context, c redis.Conn, cmds []store.Cmd, asking bool) ([]any, error) {
+	for _, cmd := range cmds {
+		if asking {
+			if err := c.Send("ASKING"); err != nil {
+				return nil, err
+			}
+		}
+		if err := c.Send(cmd.Name, cmd.Args...); err != nil {
+			return nil, err
+		}
+	}
+	n := len(cmds)
+	if asking {
+		n *= 2
+	}
+	raw, err := receive(ctx, c, n)
+	if err != nil {
+		return nil, err
+	}
+	if asking {
+		for i := range cmds {
+			raw[i] = raw[2*i+1]
+		}
+		raw = raw[:len(cmds)]
+	}
+	return raw, nil
+}
+
+// receive flushes the n commands sent on c and reads their replies.
+//
+// A redigo connection does it in one call, Do(""), bounded by ctx with
+// DoContext. That call takes the count of pending replies under the
+// connection's lock before any I/O, so when ctx ends first, the pool's
+// Close (which also calls Do("")) and the abandoned read never both read
+// the connection. Other connections (a redisc.Conn) read reply by reply:
+// redisc learns a slot's new owner from each MOVED it returns.
+func receive(ctx context.Context, c redis.Conn, n int) ([]any, error) {
+	if cc, ok := c.(redis.ConnWithContext); ok {
+		var v any
+		var err error
+		if ctx.Done() == nil {
+			v, err = c.Do("")
+		} else {
+			v, err = cc.DoContext(ctx, "")
+		}
+		if err != errNoContext {
+			if err != nil {
+				return nil, err
+			}
+			raw, ok := v.([]any)
+			if !ok || len(raw) != n {
+				return nil, fmt.Errorf("%d replies for %d commands", len(raw), n)
+			}
+			return raw, nil
+		}
+	}
+	if err := c.Flush(); err != nil {
+		return nil, err
+	}
+	raw := make([]any, n)
+	for i := range raw {
+		v, err := receive1(ctx, c)
+		if err != nil {
+			re, ok := err.(redis.Error)
+			if !ok {
+				return nil, err
+			}
+			v = re
+		}
+		raw[i] = v
+	}
+	return raw, nil
+}
+
+// receive1 reads one reply, by ctx's deadline when the connection can.
+func receive1(ctx context.Context, c redis.Conn) (any, error) {
+	if dl, ok := ctx.Deadline(); ok {
+		if ct, ok := c.(redis.ConnWithTimeout); ok {
+			return ct.ReceiveWithTimeout(until(dl))
+		}
+	}
+	return c.Receive()
+}
+
+// until is the time left before dl as a read timeout. redigo reads a zero
+// timeout as none and redisc a negative one as the default, so a deadline
+// already past is one nanosecond: the read fails at once and the connection
+// is discarded.
+func until(dl time.Time) time.Duration {
+	return max(time.Until(dl), time.Nanosecond)
+}
+
+// fail maps a failed round trip. sent says whether a command may have
+// reached the server, so that the call may have run. When ctx is done (or
+// its deadline passed) the error wraps ctx's error too.
+func fail(ctx context.Context, err error, sent bool) error {
+	cerr := ctx.Err()
+	if cerr == nil {
+		if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+			cerr = context.DeadlineExceeded
+		}
+	}
+	if cerr != nil && !errors.Is(err, cerr) {
+		if sent {
+			return fmt.Errorf("redigo: %w: %w: %w", store.ErrUnknownOutcome, cerr, err)
+		}
+		return fmt.Errorf("redigo: %w: %w", cerr, err)
+	}
+	if sent {
+		return fmt.Errorf("redigo: %w: %w", store.ErrUnknownOutcome, err)
+	}
+	return fmt.Errorf("redigo: %w", err)
+}
+
+// replyErr maps a Redis error reply.
+func replyErr(re redis.Error) error {
+	if strings.HasPrefix(string(re), "NOSCRIPT") {
+		return fmt.Errorf("redigo: %w: %w", store.ErrNoScript, re)
+	}
+	return fmt.Errorf("redigo: %w", re)
+}
+
+func replies(raw []any) []store.Reply {
+	out := make([]store.Reply, len(raw))
+	for i, v := range raw {
+		out[i] = toReply(v)
+	}
+	return out
+}
+
+// toReply maps one raw reply: nil to ErrNil, an error reply to Err, any
+// other value normalised.
+func toReply(v any) store.Reply {
+	switch x := v.(type) {
+	case nil:
+		return store.Reply{Err: store.ErrNil}
+	case redis.Error:
+		return store.Reply{Err: replyErr(x)}
+	}
+	return store.Reply{Val: normalise(v)}
+}
+
+// normalise maps redigo reply values to the store's types: bulk strings
+// ([]byte) to string, arrays to []any in place; int64, string (status
+// replies) and nil stay. An error inside an array (EXEC) stays an error.
+func normalise(v any) any {
+	switch x := v.(type) {
+	case []byte:
+		return string(x)
+	case []any:
+		for i := range x {
+			x[i] = normalise(x[i])
+		}
+		return v // v already holds x: no new interface value
+	case redis.Error:
+		return replyErr(x)
+	}
+	return v
+}

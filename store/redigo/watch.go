@@ -1,0 +1,158 @@
+package redigo
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/quotagate/limiter/store"
+)
+
+// Watch implements store.Watcher: it takes one connection from the pool (on
+// a Cluster, bound to the node of keys[0]), WATCHes keys on it and calls fn
+// with it. Whatever fn returns is returned. On every way out, panics
+// included, the connection is un-watched (UNWATCH, unless an EXEC already
+// did it) before it goes back to the pool; one that failed, or whose UNWATCH
+// cannot be sent before ctx ends, is discarded instead.
+func (s *Store) Watch(ctx context.Context, keys []string, fn func(store.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return fail(ctx, err, false)
+	}
+	c, err := s.watch(ctx, keys)
+	if err != nil {
+		return err
+	}
+	t := &txn{c: c, watching: len(keys) > 0}
+	defer t.release(ctx)
+	return fn(t)
+}
+
+// watch returns a connection with keys watched on it.
+func (s *Store) watch(ctx context.Context, keys []string) (redis.Conn, error) {
+	key := ""
+	if len(keys) > 0 {
+		key = keys[0]
+	}
+	args := make([]any, len(keys))
+	for i, k := range keys {
+		args[i] = k
+	}
+	for attempt := 0; ; attempt++ {
+		c, err := s.conn(ctx, key, "")
+		if err != nil || len(keys) == 0 {
+			if err != nil {
+				return nil, fail(ctx, err, false)
+			}
+			return c, nil
+		}
+		_, err = do1(ctx, c, "WATCH", args)
+		if err == nil {
+			return c, nil
+		}
+		_ = c.Close()
+		re, ok := err.(redis.Error)
+		if !ok {
+			// Written, reply lost: as for any command (WATCH changes no
+			// data, but the contract is mechanical, and safe).
+			return nil, fail(ctx, err, true)
+		}
+		if kind, _ := refusal(re); kind == "MOVED" || kind == "TRYAGAIN" {
+			if _, again := s.redirect(ctx, attempt, re); again {
+				continue
+			}
+		}
+		return nil, replyErr(re)
+	}
+}
+
+// txn is a connection pinned by Watch.
+type txn struct {
+	c redis.Conn
+	// watching: keys are watched on c (no EXEC has run since WATCH).
+	watching bool
+}
+
+// release un-watches the connection and gives it back to the pool. A
+// connection with an error, or whose UNWATCH fails, has an error set, and
+// the pool discards it rather than keeping it idle.
+func (t *txn) release(ctx context.Context) {
+	if t.watching && t.c.Err() == nil {
+		if _, err := do1(ctx, t.c, "UNWATCH", nil); err == nil {
+			t.watching = false
+		}
+	}
+	_ = t.c.Close()
+}
+
+// usable fails when the pinned connection can no longer be used; nothing
+// is written then.
+func (t *txn) usable(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fail(ctx, err, false)
+	}
+	if err := t.c.Err(); err != nil {
+		return fail(ctx, err, false)
+	}
+	return nil
+}
+
+// Do runs cmds on the pinned connection outside MULTI, in one round trip.
+func (t *txn) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	if len(cmds) == 0 {
+		return nil, nil
+	}
+	if err := t.usable(ctx); err != nil {
+		return nil, err
+	}
+	raw, err := pipe(ctx, t.c, cmds, false)
+	if err != nil {
+		return nil, fail(ctx, err, true)
+	}
+	return replies(raw), nil
+}
+
+// Exec runs cmds inside MULTI/EXEC on the pinned connection, in one round
+// trip. A nil EXEC reply (a watched key changed) is store.ErrTxAborted. A
+// transaction the server refused (EXECABORT, a command that could not be
+// queued) ran nothing: every Reply carries an error.
+func (t *txn) Exec(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	if err := t.usable(ctx); err != nil {
+		return nil, err
+	}
+	all := make([]store.Cmd, 0, len(cmds)+2)
+	all = append(all, store.Cmd{Name: "MULTI"})
+	all = append(all, cmds...)
+	all = append(all, store.Cmd{Name: "EXEC"})
+	raw, err := pipe(ctx, t.c, all, false)
+	if err != nil {
+		return nil, fail(ctx, err, true)
+	}
+	if re, ok := raw[0].(redis.Error); ok {
+		return nil, fmt.Errorf("redigo: MULTI: %w", re)
+	}
+	t.watching = false // EXEC un-watches, whatever its outcome
+	out := make([]store.Reply, len(cmds))
+	switch x := raw[len(raw)-1].(type) {
+	case nil:
+		return nil, fmt.Errorf("redigo: %w", store.ErrTxAborted)
+	case []any:
+		if len(x) != len(cmds) {
+			return nil, fmt.Errorf("redigo: EXEC returned %d replies for %d commands", len(x), len(cmds))
+		}
+		for i, v := range x {
+			out[i] = toReply(v)
+		}
+	case redis.Error:
+		for i := range cmds {
+			if qe, ok := raw[1+i].(redis.Error); ok {
+				out[i].Err = replyErr(qe)
+			} else {
+				out[i].Err = replyErr(x)
+			}
+		}
+	default:
+		return nil, fmt.Errorf("redigo: EXEC returned a %T", x)
+	}
+	return out, nil
+}
