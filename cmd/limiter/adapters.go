@@ -3,12 +3,18 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"net"
+	"time"
+
+	redigoredis "github.com/gomodule/redigo/redis"
+	"github.com/mna/redisc"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/quotagate/limiter/conformance"
 	"github.com/quotagate/limiter/store"
 	"github.com/quotagate/limiter/store/goredis"
+	"github.com/quotagate/limiter/store/redigo"
 )
 
 // connOptions are the connection settings taken from -redis, applied to
@@ -30,6 +36,7 @@ type adapter struct {
 func adapters() []adapter {
 	return []adapter{
 		{"goredis", goredisSingle, goredisCluster},
+		{"redigo", redigoSingle, redigoCluster},
 	}
 }
 
@@ -44,5 +51,60 @@ func goredisCluster(o connOptions) conformance.ClusterDialer {
 	return func(_ context.Context, addrs []string) (store.Store, func(), error) {
 		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, Username: o.username, Password: o.password, TLSConfig: o.tls})
 		return goredis.New(rdb), func() { _ = rdb.Close() }, nil
+	}
+}
+
+// redigoDialOptions are the connection settings as redigo dial options.
+func redigoDialOptions(o connOptions) []redigoredis.DialOption {
+	opts := []redigoredis.DialOption{
+		redigoredis.DialReadTimeout(time.Second),
+		redigoredis.DialWriteTimeout(time.Second),
+		redigoredis.DialUsername(o.username),
+		redigoredis.DialPassword(o.password),
+		redigoredis.DialDatabase(o.db),
+	}
+	if o.tls != nil {
+		opts = append(opts, redigoredis.DialUseTLS(true), redigoredis.DialTLSConfig(o.tls))
+	}
+	return opts
+}
+
+// redigoPool is the pool the redigo adapter's documentation recommends.
+func redigoPool(addr string, opts []redigoredis.DialOption) *redigoredis.Pool {
+	nd := &net.Dialer{Timeout: time.Second, KeepAlive: time.Minute}
+	return &redigoredis.Pool{
+		DialContext: func(ctx context.Context) (redigoredis.Conn, error) {
+			return redigo.Dial(ctx, nd, "tcp", addr, opts...)
+		},
+		TestOnBorrow: redigo.TestOnBorrow,
+		MaxActive:    64,
+		MaxIdle:      64,
+		Wait:         true,
+		IdleTimeout:  time.Minute,
+	}
+}
+
+func redigoSingle(o connOptions) conformance.Dialer {
+	return func(_ context.Context, addr string) (store.Store, func(), error) {
+		p := redigoPool(addr, redigoDialOptions(o))
+		return redigo.New(p), func() { _ = p.Close() }, nil
+	}
+}
+
+func redigoCluster(o connOptions) conformance.ClusterDialer {
+	return func(_ context.Context, addrs []string) (store.Store, func(), error) {
+		c := &redisc.Cluster{
+			StartupNodes: addrs,
+			DialOptions:  redigoDialOptions(o),
+			CreatePool: func(addr string, opts ...redigoredis.DialOption) (*redigoredis.Pool, error) {
+				return redigoPool(addr, opts), nil
+			},
+			PoolWaitTime: time.Second,
+		}
+		if err := c.Refresh(); err != nil {
+			_ = c.Close()
+			return nil, nil, err
+		}
+		return redigo.New(redigo.Cluster(c)), func() { _ = c.Close() }, nil
 	}
 }
