@@ -38,3 +38,33 @@ func (s *Script) Run(ctx context.Context, st Store, keys []string, args []any) (
 	}
 	return v, err
 }
+
+// Int64sEvaler is the optional ability of a store to run a script whose
+// reply is an array of integers and return the integers without boxing each
+// one in an interface (a rate-limiting script's reply usually is). Script
+// uses it through RunInt64s when the store has it.
+type Int64sEvaler interface {
+	// EvalShaInt64s is EvalSha for a reply that is an array of integers.
+	EvalShaInt64s(ctx context.Context, sha string, keys []string, args []any) ([]int64, error)
+	// EvalInt64s is Eval for a reply that is an array of integers.
+	EvalInt64s(ctx context.Context, src string, keys []string, args []any) ([]int64, error)
+}
+
+// RunInt64s is Run for a script whose reply is an array of integers. It
+// uses the store's Int64sEvaler when it has one, else Run and Int64s; the
+// NOSCRIPT fallback is the same.
+func (s *Script) RunInt64s(ctx context.Context, st Store, keys []string, args []any) ([]int64, error) {
+	ev, ok := st.(Int64sEvaler)
+	if !ok {
+		v, err := s.Run(ctx, st, keys, args)
+		if err != nil {
+			return nil, err
+		}
+		return Int64s(v)
+	}
+	v, err := ev.EvalShaInt64s(ctx, s.sha, keys, args)
+	if err != nil && errors.Is(err, ErrNoScript) {
+		return ev.EvalInt64s(ctx, s.src, keys, args)
+	}
+	return v, err
+}

@@ -50,27 +50,17 @@ func (FixedWindow) Decide(ctx context.Context, st store.Store, req limiter.Reque
 		args[2+2*i] = l.Rate
 		args[3+2*i] = l.Period.Milliseconds()
 	}
-	v, err := fixedWindowScript.Run(ctx, st, req.Keys, args)
+	nums, err := fixedWindowScript.RunInt64s(ctx, st, req.Keys, args)
 	if err != nil {
 		return limiter.Result{}, fmt.Errorf("strategy: fixed window: %w", err)
 	}
-	return bindReply(v, len(req.Limits))
+	return bindInts(nums, len(req.Limits))
 }
 
-// bindReply reads a {allowed, remaining, reset_ms, retry_ms, ...} reply.
-func bindReply(v any, n int) (limiter.Result, error) {
-	arr, err := store.Slice(v)
-	if err != nil {
-		return limiter.Result{}, fmt.Errorf("strategy: bad reply: %w", err)
-	}
-	if len(arr) != 1+3*n {
-		return limiter.Result{}, fmt.Errorf("strategy: bad reply: %d values for %d limits", len(arr), n)
-	}
-	var nums [1 + 3*limiter.MaxLimits]int64
-	for i, e := range arr {
-		if nums[i], err = store.Int64(e); err != nil {
-			return limiter.Result{}, fmt.Errorf("strategy: bad reply: %w", err)
-		}
+// bindInts reads a {allowed, remaining, reset_ms, retry_ms, ...} reply.
+func bindInts(nums []int64, n int) (limiter.Result, error) {
+	if len(nums) != 1+3*n {
+		return limiter.Result{}, fmt.Errorf("strategy: bad reply: %d values for %d limits", len(nums), n)
 	}
 	var b limiter.Binder
 	for i := 0; i < n; i++ {

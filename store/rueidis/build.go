@@ -1,111 +1,133 @@
 package rueidis
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
-	"unsafe"
 
 	rd "github.com/redis/rueidis"
 
 	"github.com/quotagate/limiter/store"
 )
 
-// argBuf formats numeric arguments of one call into shared byte chunks, so
-// that a call's numbers cost at most one allocation rather than one each.
-// Bytes once handed out as a string are never written again: a chunk is only
-// appended to, and a full chunk is left alone for a new one.
-type argBuf struct {
-	b []byte
-}
-
-// room makes sure n more bytes fit without moving the chunk.
-func (a *argBuf) room(n int) {
-	if cap(a.b)-len(a.b) < n {
-		a.b = make([]byte, 0, max(64, n))
-	}
-}
-
-// done returns the bytes appended since start as a string sharing them.
-func (a *argBuf) done(start int) string {
-	return unsafe.String(unsafe.SliceData(a.b[start:]), len(a.b)-start)
-}
-
-func (a *argBuf) int(v int64) string {
-	if 0 <= v && v < 100 {
-		return strconv.FormatInt(v, 10) // a static string: no allocation
-	}
-	a.room(20)
-	start := len(a.b)
-	a.b = strconv.AppendInt(a.b, v, 10)
-	return a.done(start)
-}
-
-func (a *argBuf) uint(v uint64) string {
-	a.room(20)
-	start := len(a.b)
-	a.b = strconv.AppendUint(a.b, v, 10)
-	return a.done(start)
-}
-
-func (a *argBuf) float(v float64) string {
-	a.room(32)
-	start := len(a.b)
-	a.b = strconv.AppendFloat(a.b, v, 'f', -1, 64)
-	return a.done(start)
-}
-
-// str returns an argument as the text Redis receives: strings and []byte as
-// they are, integers in base 10, floats in their shortest exact form.
-func (a *argBuf) str(v any) string {
+// argText returns an argument as the text Redis receives: strings and
+// []byte as they are, integers in base 10, floats in their shortest exact
+// form.
+func argText(v any) string {
 	switch x := v.(type) {
 	case string:
 		return x
-	case int64:
-		return a.int(x)
-	case int:
-		return a.int(int64(x))
 	case []byte:
 		return string(x) // copied: the caller may reuse its buffer
-	case float64:
-		return a.float(x)
-	case int32:
-		return a.int(int64(x))
-	case uint64:
-		return a.uint(x)
-	case uint32:
-		return a.uint(uint64(x))
-	case uint:
-		return a.uint(uint64(x))
-	case float32:
-		return a.float(float64(x))
+	case nil:
+		return ""
 	case bool:
 		if x {
 			return "1"
 		}
 		return "0"
-	case nil:
-		return ""
 	case fmt.Stringer:
 		return x.String()
+	}
+	if b, ok := appendNumber(nil, v); ok {
+		return string(b)
 	}
 	return fmt.Sprint(v)
 }
 
-// build turns a store.Cmd into a rueidis command. Its first key (found by
-// keyIndex) routes it on a Cluster. Nothing marks it retryable or
-// read-only, so rueidis never re-sends it after a network error.
-func build(b rd.Builder, ab *argBuf, c store.Cmd) rd.Completed {
+// appendNumber appends a numeric argument's text to b.
+func appendNumber(b []byte, v any) ([]byte, bool) {
+	switch x := v.(type) {
+	case int64:
+		return strconv.AppendInt(b, x, 10), true
+	case int:
+		return strconv.AppendInt(b, int64(x), 10), true
+	case int32:
+		return strconv.AppendInt(b, int64(x), 10), true
+	case uint64:
+		return strconv.AppendUint(b, x, 10), true
+	case uint32:
+		return strconv.AppendUint(b, uint64(x), 10), true
+	case uint:
+		return strconv.AppendUint(b, uint64(x), 10), true
+	case float64:
+		return strconv.AppendFloat(b, x, 'f', -1, 64), true
+	case float32:
+		return strconv.AppendFloat(b, float64(x), 'f', -1, 32), true
+	}
+	return b, false
+}
+
+// argTexts is argText for the arguments of one call, in out. The numbers
+// are formatted into one buffer that becomes one string, sliced per
+// argument: one allocation for all of them instead of one each.
+func argTexts(args []any, out []string) []string {
+	type span struct{ i, from, to int }
+	var stack [128]byte
+	var spans [16]span
+	buf, sp := stack[:0], spans[:0]
+	for i, v := range args {
+		if isSmallInt(v) {
+			out[i] = argText(v)
+			continue
+		}
+		from := len(buf)
+		var ok bool
+		if buf, ok = appendNumber(buf, v); ok {
+			sp = append(sp, span{i, from, len(buf)})
+			continue
+		}
+		out[i] = argText(v)
+	}
+	if len(sp) > 0 {
+		all := string(buf)
+		for _, x := range sp {
+			out[x.i] = all[x.from:x.to]
+		}
+	}
+	return out
+}
+
+// isSmallInt reports an integer whose text the runtime has without
+// allocating (strconv.FormatInt of 0..99).
+func isSmallInt(v any) bool {
+	switch x := v.(type) {
+	case int64:
+		return 0 <= x && x < 100
+	case int:
+		return 0 <= x && x < 100
+	}
+	return false
+}
+
+// checkCmd refuses, before anything is sent, a command that rueidis's
+// builder would panic on.
+func checkCmd(c store.Cmd) error {
+	if c.Name == "" {
+		return errors.New("rueidis: a command without a name")
+	}
+	if strings.HasSuffix(strings.ToUpper(c.Name), "SUBSCRIBE") {
+		return fmt.Errorf("rueidis: %s is not a request-reply command: %w", c.Name, store.ErrNotSupported)
+	}
+	return nil
+}
+
+// build turns a store.Cmd into a rueidis command and reports whether it
+// has a key. Its first key (found by keyIndex) routes it on a Cluster.
+// Nothing marks it retryable or read-only, so rueidis never re-sends it
+// after a network error.
+func build(b rd.Builder, c store.Cmd) (rd.Completed, bool) {
 	ki := keyIndex(c.Name, c.Args)
 	a := b.Arbitrary(c.Name)
 	for i, v := range c.Args {
 		if i == ki {
-			a = a.Keys(ab.str(v))
+			a = a.Keys(argText(v))
 		} else {
-			a = a.Args(ab.str(v))
+			a = a.Args(argText(v))
 		}
 	}
-	return a.Build()
+	return a.Build(), ki >= 0
 }
 
 // keyIndex returns the index in args of the command's first key, or -1 for

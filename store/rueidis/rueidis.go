@@ -18,8 +18,9 @@ type Store struct {
 }
 
 var (
-	_ store.Store   = (*Store)(nil)
-	_ store.Watcher = (*Store)(nil)
+	_ store.Store        = (*Store)(nil)
+	_ store.Watcher      = (*Store)(nil)
+	_ store.Int64sEvaler = (*Store)(nil)
 )
 
 // New returns a Store on c, or nil when c is nil (limiter.New then reports
@@ -34,36 +35,52 @@ func New(c rd.Client) *Store {
 // Client returns the wrapped client.
 func (s *Store) Client() rd.Client { return s.c }
 
-// evalInline is how many reply values and formatted argument bytes a script
-// call holds without a further allocation.
-const (
-	evalInlineVals = 8
-	evalInlineNums = 64
-)
-
-// evalCall is one script call's scratch space: the text of its numeric
-// arguments and the values of an array reply, in one allocation.
-type evalCall struct {
-	vals [evalInlineVals]any
-	nums [evalInlineNums]byte
-}
-
 // EvalSha implements store.Store.
 func (s *Store) EvalSha(ctx context.Context, sha string, keys []string, args []any) (any, error) {
-	return s.eval(ctx, "EVALSHA", sha, keys, args)
+	m, err := s.eval(ctx, "EVALSHA", sha, keys, args)
+	if err != nil {
+		return nil, err
+	}
+	return value(&m), nil
 }
 
 // Eval implements store.Store.
 func (s *Store) Eval(ctx context.Context, src string, keys []string, args []any) (any, error) {
-	return s.eval(ctx, "EVAL", src, keys, args)
+	m, err := s.eval(ctx, "EVAL", src, keys, args)
+	if err != nil {
+		return nil, err
+	}
+	return value(&m), nil
 }
 
-func (s *Store) eval(ctx context.Context, name, script string, keys []string, args []any) (any, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("rueidis: %w", err) // nothing sent
+// EvalShaInt64s implements store.Int64sEvaler: the reply's integers are
+// read straight from rueidis's message, without boxing each one.
+func (s *Store) EvalShaInt64s(ctx context.Context, sha string, keys []string, args []any) ([]int64, error) {
+	return s.evalInt64s(ctx, "EVALSHA", sha, keys, args)
+}
+
+// EvalInt64s implements store.Int64sEvaler.
+func (s *Store) EvalInt64s(ctx context.Context, src string, keys []string, args []any) ([]int64, error) {
+	return s.evalInt64s(ctx, "EVAL", src, keys, args)
+}
+
+func (s *Store) evalInt64s(ctx context.Context, name, script string, keys []string, args []any) ([]int64, error) {
+	m, err := s.eval(ctx, name, script, keys, args)
+	if err != nil {
+		return nil, err
 	}
-	call := new(evalCall)
-	ab := argBuf{b: call.nums[:0]}
+	nums, err := m.AsIntSlice()
+	if err != nil {
+		return nil, fmt.Errorf("rueidis: reply is not an array of integers: %w", err)
+	}
+	return nums, nil
+}
+
+// eval runs one script call and returns its reply message.
+func (s *Store) eval(ctx context.Context, name, script string, keys []string, args []any) (rd.RedisMessage, error) {
+	if err := ctx.Err(); err != nil {
+		return rd.RedisMessage{}, fmt.Errorf("rueidis: %w", err) // nothing sent
+	}
 	c := s.c.B().Arbitrary(name, script, strconv.Itoa(len(keys)))
 	for i, k := range keys {
 		// Only the first key routes the call: the contract puts all keys
@@ -76,18 +93,21 @@ func (s *Store) eval(ctx context.Context, name, script string, keys []string, ar
 			c = c.Args(k)
 		}
 	}
-	for _, a := range args {
-		c = c.Args(ab.str(a))
+	var texts [16]string
+	out := texts[:0]
+	if len(args) > len(texts) {
+		out = make([]string, 0, len(args))
 	}
+	c = c.Args(argTexts(args, out[:len(args)])...)
 	r := s.c.Do(ctx, c.Build())
 	if err := r.NonRedisError(); err != nil {
-		return nil, roundTripErr(err)
+		return rd.RedisMessage{}, roundTripErr(err)
 	}
 	m, err := r.ToMessage()
 	if err != nil {
-		return nil, replyErr(err)
+		return rd.RedisMessage{}, replyErr(err)
 	}
-	return value(&m, call.vals[:0]), nil
+	return m, nil
 }
 
 // Do implements store.Store: the commands go in one pipeline (one DoMulti;
@@ -96,12 +116,17 @@ func (s *Store) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("rueidis: %w", err) // nothing sent
 	}
+	for _, c := range cmds {
+		if err := checkCmd(c); err != nil {
+			return nil, err
+		}
+	}
 	switch len(cmds) {
 	case 0:
 		return []store.Reply{}, nil
 	case 1:
-		var ab argBuf
-		r := s.c.Do(ctx, build(s.c.B(), &ab, cmds[0]))
+		cmd, _ := build(s.c.B(), cmds[0])
+		r := s.c.Do(ctx, cmd)
 		if err := r.NonRedisError(); err != nil {
 			return nil, roundTripErr(err)
 		}
@@ -109,10 +134,9 @@ func (s *Store) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error
 		out[0] = reply(r)
 		return out, nil
 	}
-	var ab argBuf
 	built := make([]rd.Completed, len(cmds))
 	for i, c := range cmds {
-		built[i] = build(s.c.B(), &ab, c)
+		built[i], _ = build(s.c.B(), c)
 	}
 	return collect(s.c.DoMulti(ctx, built...))
 }
@@ -138,7 +162,7 @@ func reply(r rd.RedisResult) store.Reply {
 	if err != nil {
 		return store.Reply{Err: replyErr(err)}
 	}
-	return store.Reply{Val: value(&m, nil)}
+	return store.Reply{Val: value(&m)}
 }
 
 // replyErr maps the server's reply to one command when it is an error or

@@ -1,0 +1,47 @@
+package rueidis_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/redis/rueidis"
+
+	"github.com/quotagate/limiter/conformance"
+	"github.com/quotagate/limiter/store"
+	rueidisstore "github.com/quotagate/limiter/store/rueidis"
+)
+
+// options are the client options the package documents. Retries are left
+// at rueidis's default (on), so the lost-reply check proves that a default
+// client never re-sends a written EVALSHA.
+func options(addr string) rueidis.ClientOption {
+	return rueidis.ClientOption{
+		InitAddress:       []string{addr},
+		DisableCache:      true,
+		AlwaysPipelining:  true,
+		PipelineMultiplex: -1,
+	}
+}
+
+// dial connects a Store with the documented options for a single server,
+// ForceSingleClient included: without it rueidis probes the server with
+// CLUSTER SLOTS when it connects, and miniredis answers it, so that the
+// client would take it for a Cluster and go around the suite's fault proxy.
+func dial(_ context.Context, addr string) (store.Store, func(), error) {
+	opt := options(addr)
+	opt.ForceSingleClient = true
+	c, err := rueidis.NewClient(opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	return rueidisstore.New(c), c.Close, nil
+}
+
+func TestConformance(t *testing.T) {
+	t.Run("miniredis", func(t *testing.T) {
+		conformance.RunStoreTests(t, conformance.Miniredis(dial))
+	})
+	t.Run("redis-server", func(t *testing.T) {
+		conformance.RunStoreTests(t, conformance.RedisServer(dial))
+	})
+}

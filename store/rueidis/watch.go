@@ -1,0 +1,278 @@
+package rueidis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	rd "github.com/redis/rueidis"
+
+	"github.com/quotagate/limiter/store"
+)
+
+// unwatchTimeout bounds an UNWATCH sent after the caller has gone (its
+// context done), in the background. A connection that does not answer in
+// time is closed instead of going back to the pool.
+const unwatchTimeout = 2 * time.Second
+
+// errTxState is returned for a command that would change the transaction
+// state of the pinned connection behind Watch's back.
+var errTxState = errors.New("rueidis: MULTI, EXEC and DISCARD are issued by Tx.Exec only")
+
+// Watch implements store.Watcher on a dedicated rueidis connection
+// (Client.Dedicate). On every way out of Watch — fn's error, a panic in fn,
+// a failed WATCH, a lost connection, the context — the connection goes back
+// to rueidis un-watched, or is closed when that cannot be ensured, so the
+// next user of the connection never inherits a WATCH.
+//
+// Watch returns when ctx is done even if rueidis is still making the
+// dedicated connection (a single-server client dials it without the
+// caller's context); the connection is then released in the background.
+func (s *Store) Watch(ctx context.Context, keys []string, fn func(store.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("rueidis: %w", err)
+	}
+	if len(keys) == 0 {
+		return errors.New("rueidis: Watch needs at least one key")
+	}
+	if ctx.Done() == nil {
+		t, release, err := s.watch(ctx, keys)
+		if err != nil {
+			return err
+		}
+		return t.run(ctx, release, fn)
+	}
+	type watched struct {
+		t       *tx
+		release func()
+		err     error
+	}
+	ch := make(chan watched, 1)
+	go func() {
+		t, release, err := s.watch(ctx, keys)
+		ch <- watched{t, release, err}
+	}()
+	select {
+	case w := <-ch:
+		if w.err != nil {
+			return w.err
+		}
+		return w.t.run(ctx, w.release, fn)
+	case <-ctx.Done():
+		go func() {
+			if w := <-ch; w.err == nil {
+				w.t.finish(ctx, w.release)
+			}
+		}()
+		return fmt.Errorf("rueidis: WATCH: %w", ctx.Err())
+	}
+}
+
+// watch pins a dedicated connection and WATCHes keys on it. A pooled
+// connection the server has closed (a restart, a failover, an idle
+// timeout) fails its first round trip; WATCH changes nothing, so it is
+// tried once more on a new connection. On error the connection has been
+// handed back or is being closed.
+func (s *Store) watch(ctx context.Context, keys []string) (*tx, func(), error) {
+	var err error
+	for attempt := 0; attempt < 2; attempt++ {
+		dc, release := s.c.Dedicate()
+		t := &tx{dc: dc, cluster: s.c.Mode() == rd.ClientModeCluster}
+		w := dc.B().Arbitrary("WATCH").Keys(keys[0])
+		for _, k := range keys[1:] {
+			w = w.Args(k)
+		}
+		wc := w.Build()
+		t.slot = wc.Slot()
+		t.watched = true // from here on, as far as we know
+		r := dc.Do(ctx, wc)
+		if err = r.NonRedisError(); err == nil {
+			if err = r.Error(); err == nil {
+				return t, release, nil
+			}
+			err = fmt.Errorf("rueidis: WATCH: %w", err) // the server's refusal
+			t.finish(ctx, release)
+			return nil, nil, err
+		}
+		t.broken = true
+		err = fmt.Errorf("rueidis: WATCH: %w", err)
+		t.finish(ctx, release)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, nil, err
+}
+
+// run calls fn with the watched connection and always leaves the
+// connection un-watched (or closed) and released, even when fn panics.
+func (t *tx) run(ctx context.Context, release func(), fn func(store.Tx) error) error {
+	defer t.finish(ctx, release)
+	return fn(t)
+}
+
+// tx is the connection pinned by Watch.
+type tx struct {
+	dc rd.DedicatedClient
+	// watched: the connection may hold a WATCH (cleared by EXEC, which
+	// always un-watches, whatever its outcome).
+	watched bool
+	// broken: a round trip failed, so the connection's state is unknown.
+	broken bool
+	// cluster: the connection is a Cluster node's, pinned to the slot of
+	// the watched keys; commands with keys in another slot are refused.
+	cluster bool
+	slot    uint16
+}
+
+var _ store.Tx = (*tx)(nil)
+
+// finish leaves the connection un-watched and releases it: UNWATCH when
+// a WATCH may be in force, or Close when the connection cannot be trusted
+// any more. It never keeps a caller past its context: when the context is
+// done, or a connection must be closed (rueidis's Close waits up to a
+// second for a silent server), the rest happens in the background.
+func (t *tx) finish(ctx context.Context, release func()) {
+	switch {
+	case t.broken:
+	case !t.watched:
+		release()
+		return
+	case ctx.Err() == nil:
+		if t.unwatch(ctx) {
+			release()
+			return
+		}
+	default:
+		go func() {
+			if !t.unwatch(context.Background()) {
+				t.dc.Close()
+			}
+			release()
+		}()
+		return
+	}
+	go func() {
+		t.dc.Close() // a closed connection is dropped, not pooled
+		release()
+	}()
+}
+
+// unwatch sends UNWATCH and reports whether the server answered it.
+func (t *tx) unwatch(ctx context.Context) bool {
+	uctx, cancel := context.WithTimeout(ctx, unwatchTimeout)
+	defer cancel()
+	if err := t.dc.Do(uctx, t.dc.B().Unwatch().Build()).Error(); err != nil {
+		t.broken = true
+		return false
+	}
+	t.watched = false
+	return true
+}
+
+// Do runs cmds outside MULTI on the pinned connection, in one round trip.
+func (t *tx) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	if len(cmds) == 0 {
+		return []store.Reply{}, nil
+	}
+	built, err := t.build(ctx, cmds, false)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cmds {
+		if strings.EqualFold(c.Name, "WATCH") {
+			t.watched = true
+		}
+	}
+	rs := t.dc.DoMulti(ctx, built...)
+	for _, r := range rs {
+		if r.NonRedisError() != nil {
+			t.broken = true
+			break
+		}
+	}
+	return collect(rs)
+}
+
+// Exec runs cmds inside MULTI/EXEC on the pinned connection, in one round
+// trip. A nil EXEC reply (a watched key changed) is store.ErrTxAborted.
+func (t *tx) Exec(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	built, err := t.build(ctx, cmds, true)
+	if err != nil {
+		return nil, err
+	}
+	rs := t.dc.DoMulti(ctx, built...)
+	for _, r := range rs {
+		if err := r.NonRedisError(); err != nil {
+			t.broken = true
+			return nil, roundTripErr(err)
+		}
+	}
+	t.watched = false // EXEC got its reply: the connection is un-watched
+	if err := rs[0].Error(); err != nil {
+		return nil, fmt.Errorf("rueidis: MULTI: %w", err)
+	}
+	execR := rs[len(rs)-1]
+	m, err := execR.ToMessage()
+	switch {
+	case rd.IsRedisNil(err):
+		return nil, fmt.Errorf("rueidis: %w", store.ErrTxAborted)
+	case err != nil:
+		// EXECABORT: a command was refused while queued; name it.
+		for i, r := range rs[1 : len(rs)-1] {
+			if qerr := r.Error(); qerr != nil {
+				return nil, fmt.Errorf("rueidis: %w (command %d, %s: %v)", err, i, cmds[i].Name, qerr)
+			}
+		}
+		return nil, fmt.Errorf("rueidis: %w", err)
+	}
+	es, err := m.ToArray()
+	if err != nil || len(es) != len(cmds) {
+		return nil, fmt.Errorf("rueidis: EXEC returned %d replies for %d commands (%v)", len(es), len(cmds), err)
+	}
+	out := make([]store.Reply, len(es))
+	for i := range es {
+		if err := es[i].Error(); err != nil {
+			out[i].Err = replyErr(err)
+			continue
+		}
+		out[i].Val = value(&es[i])
+	}
+	return out, nil
+}
+
+// build checks and builds cmds for the pinned connection, wrapped in
+// MULTI/EXEC when multi is set.
+func (t *tx) build(ctx context.Context, cmds []store.Cmd, multi bool) ([]rd.Completed, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("rueidis: %w", err) // nothing sent
+	}
+	n := len(cmds)
+	if multi {
+		n += 2
+	}
+	built := make([]rd.Completed, 0, n)
+	if multi {
+		built = append(built, t.dc.B().Multi().Build())
+	}
+	for _, c := range cmds {
+		if err := checkCmd(c); err != nil {
+			return nil, err
+		}
+		switch strings.ToUpper(c.Name) {
+		case "MULTI", "EXEC", "DISCARD":
+			return nil, errTxState
+		}
+		b, hasKey := build(t.dc.B(), c)
+		if t.cluster && hasKey && b.Slot() != t.slot {
+			return nil, fmt.Errorf("rueidis: %s: its key is not in the watched keys' Cluster slot", c.Name)
+		}
+		built = append(built, b)
+	}
+	if multi {
+		built = append(built, t.dc.B().Exec().Build())
+	}
+	return built, nil
+}
