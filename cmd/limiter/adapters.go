@@ -8,6 +8,7 @@ import (
 
 	redigoredis "github.com/gomodule/redigo/redis"
 	"github.com/mna/redisc"
+	"github.com/redis/rueidis"
 
 	"github.com/redis/go-redis/v9"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/quotagate/limiter/store"
 	"github.com/quotagate/limiter/store/goredis"
 	"github.com/quotagate/limiter/store/redigo"
+	rueidisstore "github.com/quotagate/limiter/store/rueidis"
 )
 
 // connOptions are the connection settings taken from -redis, applied to
@@ -36,6 +38,7 @@ type adapter struct {
 func adapters() []adapter {
 	return []adapter{
 		{"goredis", goredisSingle, goredisCluster},
+		{"rueidis", rueidisSingle, rueidisCluster},
 		{"redigo", redigoSingle, redigoCluster},
 	}
 }
@@ -106,5 +109,42 @@ func redigoCluster(o connOptions) conformance.ClusterDialer {
 			return nil, nil, err
 		}
 		return redigo.New(redigo.Cluster(c)), func() { _ = c.Close() }, nil
+	}
+}
+
+// rueidisOptions are the client options the rueidis adapter's documentation
+// recommends.
+func rueidisOptions(o connOptions, addrs []string) rueidis.ClientOption {
+	return rueidis.ClientOption{
+		InitAddress:       addrs,
+		Username:          o.username,
+		Password:          o.password,
+		SelectDB:          o.db,
+		TLSConfig:         o.tls,
+		DisableCache:      true,
+		AlwaysPipelining:  true,
+		PipelineMultiplex: -1,
+	}
+}
+
+func rueidisSingle(o connOptions) conformance.Dialer {
+	return func(_ context.Context, addr string) (store.Store, func(), error) {
+		opt := rueidisOptions(o, []string{addr})
+		opt.ForceSingleClient = true
+		c, err := rueidis.NewClient(opt)
+		if err != nil {
+			return nil, nil, err
+		}
+		return rueidisstore.New(c), c.Close, nil
+	}
+}
+
+func rueidisCluster(o connOptions) conformance.ClusterDialer {
+	return func(_ context.Context, addrs []string) (store.Store, func(), error) {
+		c, err := rueidis.NewClient(rueidisOptions(o, addrs))
+		if err != nil {
+			return nil, nil, err
+		}
+		return rueidisstore.New(c), c.Close, nil
 	}
 }

@@ -44,4 +44,19 @@ func TestConformance(t *testing.T) {
 	t.Run("redis-server", func(t *testing.T) {
 		conformance.RunStoreTests(t, conformance.RedisServer(dial))
 	})
+	t.Run("cluster", func(t *testing.T) {
+		conformance.RunStoreTests(t, conformance.RedisCluster(t, dialCluster, dial))
+	})
+}
+
+// dialCluster connects a Cluster client: every master as an init address,
+// no ForceSingleClient.
+func dialCluster(_ context.Context, addrs []string) (store.Store, func(), error) {
+	opt := options(addrs[0])
+	opt.InitAddress = addrs
+	c, err := rueidis.NewClient(opt)
+	if err != nil {
+		return nil, nil, err
+	}
+	return rueidisstore.New(c), c.Close, nil
 }
