@@ -27,6 +27,15 @@ var (
 	// ErrInvalidOption is an option out of bounds (a prefix with braces, a
 	// negative timeout, an unknown fail mode).
 	ErrInvalidOption = errors.New("limiter: invalid option")
+	// ErrContention is an optimistic strategy giving up: every attempt's
+	// transaction was aborted by a concurrent writer (or the context ended
+	// between attempts), so nothing was written and nothing was decided. It
+	// follows the fail mode like any backend error.
+	ErrContention = errors.New("limiter: contention: optimistic transaction retries exhausted")
+	// ErrUnsuitableStore is a store that lacks an ability the strategy
+	// needs (New checks it); the error also wraps the strategy's own reason,
+	// typically store.ErrNotSupported.
+	ErrUnsuitableStore = errors.New("limiter: store unsuitable for the strategy")
 )
 
 // FailMode says what a call does when Redis cannot decide it (connection
@@ -113,6 +122,24 @@ type Resetter interface {
 	Reset(ctx context.Context, st store.Store, keys []string) error
 }
 
+// RequestResetter is implemented by strategies whose counters depend on the
+// limits as well as the keys (time-bucketed keys need each limit's Period).
+// Reset prefers it to Resetter; req carries the keys and limits, Cost 0.
+type RequestResetter interface {
+	// ResetRequest forgets the state of req's keys for req's limits.
+	ResetRequest(ctx context.Context, st store.Store, req Request) error
+}
+
+// StoreChecker is implemented by strategies that need more of a store than
+// the Store interface (an optimistic strategy needs store.Watcher). New
+// calls CheckStore once, so a mismatch is a construction error, not a
+// failure of every call.
+type StoreChecker interface {
+	// CheckStore returns nil when the strategy can run on st, else why not
+	// (wrapping store.ErrNotSupported for a missing ability).
+	CheckStore(st store.Store) error
+}
+
 // Limiter decides requests against limits. It is safe for concurrent use.
 // Construct it with New.
 type Limiter struct {
@@ -121,6 +148,7 @@ type Limiter struct {
 	keys     keyBuilder
 	failMode FailMode
 	timeout  time.Duration
+	obs      Observer // nil: none (observer.go)
 }
 
 // Option configures a Limiter.
@@ -163,13 +191,20 @@ func WithTimeout(d time.Duration) Option {
 	}
 }
 
-// New returns a Limiter that decides with strategy s on store st.
+// New returns a Limiter that decides with strategy s on store st. A
+// strategy that needs more of the store than it offers (a StoreChecker
+// saying so) is ErrUnsuitableStore.
 func New(st store.Store, s Strategy, opts ...Option) (*Limiter, error) {
 	if isNil(st) {
 		return nil, ErrNilStore
 	}
 	if isNil(s) {
 		return nil, ErrNilStrategy
+	}
+	if sc, ok := s.(StoreChecker); ok {
+		if err := sc.CheckStore(st); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrUnsuitableStore, err)
+		}
 	}
 	l := &Limiter{st: st, strategy: s, keys: keyBuilder{prefix: DefaultPrefix}}
 	for _, o := range opts {
@@ -221,7 +256,9 @@ func (l *Limiter) Reset(ctx context.Context, key string, limits ...Limit) error 
 	}
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
-	if r, ok := l.strategy.(Resetter); ok {
+	if r, ok := l.strategy.(RequestResetter); ok {
+		err = r.ResetRequest(ctx, l.st, Request{Keys: keys, Limits: limits})
+	} else if r, ok := l.strategy.(Resetter); ok {
 		err = r.Reset(ctx, l.st, keys)
 	} else {
 		args := make([]any, len(keys))
@@ -236,7 +273,10 @@ func (l *Limiter) Reset(ctx context.Context, key string, limits ...Limit) error 
 	return nil
 }
 
-func (l *Limiter) decide(ctx context.Context, key string, cost int64, dry bool, limits []Limit) (Result, error) {
+func (l *Limiter) decide(ctx context.Context, key string, cost int64, dry bool, limits []Limit) (res Result, err error) {
+	if l.obs != nil {
+		defer func(ctx context.Context) { l.observe(ctx, key, res, err) }(ctx)
+	}
 	if cost < 0 {
 		return Result{}, fmt.Errorf("%w: %d is negative", ErrInvalidCost, cost)
 	}
@@ -253,7 +293,7 @@ func (l *Limiter) decide(ctx context.Context, key string, cost int64, dry bool, 
 	}
 	ls = append(ls, limits...)
 	ctx, cancel := l.withTimeout(ctx)
-	res, err := l.strategy.Decide(ctx, l.st, Request{Keys: keys, Limits: ls, Cost: cost, DryRun: dry})
+	res, err = l.strategy.Decide(ctx, l.st, Request{Keys: keys, Limits: ls, Cost: cost, DryRun: dry})
 	cancel()
 	if err != nil {
 		switch l.failMode {

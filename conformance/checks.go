@@ -200,8 +200,8 @@ func (c *checker) assertCounters(subject string, want int64, ls ...limiter.Limit
 func checkForcedLeak(c *checker) {
 	l := limiter.Per(100, 100*time.Millisecond)
 	c.window(l)
-	hs := &hookStore{Store: c.h.Store()}
-	lim := c.limiter(hs)
+	hs := newHookStore(c.h.Store())
+	lim := c.limiter(hs.store())
 	for i := 0; i < 4; i++ {
 		hs.arm(func() { c.h.Advance(l.Period + time.Millisecond) })
 		r, err := lim.Allow(c.ctx, "p6", l)
@@ -219,10 +219,44 @@ func checkForcedLeak(c *checker) {
 }
 
 // hookStore runs a hook once, after the first round trip of the next
-// decision: between a multi-round-trip strategy's read and its write.
+// decision: between a multi-round-trip strategy's read and its write. On a
+// store with a Watcher, it also fires after the first read on a pinned
+// connection (Tx.Do), before the EXEC. Use it through store().
 type hookStore struct {
 	store.Store
 	hook atomic.Pointer[func()]
+}
+
+func newHookStore(st store.Store) *hookStore { return &hookStore{Store: st} }
+
+// store returns h as a store.Store, with a Watcher when the wrapped store
+// has one.
+func (h *hookStore) store() store.Store {
+	if w, ok := h.Store.(store.Watcher); ok {
+		return hookWatcher{h, w}
+	}
+	return h
+}
+
+// hookWatcher is a hookStore whose store has a Watcher.
+type hookWatcher struct {
+	*hookStore
+	w store.Watcher
+}
+
+func (h hookWatcher) Watch(ctx context.Context, keys []string, fn func(store.Tx) error) error {
+	return h.w.Watch(ctx, keys, func(tx store.Tx) error { return fn(hookTx{tx, h.hookStore}) })
+}
+
+// hookTx fires the hook after a read on the pinned connection.
+type hookTx struct {
+	store.Tx
+	h *hookStore
+}
+
+func (t hookTx) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	defer t.h.fire()
+	return t.Tx.Do(ctx, cmds...)
 }
 
 func (h *hookStore) arm(f func()) { h.hook.Store(&f) }
@@ -261,11 +295,25 @@ func checkNeverSlides(c *checker) {
 	if virtual {
 		tolerance = 0
 	}
+	if c.spec.Aligned {
+		// Epoch-aligned windows: start 100ms into one, so that the ticks
+		// (every 200ms) stay 100ms away from every window's edges.
+		c.alignTo(l.Period, 100*time.Millisecond)
+	}
+	// Ticks every 200ms, 15 of them, touch three windows of 1s. On a real
+	// server a first-request window starts at a tick and would end exactly
+	// on a later one, racing the expiry: there the ticks are 300ms apart
+	// (10 of them), so every window end is at least 100ms from a tick.
+	interval, ticks := 200*time.Millisecond, 15
+	if !virtual && !c.spec.Aligned {
+		interval, ticks = 300*time.Millisecond, 10
+	}
 	start := time.Now()
 	var elapsed time.Duration
 	var expiry time.Duration // absolute expiry of the current window, since start
+	window := int64(-1)      // Aligned: the epoch window expiry belongs to
 	admitted := 0
-	for tick := 0; tick < 15; tick++ {
+	for tick := 0; tick < ticks; tick++ {
 		for j := 0; j < 5; j++ {
 			r, err := lim.Allow(c.ctx, "p9", l)
 			if err != nil {
@@ -275,27 +323,47 @@ func checkNeverSlides(c *checker) {
 				admitted++
 			}
 		}
-		ks := c.keys()
+		// The current window's key is the one that lives longest (an
+		// epoch-aligned strategy keeps the last window's key for a grace).
+		var p time.Duration
+		ks := c.ttls()
 		if len(ks) == 0 {
 			c.t.Fatalf("property 9: tick %d: no key after 5 calls", tick)
 		}
-		p := time.Duration(c.pttl(ks[0])) * time.Millisecond
+		for _, ms := range ks {
+			p = max(p, time.Duration(ms)*time.Millisecond)
+		}
 		if !virtual {
 			elapsed = time.Since(start)
 		}
 		abs := elapsed + p
-		if expiry > elapsed && p > 0 {
+		var same bool
+		if c.spec.Aligned {
+			w := c.serverTime().UnixMilli() / l.Period.Milliseconds()
+			same = w == window
+			window = w
+		} else {
+			same = expiry > elapsed && p > 0
+		}
+		if same {
 			if d := abs - expiry; d > tolerance || d < -tolerance {
 				c.t.Errorf("property 9: tick %d: the window's expiry moved by %s within the window (EXPIRE on every call?)", tick, d)
 			}
 		} else {
 			expiry = abs
 		}
-		c.h.Advance(200 * time.Millisecond)
-		elapsed += 200 * time.Millisecond
+		switch {
+		case virtual:
+			c.h.Advance(interval)
+			elapsed += interval
+		default:
+			// No drift: aligned ticks stay 100ms from the windows' edges,
+			// first-request ticks 100ms from their windows' ends.
+			time.Sleep(time.Until(start.Add(time.Duration(tick+1) * interval)))
+		}
 	}
 	if admitted != 30 {
-		c.t.Errorf("property 9: 5 calls every 200ms for 2.8 s at 10/s admitted %d, want 30 (10 in each of 3 windows)", admitted)
+		c.t.Errorf("property 9: 5 calls every %s for %s at 10/s admitted %d, want 30 (10 in each of 3 windows)", interval, time.Duration(ticks-1)*interval, admitted)
 	}
 }
 
@@ -307,6 +375,13 @@ func checkWindowLengths(c *checker) {
 		l := limiter.Per(2, w)
 		c.window(l)
 		subject := fmt.Sprintf("p10-%d", w.Milliseconds())
+		// The key lives until its window ends (plus the slack): a Period
+		// from now, or, for epoch-aligned windows, until the next multiple
+		// of the Period.
+		left := w
+		if c.spec.Aligned {
+			left = w - time.Duration(c.serverTime().UnixMilli()%w.Milliseconds())*time.Millisecond
+		}
 		r, err := lim.Allow(c.ctx, subject, l)
 		if err != nil || !r.Allowed {
 			c.t.Errorf("property 10: window %s: first call = %+v, %v", w, r, err)
@@ -322,12 +397,12 @@ func checkWindowLengths(c *checker) {
 			}
 			found++
 			ttl := time.Duration(p) * time.Millisecond
-			low := w - 50*time.Millisecond
+			low := left - 50*time.Millisecond
 			if virtual {
-				low = w
+				low = left
 			}
-			if ttl > w+c.spec.TTLSlack || ttl < low {
-				c.t.Errorf("property 10: window %s: key %q has PTTL %s, want in [%s, %s]", w, k, ttl, low, w+c.spec.TTLSlack)
+			if ttl > left+c.spec.TTLSlack || ttl < low {
+				c.t.Errorf("property 10: window %s: key %q has PTTL %s, want in [%s, %s]", w, k, ttl, low, left+c.spec.TTLSlack)
 			}
 		}
 		if found == 0 {
@@ -393,8 +468,8 @@ func checkBoundedTTLs(c *checker) {
 	short := limiter.Per(3, 100*time.Millisecond)
 	long := limiter.PerSecond(5)
 	c.window(long)
-	hs := &hookStore{Store: c.h.Store()}
-	lim := c.limiter(hs)
+	hs := newHookStore(c.h.Store())
+	lim := c.limiter(hs.store())
 	step := 10 * time.Millisecond
 	if !c.h.Caps().VirtualClock {
 		step = 3 * time.Millisecond

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"time"
 
 	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/conformance/knownbad"
@@ -31,13 +32,28 @@ func KnownBad() []Control {
 		spec.Name, spec.Strategy, spec.Commit = name, s, ""
 		return spec
 	}
+	// claimsBucketed: a time-bucketed design claiming Bucketed's
+	// guarantees, built with the app clock it is given.
+	claimsBucketed := func(name string, mk func(now func() time.Time) limiter.Strategy) Spec {
+		spec := Bucketed()
+		spec.Name, spec.Strategy, spec.Commit, spec.Clocked = name, mk(nil), "", mk
+		return spec
+	}
 	return []Control{
+		{Spec: claims("GetInsideMulti", knownbad.GetInsideMulti{}),
+			MustFail: []string{"exact-admission", "weighted-costs", "multi-rule-all-or-nothing", "optimistic-contention", "window-never-slides"}},
+		{Spec: claims("IncrTwoTrips", knownbad.IncrTwoTrips{}),
+			MustFail: []string{"exact-admission", "crash-between-commands", "window-never-slides"}},
+		{Spec: claimsBucketed("BucketNoTTL", func(now func() time.Time) limiter.Strategy { return knownbad.BucketNoTTL{Now: now} }),
+			MustFail: []string{"forced-leak", "leak-under-load", "self-repair", "bounded-ttls", "app-clock-skew", "epoch-not-time-zones"}},
+		{Spec: claimsBucketed("AppClockBucket", func(now func() time.Time) limiter.Strategy { return knownbad.AppClockBucket{Now: now} }),
+			MustFail: []string{"window-never-slides", "app-clock-skew", "boundary-bursts"}},
 		{Spec: claims("GetThenIncr", knownbad.GetThenIncr{}),
-			MustFail: []string{"exact-admission", "weighted-costs", "forced-leak", "self-repair", "bounded-ttls"}},
+			MustFail: []string{"exact-admission", "weighted-costs", "forced-leak", "leak-under-load", "self-repair", "bounded-ttls"}},
 		{Spec: claims("IncrThenExpire", knownbad.IncrThenExpire{}),
 			MustFail: []string{"exact-admission", "hostile-costs", "multi-rule-all-or-nothing", "window-never-slides"}},
 		{Spec: claims("RuleByRule", knownbad.RuleByRule{}),
-			MustFail: []string{"hostile-costs", "multi-rule-all-or-nothing", "short-and-long-windows"}},
+			MustFail: []string{"hostile-costs", "multi-rule-all-or-nothing", "short-and-long-windows", "boundary-bursts"}},
 		{Spec: FixedWindow(), Store: "NoScriptFallback", Wrap: knownbad.NoScriptFallback,
 			MustFail: []string{"noscript-invisible"}},
 		{Spec: FixedWindow(), Store: "Retrying", Wrap: knownbad.Retrying,
@@ -48,6 +64,8 @@ func KnownBad() []Control {
 			MustFail: []string{"slow-reply-past-deadline", "redis-down-or-blackholed"}},
 		{Spec: claims("UntaggedKeys", knownbad.UntaggedKeys{Strategy: strategy.NewFixedWindow()}),
 			MustFail: []string{"same-slot-for-hostile-subjects"}},
+		{Spec: claims("SwallowErrors", knownbad.SwallowErrors{Strategy: strategy.NewFixedWindow()}),
+			MustFail: []string{"redis-down-or-blackholed", "no-accidental-fail-open"}},
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -31,16 +32,23 @@ func Checks() []Check {
 		{2, "weighted-costs", checkWeightedCosts},
 		{3, "hostile-costs", checkHostileCosts},
 		{4, "multi-rule-all-or-nothing", checkMultiRule},
+		{5, "optimistic-contention", checkOptimisticContention},
 		{6, "forced-leak", checkForcedLeak},
+		{7, "leak-under-load", checkLeakUnderLoad},
+		{8, "crash-between-commands", checkCrashBetweenCommands},
 		{9, "window-never-slides", checkNeverSlides},
 		{10, "short-and-long-windows", checkWindowLengths},
 		{11, "self-repair", checkSelfRepair},
 		{12, "bounded-ttls", checkBoundedTTLs},
+		{13, "app-clock-skew", checkClockSkew},
+		{14, "epoch-not-time-zones", checkTimeZones},
+		{15, "boundary-bursts", checkBoundaryBursts},
 		{16, "noscript-invisible", checkNoScript},
 		{19, "lost-reply-counted-once", checkLostReply},
 		{20, "slow-reply-past-deadline", checkSlowReply},
 		{21, "redis-down-or-blackholed", checkRedisDown},
 		{22, "same-slot-for-hostile-subjects", checkSameSlot},
+		{26, "no-accidental-fail-open", checkNoAccidentalFailOpen},
 	}
 }
 
@@ -139,11 +147,86 @@ func (c *checker) limiter(st store.Store, opts ...limiter.Option) *limiter.Limit
 	return l
 }
 
-// window records a window length used, for the final TTL sweep.
+// window records a window length used, for the final TTL sweep. For an
+// epoch-aligned strategy on a real clock it also waits, when the current
+// window of a limit is about to end, for the next one, so that a check's
+// calls fall in one window (on a virtual clock time only moves with Advance).
 func (c *checker) window(ls ...limiter.Limit) {
 	for _, l := range ls {
 		c.maxWindow = max(c.maxWindow, l.Period)
 	}
+	if !c.spec.Aligned || c.h.Caps().VirtualClock {
+		return
+	}
+	for range 3 {
+		wait := time.Duration(0)
+		now := c.serverTime()
+		for _, l := range ls {
+			left := l.Period - time.Duration(now.UnixMilli()%l.Period.Milliseconds())*time.Millisecond
+			if left < min(l.Period/2, 5*time.Second) {
+				wait = max(wait, left+5*time.Millisecond)
+			}
+		}
+		if wait == 0 {
+			return
+		}
+		time.Sleep(wait)
+	}
+}
+
+// serverTime returns the backend's clock (TIME).
+func (c *checker) serverTime() time.Time {
+	c.t.Helper()
+	r, err := c.do(store.Cmd{Name: "TIME"})
+	if err == nil {
+		err = r.Err
+	}
+	var sec, usec int64
+	arr, err2 := store.Slice(r.Val)
+	if err == nil && err2 == nil && len(arr) == 2 {
+		sec, err = store.Int64(arr[0])
+		if err == nil {
+			usec, err = store.Int64(arr[1])
+		}
+	} else if err == nil {
+		err = fmt.Errorf("reply %v: %v", r.Val, err2)
+	}
+	if err != nil {
+		c.t.Fatalf("TIME: %v", err)
+	}
+	return time.Unix(sec, usec*1000)
+}
+
+// alignTo moves the backend's clock (Advance; on a real server, waits)
+// until it is offset into an epoch-aligned window of length period.
+func (c *checker) alignTo(period, offset time.Duration) {
+	c.t.Helper()
+	ms := c.serverTime().UnixMilli()
+	d := (offset.Milliseconds() - ms%period.Milliseconds() + period.Milliseconds()) % period.Milliseconds()
+	c.h.Advance(time.Duration(d) * time.Millisecond)
+}
+
+// subjectKeys returns the keys of subject whose counter is not zero (an
+// epoch-aligned strategy may leave a window's key at 0 after taking a
+// request back), sorted.
+func (c *checker) subjectKeys(subject string) []string {
+	c.t.Helper()
+	var out []string
+	for _, k := range c.keys() {
+		if !strings.Contains(k, "{"+subject+"}") {
+			continue
+		}
+		r, err := c.do(store.Cmd{Name: "GET", Args: []any{k}})
+		if err != nil {
+			c.t.Fatalf("GET %s: %v", k, err)
+		}
+		if v, _ := store.String(r.Val); v == "0" || errors.Is(r.Err, store.ErrNil) {
+			continue
+		}
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // counter returns how much of l is consumed for subject, read from the

@@ -27,4 +27,16 @@
 //     holds each call for seconds.
 //   - UntaggedKeys: keys without a Cluster hash tag, as in the seeds
 //     ("LIMIT:RATE:" + phone): one decision's keys land in different slots.
+//   - GetInsideMulti (seed 000 §2.2.1): the GET issued inside MULTI is only
+//     queued, its reply is QUEUED, so the counter always reads as absent and
+//     every call writes a fresh one: all admitted, the window restarts.
+//   - IncrTwoTrips (seed 002's fix): INCRBY, then PEXPIRE in a second
+//     round trip on every call. A connection lost between them leaves a new
+//     counter without TTL; the window slides; denied requests consume.
+//   - BucketNoTTL (seed 002's second idea, key-MMddHHmm): the window in
+//     the key from the app server's local clock and zone, INCRBY, no TTL.
+//     Every key is immortal; zones and skewed clocks count apart.
+//   - AppClockBucket: time-bucketed keys with MULTI/INCRBY/PEXPIREAT done
+//     right, but windows from the app clock, never aligned to Redis TIME:
+//     skewed app servers count in different windows.
 package knownbad

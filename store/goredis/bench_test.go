@@ -15,6 +15,7 @@ import (
 
 	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/internal/redistest"
+	"github.com/quotagate/limiter/store"
 	"github.com/quotagate/limiter/store/goredis"
 	"github.com/quotagate/limiter/strategy"
 )
@@ -379,4 +380,126 @@ func fmtRatios(rs []float64) string {
 		s += fmt.Sprintf("%.3f", r)
 	}
 	return s
+}
+
+// tripStore counts the round trips of the decisions made through it:
+// one per Do, EvalSha and Eval; for a transaction, the WATCH, each Tx.Do
+// and Tx.Exec, and the UNWATCH that this adapter sends when fn ends
+// without a completed EXEC.
+type tripStore struct {
+	store.Store
+	w     store.Watcher
+	trips atomic.Int64
+}
+
+func (s *tripStore) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	s.trips.Add(1)
+	return s.Store.Do(ctx, cmds...)
+}
+
+func (s *tripStore) EvalSha(ctx context.Context, sha string, keys []string, args []any) (any, error) {
+	s.trips.Add(1)
+	return s.Store.EvalSha(ctx, sha, keys, args)
+}
+
+func (s *tripStore) Eval(ctx context.Context, src string, keys []string, args []any) (any, error) {
+	s.trips.Add(1)
+	return s.Store.Eval(ctx, src, keys, args)
+}
+
+func (s *tripStore) Watch(ctx context.Context, keys []string, fn func(store.Tx) error) error {
+	s.trips.Add(1) // WATCH
+	execed := false
+	err := s.w.Watch(ctx, keys, func(tx store.Tx) error {
+		return fn(tripTx{tx, s, &execed})
+	})
+	if !execed {
+		s.trips.Add(1) // UNWATCH
+	}
+	return err
+}
+
+type tripTx struct {
+	store.Tx
+	s      *tripStore
+	execed *bool
+}
+
+func (t tripTx) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	t.s.trips.Add(1)
+	return t.Tx.Do(ctx, cmds...)
+}
+
+func (t tripTx) Exec(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	t.s.trips.Add(1)
+	rs, err := t.Tx.Exec(ctx, cmds...)
+	*t.execed = err == nil || errors.Is(err, store.ErrTxAborted)
+	return rs, err
+}
+
+// BenchmarkStrategies compares the strategies this module ships on a real
+// redis-server, 16 concurrent callers, each on its own few keys, through
+// the go-redis adapter: decisions/s, and round-trips/op counted at the
+// store. "admitted": the rate is never reached; "denied": every key is full
+// (Bucketed takes a denied request back in a second round trip).
+//
+//	go test -run '^$' -bench Strategies -benchtime 2s ./store/goredis/
+func BenchmarkStrategies(b *testing.B) {
+	const callers = 16
+	e := newBenchEnv(b)
+	strategies := []struct {
+		name string
+		s    limiter.Strategy
+	}{
+		{"FixedWindow", strategy.NewFixedWindow()},
+		{"Bucketed", strategy.NewBucketed()},
+		{"Optimistic", strategy.NewOptimistic()},
+	}
+	for _, sp := range strategies {
+		for _, load := range []string{"admitted", "denied"} {
+			b.Run(sp.name+"/"+load, func(b *testing.B) {
+				st := &tripStore{Store: goredis.New(e.rdb)}
+				st.w = st.Store.(store.Watcher)
+				lim, err := limiter.New(st, sp.s, limiter.WithPrefix("bench-"+sp.name+"-"+load))
+				if err != nil {
+					b.Fatal(err)
+				}
+				l, want := limiter.PerSecond(e.rate), true
+				if load == "denied" {
+					l, want = limiter.PerDay(1), false
+				}
+				f := func(ctx context.Context, subject string) error {
+					r, err := lim.Allow(ctx, subject, l)
+					if err != nil {
+						return err
+					}
+					if r.Allowed != want {
+						return fmt.Errorf("%s: allowed=%v, want %v", subject, r.Allowed, want)
+					}
+					return nil
+				}
+				// One call per key first: scripts loaded, clocks synced, and
+				// for "denied" every key full.
+				for w := range callers {
+					for _, s := range e.subjects[w] {
+						if _, err := lim.Allow(context.Background(), s, l); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+				st.trips.Store(0)
+				var left atomic.Int64
+				left.Store(int64(b.N))
+				more := func() bool { return left.Add(-1) >= 0 }
+				b.ResetTimer()
+				_, err = e.fanOut(callers, more, f)
+				b.StopTimer()
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+				b.ReportMetric(float64(st.trips.Load())/float64(b.N), "round-trips/op")
+			})
+		}
+	}
 }

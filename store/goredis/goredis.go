@@ -165,9 +165,77 @@ func (s *Store) eval(ctx context.Context, name, script string, keys []string, ar
 	return normalise(v), nil
 }
 
-// Do implements store.Store: the commands go in one pipeline.
+// Do implements store.Store: the commands go in one pipeline. A call that
+// is one transaction, MULTI, commands, EXEC, goes through go-redis's
+// TxPipeline, which keeps it on one connection to its keys' node (a
+// ClusterClient sends a plain pipeline's keyless MULTI and EXEC to any
+// master); its replies are the server's: OK, QUEUED per command, then
+// EXEC's array, in which a command's error reply is an error value.
 func (s *Store) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	if isTx(cmds) {
+		return s.doTx(ctx, cmds)
+	}
 	return s.doPipe(ctx, s.c.Pipeline(), cmds)
+}
+
+// isTx reports cmds of the form MULTI, commands, EXEC, with no other
+// transaction command among them.
+func isTx(cmds []store.Cmd) bool {
+	n := len(cmds)
+	if n < 3 || !strings.EqualFold(cmds[0].Name, "MULTI") || !strings.EqualFold(cmds[n-1].Name, "EXEC") {
+		return false
+	}
+	for _, c := range cmds[1 : n-1] {
+		switch strings.ToUpper(c.Name) {
+		case "MULTI", "EXEC", "DISCARD", "WATCH", "UNWATCH":
+			return false
+		}
+	}
+	return true
+}
+
+// doTx runs a MULTI ... EXEC call through TxPipeline.
+func (s *Store) doTx(ctx context.Context, cmds []store.Cmd) ([]store.Reply, error) {
+	inner := cmds[1 : len(cmds)-1]
+	p := s.c.TxPipeline()
+	gcmds, guards := queue(ctx, p, inner)
+	var execErr error
+	if err := s.bounded(ctx, func() { _, execErr = p.Exec(ctx) }); err != nil {
+		return nil, fmt.Errorf("goredis: %w", err)
+	}
+	rs, err := collect(gcmds, guards)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]store.Reply, len(cmds))
+	out[0].Val = "OK"
+	var re redis.Error
+	refused := errors.Is(execErr, redis.TxFailedErr) ||
+		(errors.As(execErr, &re) && strings.HasPrefix(re.Error(), "EXECABORT"))
+	if refused {
+		// Nothing ran: a command refused while queued keeps its error.
+		for i, r := range rs {
+			out[1+i].Val = "QUEUED"
+			if r.Err != nil && gcmds[i].Err() != execErr {
+				out[1+i] = store.Reply{Err: r.Err}
+			}
+		}
+		out[len(out)-1].Err = mapErr(execErr, false)
+		return out, nil
+	}
+	vals := make([]any, len(rs))
+	for i, r := range rs {
+		out[1+i].Val = "QUEUED"
+		switch {
+		case errors.Is(r.Err, store.ErrNil):
+		case r.Err != nil:
+			vals[i] = r.Err
+		default:
+			vals[i] = r.Val
+		}
+	}
+	out[len(out)-1].Val = vals
+	return out, nil
 }
 
 // doPipe runs cmds on p and collects their replies.
@@ -220,15 +288,24 @@ func collect(gcmds []*redis.Cmd, guards []*guard) ([]store.Reply, error) {
 }
 
 // Watch implements store.Watcher with go-redis's Watch, which pins one
-// connection and un-watches it on return.
+// connection and un-watches it on return. go-redis sends the WATCH and the
+// UNWATCH itself, so the whole transaction is bounded by ctx as one unit
+// (see bounded): a blackholed server costs the caller its deadline, not the
+// client's read timeout. fn's commands then run on the transaction's own
+// goroutine, one after another, so the pinned connection is never used by
+// two goroutines; once ctx is done they send nothing.
 func (s *Store) Watch(ctx context.Context, keys []string, fn func(store.Tx) error) error {
-	var fnErr error
+	var fnErr, err error
 	called := false
-	err := s.c.Watch(ctx, func(tx *redis.Tx) error {
-		called = true
-		fnErr = fn(txn{s, tx})
-		return fnErr
-	}, keys...)
+	if berr := s.bounded(ctx, func() {
+		err = s.c.Watch(ctx, func(tx *redis.Tx) error {
+			called = true
+			fnErr = fn(txn{s, tx})
+			return fnErr
+		}, keys...)
+	}); berr != nil {
+		return fmt.Errorf("goredis: watch: %w", berr)
+	}
 	if err == nil || (called && err == fnErr) {
 		return err
 	}
@@ -240,24 +317,29 @@ type txn struct {
 	tx *redis.Tx
 }
 
-// Do runs cmds on the pinned connection outside MULTI.
+// Do runs cmds on the pinned connection outside MULTI. Watch bounds it.
 func (t txn) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
-	return t.s.doPipe(ctx, t.tx.Pipeline(), cmds)
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("goredis: %w", err) // nothing sent
+	}
+	p := t.tx.Pipeline()
+	gcmds, guards := queue(ctx, p, cmds)
+	_, _ = p.Exec(ctx)
+	return collect(gcmds, guards)
 }
 
-// Exec runs cmds inside MULTI/EXEC on the pinned connection.
+// Exec runs cmds inside MULTI/EXEC on the pinned connection. Watch bounds
+// it.
 func (t txn) Exec(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("goredis: %w", err) // nothing sent
+	}
 	var gcmds []*redis.Cmd
 	var guards []*guard
-	var err error
-	if berr := t.s.bounded(ctx, func() {
-		_, err = t.tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			gcmds, guards = queue(ctx, p, cmds)
-			return nil
-		})
-	}); berr != nil {
-		return nil, fmt.Errorf("goredis: %w", berr)
-	}
+	_, err := t.tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		gcmds, guards = queue(ctx, p, cmds)
+		return nil
+	})
 	if errors.Is(err, redis.TxFailedErr) {
 		return nil, fmt.Errorf("%w: %w", store.ErrTxAborted, err)
 	}

@@ -66,7 +66,9 @@ func (s *Store) Watch(ctx context.Context, keys []string, fn func(store.Tx) erro
 				w.t.finish(ctx, w.release)
 			}
 		}()
-		return fmt.Errorf("rueidis: WATCH: %w", ctx.Err())
+		// The WATCH may have been written: like any call given up on, the
+		// outcome is unknown (WATCH itself changes no data).
+		return fmt.Errorf("rueidis: WATCH: %w: %w", store.ErrUnknownOutcome, ctx.Err())
 	}
 }
 
@@ -97,7 +99,11 @@ func (s *Store) watch(ctx context.Context, keys []string) (*tx, func(), error) {
 			return nil, nil, err
 		}
 		t.broken = true
-		err = fmt.Errorf("rueidis: WATCH: %w", err)
+		if notSent(err) {
+			err = fmt.Errorf("rueidis: WATCH: %w", err)
+		} else {
+			err = fmt.Errorf("rueidis: WATCH: %w: %w", store.ErrUnknownOutcome, err)
+		}
 		t.finish(ctx, release)
 		if ctx.Err() != nil {
 			break
@@ -135,14 +141,18 @@ var _ store.Tx = (*tx)(nil)
 // done, or a connection must be closed (rueidis's Close waits up to a
 // second for a silent server), the rest happens in the background.
 func (t *tx) finish(ctx context.Context, release func()) {
+	// release itself talks to the server (rueidis resets a dedicated
+	// connection before pooling it again) and waits for its own timeouts
+	// when the connection was cut: it always runs in the background, so
+	// a decision that is complete returns at once.
 	switch {
 	case t.broken:
 	case !t.watched:
-		release()
+		go release()
 		return
 	case ctx.Err() == nil:
 		if t.unwatch(ctx) {
-			release()
+			go release()
 			return
 		}
 	default:

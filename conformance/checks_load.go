@@ -1,0 +1,396 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/store"
+)
+
+// readCommands are commands that read a key: queued between MULTI and EXEC
+// they return QUEUED, never the value (seed 000 §2.2.1).
+var readCommands = map[string]bool{
+	"GET": true, "MGET": true, "PTTL": true, "TTL": true, "EXISTS": true, "STRLEN": true,
+	"GETRANGE": true, "TYPE": true, "PEXPIRETIME": true, "EXPIRETIME": true,
+	"HGET": true, "HMGET": true, "HGETALL": true, "ZSCORE": true, "ZCARD": true, "LLEN": true, "SCARD": true,
+}
+
+// txRecorder wraps a store and records how a strategy uses transactions.
+// Violations: a transaction (a MULTI ... EXEC in a Do pipeline, or a
+// Tx.Exec) that reads a key and writes it too, so the write was decided
+// without the value (the read only returns QUEUED); an EXEC on a pinned
+// connection that read nothing first. A transaction that only reads (a
+// snapshot whose values come back in EXEC's reply) is fine.
+type txRecorder struct {
+	store.Store
+	execs atomic.Int64
+
+	mu         sync.Mutex
+	violations map[string]int
+}
+
+func newTxRecorder(st store.Store) *txRecorder {
+	return &txRecorder{Store: st, violations: map[string]int{}}
+}
+
+func (r *txRecorder) violate(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.violations[fmt.Sprintf(format, args...)]++
+}
+
+func (r *txRecorder) report() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, v := range slices.Sorted(maps.Keys(r.violations)) {
+		out = append(out, fmt.Sprintf("%s (%d times)", v, r.violations[v]))
+	}
+	return out
+}
+
+// store returns r as a store.Store, with a Watcher when the wrapped store
+// has one.
+func (r *txRecorder) store() store.Store {
+	if w, ok := r.Store.(store.Watcher); ok {
+		return recWatcher{r, w}
+	}
+	return r
+}
+
+func (r *txRecorder) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	start := -1
+	for i, c := range cmds {
+		switch strings.ToUpper(c.Name) {
+		case "MULTI":
+			start = i
+		case "EXEC", "DISCARD":
+			if start >= 0 {
+				r.checkTx(cmds[start+1 : i])
+			}
+			start = -1
+			r.execs.Add(1)
+		}
+	}
+	return r.Store.Do(ctx, cmds...)
+}
+
+// checkTx flags a transaction that reads a key it also writes.
+func (r *txRecorder) checkTx(cmds []store.Cmd) {
+	reads, writes := map[string]string{}, map[string]bool{}
+	for _, c := range cmds {
+		if len(c.Args) == 0 {
+			continue
+		}
+		k, ok := c.Args[0].(string)
+		if !ok {
+			continue
+		}
+		if name := strings.ToUpper(c.Name); readCommands[name] {
+			reads[k] = name
+		} else {
+			writes[k] = true
+		}
+	}
+	for k, name := range reads {
+		if writes[k] {
+			r.violate("%s of a key the same transaction writes: inside MULTI it returns QUEUED, so the write was decided without the value", name)
+		}
+	}
+}
+
+type recWatcher struct {
+	*txRecorder
+	w store.Watcher
+}
+
+func (r recWatcher) Watch(ctx context.Context, keys []string, fn func(store.Tx) error) error {
+	return r.w.Watch(ctx, keys, func(tx store.Tx) error { return fn(&recTx{Tx: tx, r: r.txRecorder}) })
+}
+
+// recTx is one pinned connection; used by one goroutine at a time.
+type recTx struct {
+	store.Tx
+	r     *txRecorder
+	reads int
+}
+
+func (t *recTx) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	for _, c := range cmds {
+		if readCommands[strings.ToUpper(c.Name)] {
+			t.reads++
+		}
+	}
+	return t.Tx.Do(ctx, cmds...)
+}
+
+func (t *recTx) Exec(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	t.r.checkTx(cmds)
+	if t.reads == 0 {
+		t.r.violate("EXEC on a watched connection that read nothing before it")
+	}
+	t.r.execs.Add(1)
+	return t.Tx.Exec(ctx, cmds...)
+}
+
+// Property 5: optimistic contention. With a retry bound of one attempt,
+// admitted <= L and admitted + denied + contention errors == attempts;
+// with a large bound, exactly L. Reads run on the pinned connection before
+// MULTI, never between MULTI and EXEC. A strategy that declares no
+// optimistic retries never reports contention.
+func checkOptimisticContention(c *checker) {
+	const g, m, rate = 40, 10, 100
+	l := limiter.PerHour(rate)
+	c.window(l)
+	type run struct {
+		name     string
+		s        limiter.Strategy
+		attempts int
+	}
+	runs := []run{{"the spec's strategy", c.spec.Strategy, 0}}
+	if c.spec.Optimistic != nil {
+		runs = []run{{"retry bound 1", c.spec.Optimistic(1), 1}, {"retry bound 4096", c.spec.Optimistic(1 << 12), 1 << 12}}
+	}
+	for i, ru := range runs {
+		rec := newTxRecorder(c.h.Store())
+		lim, err := limiter.New(rec.store(), ru.s, limiter.WithPrefix(c.prefix))
+		if err != nil {
+			c.t.Fatalf("property 5: limiter.New: %v", err)
+		}
+		subject := fmt.Sprintf("p5-%d", i)
+		a, d, errs := hammer(g, m, func(int, int) (limiter.Result, error) {
+			return lim.Allow(c.ctx, subject, l)
+		})
+		var contention int64
+		var other []error
+		for _, e := range errs {
+			if errors.Is(e, limiter.ErrContention) && c.spec.Optimistic != nil {
+				contention++
+			} else {
+				other = append(other, e)
+			}
+		}
+		if len(other) > 0 {
+			c.t.Errorf("property 5: %s: %d calls failed with other errors than contention%s", ru.name, len(other), firstErrs(other))
+		}
+		if a+d+contention != g*m {
+			c.t.Errorf("property 5: %s: %d admitted + %d denied + %d contention errors != %d calls", ru.name, a, d, contention, g*m)
+		}
+		exact := c.spec.Exact && ru.attempts != 1
+		if a > rate || (exact && a != rate) {
+			c.t.Errorf("property 5: %s: admitted %d of %d with limit %d, want %s %d", ru.name, a, g*m, rate, map[bool]string{true: "exactly", false: "at most"}[exact], rate)
+		}
+		if ru.attempts > 1 && contention > 0 {
+			c.t.Errorf("property 5: %s: %d contention errors with %d attempts per decision", ru.name, contention, ru.attempts)
+		}
+		if c.spec.Counter && !c.spec.DeniedConsume {
+			if n := c.counter(subject, l); n != a {
+				c.t.Errorf("property 5: %s: server counter %d != %d admitted", ru.name, n, a)
+			}
+		}
+		// The read-only paths go through the recorder too.
+		if r, err := lim.Peek(c.ctx, subject, l); err != nil || r.Remaining != max(rate-a, 0) {
+			c.t.Errorf("property 5: %s: Peek = %+v, %v; want %d remaining", ru.name, r, err, max(rate-a, 0))
+		}
+		if r, err := lim.AllowN(c.ctx, subject, rate+1, l); err != nil || r.Allowed {
+			c.t.Errorf("property 5: %s: a cost above the limit = %+v, %v; want denied", ru.name, r, err)
+		}
+		for _, v := range rec.report() {
+			c.t.Errorf("property 5: %s: %s", ru.name, v)
+		}
+		if a > 0 && rec.execs.Load() == 0 && c.spec.Optimistic != nil {
+			c.t.Errorf("property 5: %s: %d admitted without a single EXEC", ru.name, a)
+		}
+		c.t.Logf("property 5: %s: %d admitted, %d denied, %d contention errors", ru.name, a, d, contention)
+	}
+}
+
+// Property 7: leak under load. 5ms windows, many goroutines over a few
+// keys, while the keys' PTTL is sampled continuously: never -1. On a
+// virtual clock a goroutine advances it 1ms at a time, so keys expire
+// between any two commands, as they do on a real server.
+func checkLeakUnderLoad(c *checker) {
+	virtual := c.h.Caps().VirtualClock
+	l := limiter.Per(3, 5*time.Millisecond)
+	c.window(l)
+	lim := c.limiter(nil)
+	const workers, subjects = 8, 4
+	calls, dur := 150, time.Second
+	if !virtual {
+		calls, dur = 5000, 1500*time.Millisecond
+	}
+	var (
+		wg                 sync.WaitGroup
+		done               atomic.Bool
+		admitted, decided  atomic.Int64
+		mu                 sync.Mutex
+		errs               []error
+		contention         int
+		perSubjectAdmitted [subjects]atomic.Int64
+	)
+	deadline := time.Now().Add(dur)
+	for w := range workers {
+		wg.Go(func() {
+			for i := 0; i < calls && time.Now().Before(deadline); i++ {
+				s := (w + i) % subjects
+				r, err := lim.Allow(c.ctx, fmt.Sprintf("p7-%d", s), l)
+				switch {
+				case err != nil && errors.Is(err, limiter.ErrContention) && c.spec.Optimistic != nil:
+					mu.Lock()
+					contention++
+					mu.Unlock()
+				case err != nil:
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				case r.Allowed:
+					admitted.Add(1)
+					perSubjectAdmitted[s].Add(1)
+					decided.Add(1)
+				default:
+					decided.Add(1)
+				}
+			}
+		})
+	}
+	var adv sync.WaitGroup
+	if virtual {
+		adv.Go(func() {
+			for !done.Load() {
+				c.h.Advance(time.Millisecond)
+				time.Sleep(200 * time.Microsecond)
+			}
+		})
+	}
+	go func() {
+		wg.Wait()
+		done.Store(true)
+	}()
+	immortal := map[string]bool{}
+	samples := 0
+	sample := func() {
+		for _, k := range c.keys() {
+			if c.pttl(k) == -1 {
+				immortal[k] = true
+			}
+		}
+		samples++
+	}
+	for !done.Load() {
+		sample()
+	}
+	adv.Wait()
+	sample()
+	if len(immortal) > 0 {
+		c.t.Errorf("property 7: keys seen without a TTL under load: %q", slices.Sorted(maps.Keys(immortal)))
+	}
+	if len(errs) > 0 {
+		c.t.Errorf("property 7: %d calls failed%s", len(errs), firstErrs(errs))
+	}
+	for s := range perSubjectAdmitted {
+		if perSubjectAdmitted[s].Load() == 0 {
+			c.t.Errorf("property 7: subject %d: nothing admitted in %d decisions over many 5ms windows", s, decided.Load())
+		}
+	}
+	if samples < 5 {
+		c.t.Errorf("property 7: only %d PTTL samples during the load", samples)
+	}
+	c.t.Logf("property 7: %d decisions (%d admitted, %d contention errors), %d PTTL sweeps", decided.Load(), admitted.Load(), contention, samples)
+}
+
+// setupCommands are the connection set-up commands the fault proxy does not
+// count as a decision's commands (its "" match skips them too).
+var setupCommands = map[string]bool{"HELLO": true, "AUTH": true, "CLIENT": true, "SELECT": true, "READONLY": true, "PING": true}
+
+// Property 8: crash between commands. A proxy cuts a fresh connection
+// before each command of a decision in turn (an admitted one on a new key,
+// then, for a strategy whose denials write, a denied one on a full key): no
+// key is left without a TTL, a cut
+// before the commit command changes no counter, an admission that was
+// reported was counted, and the next call through the same store works.
+func checkCrashBetweenCommands(c *checker) {
+	const rate = 3
+	l := limiter.PerHour(rate)
+	c.window(l)
+	direct := c.limiter(nil)
+	// Scripts are loaded through a direct connection first, so that the
+	// proxied decisions run the same commands every time.
+	if _, err := direct.Allow(c.ctx, "p8-warm", l); err != nil {
+		c.t.Fatalf("property 8: warm-up: %v", err)
+	}
+	paths := []string{"admitted"}
+	if c.spec.Compensates || c.spec.DeniedConsume {
+		// A denial that writes nothing has nothing to leave behind.
+		paths = append(paths, "denied")
+	}
+	for _, path := range paths {
+		prepare := func(subject string) int64 {
+			if path == "admitted" {
+				return 0
+			}
+			if _, err := direct.AllowN(c.ctx, subject, rate, l); err != nil {
+				c.t.Fatalf("property 8: filling %s: %v", subject, err)
+			}
+			return rate
+		}
+		// Count the commands of one decision on a fresh store.
+		subject := "p8-" + path + "-count"
+		prepare(subject)
+		p, st := c.proxied()
+		if _, err := c.limiter(st).Allow(c.ctx, subject, l); err != nil {
+			c.t.Fatalf("property 8: %s decision without faults: %v", path, err)
+		}
+		counts := p.Commands()
+		n := 0
+		for name, k := range counts {
+			if !setupCommands[name] {
+				n += k
+			}
+		}
+		c.t.Logf("property 8: a fresh %s decision sends %d commands: %v", path, n, counts)
+		for cut := 0; cut < n; cut++ {
+			subject := fmt.Sprintf("p8-%s-%d", path, cut)
+			before := prepare(subject)
+			p, st := c.proxied()
+			// A deadline: a client may wait for its own timeouts on a
+			// connection cut mid-handshake; the property is about state.
+			lim := c.limiter(st, limiter.WithTimeout(time.Second))
+			p.CutBefore("", cut)
+			r, err := lim.Allow(c.ctx, subject, l)
+			committed := p.Commands()[c.spec.Commit] > 0
+			for _, k := range c.keys() {
+				if strings.Contains(k, "{"+subject+"}") && c.pttl(k) == -1 {
+					c.t.Errorf("property 8: %s decision cut after %d commands left %q without a TTL", path, cut, k)
+				}
+			}
+			after := c.counter(subject, l)
+			switch {
+			case c.spec.Commit != "" && !committed && after != before:
+				c.t.Errorf("property 8: %s decision cut after %d commands, before %s: the counter moved from %d to %d (a cut transaction must change nothing)", path, cut, c.spec.Commit, before, after)
+			case err == nil && r.Allowed && after != before+1:
+				c.t.Errorf("property 8: %s decision cut after %d commands was reported admitted, but the counter moved from %d to %d", path, cut, before, after)
+			case after != before && after != before+1:
+				c.t.Errorf("property 8: %s decision cut after %d commands moved the counter from %d to %d", path, cut, before, after)
+			case after != before && (path == "denied" && !c.spec.Compensates && !c.spec.DeniedConsume):
+				c.t.Errorf("property 8: a denied decision cut after %d commands moved the counter from %d to %d", cut, before, after)
+			}
+			next, err := lim.Allow(c.ctx, subject, l)
+			switch {
+			case err != nil:
+				c.t.Errorf("property 8: the call after a cut after %d commands: %v", cut, err)
+			case path == "admitted" && (!next.Allowed || next.Remaining != rate-after-1):
+				c.t.Errorf("property 8: the call after a cut after %d commands = %+v; want admitted with %d remaining", cut, next, rate-after-1)
+			case path == "denied" && next.Allowed:
+				c.t.Errorf("property 8: the call after a cut after %d commands on a full key was admitted", cut)
+			}
+		}
+	}
+}

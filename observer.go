@@ -1,0 +1,120 @@
+package limiter
+
+import (
+	"context"
+	"fmt"
+)
+
+// Observer is told about every call of Allow, AllowN and Peek, so that users
+// can count decisions and alert on backend errors. Reset is not observed.
+//
+// For each call:
+//
+//   - OnDecision is called exactly once when the call returns a Result with a
+//     nil error, Degraded ones (made by the fail mode) included;
+//   - OnError is called exactly once when the call met an error: bad input
+//     (the error returned), or a backend that could not decide, whether the
+//     error is returned (FailError) or carried in a Degraded Result's Cause
+//     (FailOpen, FailClosed). For a Degraded decision OnError is called
+//     before OnDecision.
+//
+// So a healthy call fires OnDecision only, a call that returned an error
+// fires OnError only, and a Degraded decision fires both. The methods run
+// synchronously on the caller's goroutine with the caller's context and key
+// (the subject, not the Redis key); they must be safe for concurrent use and
+// fast.
+type Observer interface {
+	// OnDecision is told the Result of a call that returned one.
+	OnDecision(ctx context.Context, key string, r Result)
+	// OnError is told the error a call met.
+	OnError(ctx context.Context, key string, err error)
+}
+
+// ObserverFuncs is an Observer made of funcs; a nil func is not called.
+type ObserverFuncs struct {
+	// Decision is called as Observer.OnDecision.
+	Decision func(ctx context.Context, key string, r Result)
+	// Error is called as Observer.OnError.
+	Error func(ctx context.Context, key string, err error)
+}
+
+// OnDecision implements Observer.
+func (o ObserverFuncs) OnDecision(ctx context.Context, key string, r Result) {
+	if o.Decision != nil {
+		o.Decision(ctx, key, r)
+	}
+}
+
+// OnError implements Observer.
+func (o ObserverFuncs) OnError(ctx context.Context, key string, err error) {
+	if o.Error != nil {
+		o.Error(ctx, key, err)
+	}
+}
+
+// WithObserver adds an observer of every call (see Observer). Given several
+// times, every observer is told, in the order given. A nil observer is
+// ErrInvalidOption.
+func WithObserver(o Observer) Option {
+	return func(l *Limiter) error {
+		if isNil(o) {
+			return errNilObserver
+		}
+		if prev, ok := l.obs.(observers); ok {
+			l.obs = append(observers{}, append(prev, o)...)
+		} else if l.obs != nil {
+			l.obs = observers{l.obs, o}
+		} else {
+			l.obs = o
+		}
+		return nil
+	}
+}
+
+var errNilObserver = fmt.Errorf("%w: nil observer", ErrInvalidOption)
+
+// observers fans one call out to several observers.
+type observers []Observer
+
+func (os observers) OnDecision(ctx context.Context, key string, r Result) {
+	for _, o := range os {
+		o.OnDecision(ctx, key, r)
+	}
+}
+
+func (os observers) OnError(ctx context.Context, key string, err error) {
+	for _, o := range os {
+		o.OnError(ctx, key, err)
+	}
+}
+
+// observe tells l's observer about one call's outcome: its error, or its
+// Result (after its Cause, when Degraded).
+func (l *Limiter) observe(ctx context.Context, key string, r Result, err error) {
+	if err != nil {
+		l.obs.OnError(ctx, key, err)
+		return
+	}
+	if r.Degraded {
+		l.obs.OnError(ctx, key, r.Cause)
+	}
+	l.obs.OnDecision(ctx, key, r)
+}
+
+// With returns a copy of l with opts applied on top of l's configuration:
+// the copy shares l's store, strategy and observers (more can be added), so
+// it decides on the same counters unless WithPrefix changes the prefix.
+// Use it for a per-caller variation such as another fail mode or timeout:
+//
+//	strict, err := lim.With(limiter.WithFailMode(limiter.FailClosed))
+//
+// l is not changed. With is cheap but not free: derive once, not per call.
+func (l *Limiter) With(opts ...Option) (*Limiter, error) {
+	c := *l
+	for _, o := range opts {
+		if err := o(&c); err != nil {
+			return nil, err
+		}
+	}
+	return &c, nil
+}

@@ -1,0 +1,200 @@
+package limiter_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/internal/redistest"
+	"github.com/quotagate/limiter/store/goredis"
+	"github.com/quotagate/limiter/strategy"
+)
+
+// newMiniFastFail is newMini with a client that does not retry a refused
+// dial (go-redis retries 5 times, 100 ms apart, by default).
+func newMiniFastFail(t *testing.T) (*redistest.Mini, *goredis.Store) {
+	t.Helper()
+	m := redistest.NewMini(t)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1, DialerRetries: 1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return m, goredis.New(rdb)
+}
+
+// tally is an Observer that counts what it is told.
+type tally struct {
+	mu                          sync.Mutex
+	decisions, degraded, errors int
+	keys                        []string
+	errs                        []error
+}
+
+func (t *tally) OnDecision(_ context.Context, key string, r limiter.Result) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.decisions++
+	if r.Degraded {
+		t.degraded++
+	}
+	t.keys = append(t.keys, key)
+}
+
+func (t *tally) OnError(_ context.Context, key string, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.errors++
+	t.errs = append(t.errs, err)
+}
+
+func (t *tally) counts() [3]int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return [3]int{t.decisions, t.degraded, t.errors}
+}
+
+// TestObserverOncePerCall: healthy calls are told to OnDecision once each,
+// bad input to OnError once each, and with Redis down every mode tells
+// OnError exactly once per call, plus OnDecision for the Degraded Result.
+func TestObserverOncePerCall(t *testing.T) {
+	m, st := newMiniFastFail(t)
+	modes := []limiter.FailMode{limiter.FailError, limiter.FailOpen, limiter.FailClosed}
+	tallies := make([]*tally, len(modes))
+	lims := make([]*limiter.Limiter, len(modes))
+	for i, mode := range modes {
+		tallies[i] = &tally{}
+		lims[i] = newLimiter(t, st, limiter.WithFailMode(mode), limiter.WithObserver(tallies[i]), limiter.WithTimeout(time.Second))
+	}
+	ctx := context.Background()
+	l := limiter.PerMinute(2)
+	for i, lim := range lims {
+		for j := 0; j < 3; j++ { // 2 admitted, 1 denied: all decisions
+			if _, err := lim.Allow(ctx, "k", l.Named(modes[i].String())); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := lim.Peek(ctx, "k", l.Named(modes[i].String())); err != nil {
+			t.Fatal(err)
+		}
+		_, err1 := lim.Allow(ctx, "", l)
+		_, err2 := lim.AllowN(ctx, "k", -1, l)
+		_, err3 := lim.Allow(ctx, "k")
+		if err1 == nil || err2 == nil || err3 == nil {
+			t.Fatalf("bad input accepted: %v %v %v", err1, err2, err3)
+		}
+		if got := tallies[i].counts(); got != [3]int{4, 0, 3} {
+			t.Errorf("%s, Redis up: told [decisions degraded errors] = %v, want [4 0 3]", modes[i], got)
+		}
+	}
+
+	m.Close() // Redis goes away
+	const calls = 5
+	for i, lim := range lims {
+		for j := 0; j < calls; j++ {
+			r, err := lim.Allow(ctx, "k", l)
+			switch modes[i] {
+			case limiter.FailError:
+				if err == nil {
+					t.Errorf("FailError with Redis down: %+v, no error", r)
+				}
+			default:
+				if err != nil || !r.Degraded || r.Cause == nil || r.Allowed != (modes[i] == limiter.FailOpen) {
+					t.Errorf("%s with Redis down: %+v, %v", modes[i], r, err)
+				}
+			}
+		}
+		want := [3]int{4 + calls, calls, 3 + calls}
+		if modes[i] == limiter.FailError {
+			want = [3]int{4, 0, 3 + calls}
+		}
+		if got := tallies[i].counts(); got != want {
+			t.Errorf("%s, Redis down: told [decisions degraded errors] = %v, want %v", modes[i], got, want)
+		}
+		for _, err := range tallies[i].errs[3:] {
+			if errors.Is(err, limiter.ErrInvalidKey) || errors.Is(err, limiter.ErrInvalidCost) {
+				t.Errorf("%s: backend failure told as %v", modes[i], err)
+			}
+		}
+	}
+}
+
+// TestObserverContextAndKey: the observer gets the caller's context (not
+// the limiter's timeout context) and the subject.
+func TestObserverContextAndKey(t *testing.T) {
+	_, st := newMini(t)
+	type ctxKey struct{}
+	var gotCtx context.Context
+	var gotKey string
+	lim := newLimiter(t, st, limiter.WithTimeout(time.Second), limiter.WithObserver(limiter.ObserverFuncs{
+		Decision: func(ctx context.Context, key string, _ limiter.Result) { gotCtx, gotKey = ctx, key },
+	}))
+	ctx := context.WithValue(context.Background(), ctxKey{}, "v")
+	if _, err := lim.Allow(ctx, "user:1", limiter.PerSecond(1)); err != nil {
+		t.Fatal(err)
+	}
+	if gotKey != "user:1" || gotCtx.Value(ctxKey{}) != "v" || gotCtx.Err() != nil {
+		t.Errorf("observer got key %q, ctx value %v, ctx err %v", gotKey, gotCtx.Value(ctxKey{}), gotCtx.Err())
+	}
+	// An ObserverFuncs without Error is fine on an error.
+	if _, err := lim.Allow(ctx, "", limiter.PerSecond(1)); !errors.Is(err, limiter.ErrInvalidKey) {
+		t.Errorf("empty key: %v", err)
+	}
+}
+
+// TestObserverSeveral: WithObserver twice tells both, in order; nil is
+// ErrInvalidOption.
+func TestObserverSeveral(t *testing.T) {
+	_, st := newMini(t)
+	var order []string
+	mk := func(name string) limiter.Observer {
+		return limiter.ObserverFuncs{Decision: func(context.Context, string, limiter.Result) { order = append(order, name) }}
+	}
+	lim := newLimiter(t, st, limiter.WithObserver(mk("a")), limiter.WithObserver(mk("b")))
+	lim2, err := lim.With(limiter.WithObserver(mk("c")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = lim.Allow(context.Background(), "k", limiter.PerSecond(5))
+	_, _ = lim2.Allow(context.Background(), "k", limiter.PerSecond(5))
+	if got := len(order); got != 5 || order[0] != "a" || order[1] != "b" || order[4] != "c" {
+		t.Errorf("observers told in order %v, want [a b a b c]", order)
+	}
+	if _, err := limiter.New(st, strategy.NewFixedWindow(), limiter.WithObserver(nil)); !errors.Is(err, limiter.ErrInvalidOption) {
+		t.Errorf("nil observer: %v", err)
+	}
+	var nilFuncs *tally
+	if _, err := limiter.New(st, strategy.NewFixedWindow(), limiter.WithObserver(nilFuncs)); !errors.Is(err, limiter.ErrInvalidOption) {
+		t.Errorf("nil *tally observer: %v", err)
+	}
+}
+
+// TestWith: a derived limiter decides on the same counters with its own
+// fail mode; the original is unchanged.
+func TestWith(t *testing.T) {
+	m, st := newMiniFastFail(t)
+	lim := newLimiter(t, st)
+	closed, err := lim.With(limiter.WithFailMode(limiter.FailClosed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lim.With(limiter.WithFailMode(7)); !errors.Is(err, limiter.ErrInvalidOption) {
+		t.Errorf("With(bad mode) = %v", err)
+	}
+	ctx := context.Background()
+	l := limiter.PerMinute(3).Named("shared")
+	_, _ = lim.Allow(ctx, "k", l)
+	r, err := closed.Allow(ctx, "k", l)
+	if err != nil || r.Remaining != 1 {
+		t.Errorf("derived limiter: %+v, %v; want the shared counter at 2 (1 remaining)", r, err)
+	}
+	m.Close()
+	if r, err := closed.Allow(ctx, "k", l); err != nil || !r.Degraded || r.Allowed {
+		t.Errorf("derived FailClosed with Redis down: %+v, %v", r, err)
+	}
+	if _, err := lim.Allow(ctx, "k", l); err == nil {
+		t.Error("the original limiter's fail mode changed: no error with Redis down")
+	}
+}

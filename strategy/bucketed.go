@@ -1,0 +1,460 @@
+package strategy
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/store"
+)
+
+// Bucketed counts cost per limit in windows aligned to the Unix epoch, with
+// the window's index in the key (seed 002's "key-MMddHHmm", done right),
+// and no Lua: for servers that forbid or restrict scripting.
+//
+// A decision is one round trip,
+//
+//	MULTI; TIME; INCRBY key:bucket cost; PEXPIREAT key:bucket end+grace; ...; EXEC
+//
+// atomic on the server, for all limits at once. The expiry is an absolute
+// time, the same on every call of a window, so the window never slides, and
+// every key carries it from the command that creates it: no key is ever
+// left without a TTL and no cleanup job is needed.
+//
+// Guarantees:
+//   - windows: [b·Period, (b+1)·Period) since the Unix epoch, by the
+//     server's clock. The bucket index b is computed from the app clock
+//     (WithClock, default time.Now) plus an offset to Redis TIME, sampled
+//     on first use and refreshed by the TIME inside every transaction; the
+//     transaction's TIME also verifies the index, and a decision stamped
+//     with the wrong bucket (a call racing a window's end, a server clock
+//     that jumped) is undone and redone on the right one in the same kind
+//     of round trip. Never time zones, never formatting: the key is
+//     key + ":" + decimal b;
+//   - at most Rate admitted per window: each admission is an INCRBY whose
+//     result is at most Rate;
+//   - denied requests consume nothing once compensated: a request that
+//     pushes any limit past its Rate is denied and its cost taken back from
+//     every limit (DECRBY, with the same PEXPIREAT) in a second round trip.
+//     In between, other callers see the transient over-count, so under
+//     contention Bucketed may deny a request that would fit (conservative,
+//     never over-admitting): not exact. A compensation that fails (Redis
+//     lost between the two round trips) leaves an over-count that lasts
+//     until the window ends; the call still returns its denial;
+//   - a multi-limit call is all-or-nothing in the same sense: the
+//     increments of a denied call are taken back from every limit;
+//   - round trips: 1 for an admitted request, 2 for a denied one, 1 for a
+//     peek (MULTI, TIME, GET, EXEC), plus one TIME per store on first use;
+//   - key lifetime: the window's end plus a grace (WithGrace, default 1 s,
+//     capped at one Period), so that Redis nodes whose clocks differ a
+//     little (a failover) never drop a live window early;
+//   - boundary bursts: up to 2×Rate in any interval one Period long, as any
+//     fixed window;
+//   - keys per decision: one per limit (and window), in one Cluster slot;
+//     the transactions go through Store.Do as MULTI ... EXEC, which the
+//     adapter must run as one transaction on the keys' node (the go-redis
+//     adapter uses TxPipeline, which a ClusterClient routes by slot);
+//   - Redis 2.6 or later (PEXPIREAT, TIME); no scripting.
+type Bucketed struct {
+	now   func() time.Time
+	grace time.Duration
+
+	// clocks holds one serverClock per store (each store may reach another
+	// server, with another clock); a few entries at most in practice.
+	mu     sync.Mutex
+	clocks map[store.Store]*serverClock
+	shared serverClock // for stores that cannot be map keys
+}
+
+// BucketedOption configures a Bucketed.
+type BucketedOption func(*Bucketed)
+
+// WithClock sets the app clock Bucketed aligns to Redis TIME (default
+// time.Now). Only its Unix time is used, never its location.
+func WithClock(now func() time.Time) BucketedOption {
+	return func(b *Bucketed) {
+		if now != nil {
+			b.now = now
+		}
+	}
+}
+
+// WithGrace sets how long a window's key outlives the window (default 1 s;
+// capped at one Period per limit; negative means 0).
+func WithGrace(d time.Duration) BucketedOption {
+	return func(b *Bucketed) { b.grace = max(d, 0) }
+}
+
+// NewBucketed returns the Bucketed strategy.
+func NewBucketed(opts ...BucketedOption) *Bucketed {
+	b := &Bucketed{now: time.Now, grace: time.Second, clocks: map[store.Store]*serverClock{}}
+	for _, o := range opts {
+		o(b)
+	}
+	return b
+}
+
+// maxClockEntries bounds the per-store clock map; past it the map starts
+// over (a store seen again re-samples TIME once).
+const maxClockEntries = 64
+
+// maxStamps bounds how many times one decision is moved to the bucket the
+// server's TIME names. Past it the decision stands in the bucket it was
+// last stamped with, an adjacent one (only windows shorter than a few round
+// trips get there).
+const maxStamps = 4
+
+// serverClock is the offset from the app clock to a server's TIME.
+type serverClock struct {
+	synced atomic.Bool
+	offset atomic.Int64 // microseconds: server - app
+}
+
+func (b *Bucketed) clockFor(st store.Store) (c *serverClock) {
+	defer func() {
+		if recover() != nil { // a store whose dynamic type is not comparable
+			c = &b.shared
+		}
+	}()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if c = b.clocks[st]; c == nil {
+		if len(b.clocks) >= maxClockEntries {
+			clear(b.clocks)
+		}
+		c = new(serverClock)
+		b.clocks[st] = c
+	}
+	return c
+}
+
+// observe records a TIME reply of serverUs received in a round trip sent at
+// t0 and answered at t1 (app clock).
+func (c *serverClock) observe(t0, t1 time.Time, serverUs int64) {
+	mid := t0.UnixMicro() + t1.Sub(t0).Microseconds()/2
+	c.offset.Store(serverUs - mid)
+	c.synced.Store(true)
+}
+
+// serverNow returns the estimated server time in microseconds, sampling
+// TIME first when the clock has never been synced.
+func (b *Bucketed) serverNow(ctx context.Context, st store.Store, c *serverClock) (int64, error) {
+	if !c.synced.Load() {
+		t0 := b.now()
+		rs, err := st.Do(ctx, store.Cmd{Name: "TIME"})
+		t1 := b.now()
+		if err != nil {
+			return 0, fmt.Errorf("strategy: bucketed: TIME: %w", err)
+		}
+		if rs[0].Err != nil {
+			return 0, fmt.Errorf("strategy: bucketed: TIME: %w", rs[0].Err)
+		}
+		us, err := parseTime(rs[0].Val)
+		if err != nil {
+			return 0, err
+		}
+		c.observe(t0, t1, us)
+	}
+	return b.now().UnixMicro() + c.offset.Load(), nil
+}
+
+// parseTime reads a TIME reply, [seconds, microseconds], as microseconds.
+func parseTime(v any) (int64, error) {
+	arr, err := store.Slice(v)
+	if err == nil && len(arr) != 2 {
+		err = fmt.Errorf("%d elements", len(arr))
+	}
+	var sec, usec int64
+	if err == nil {
+		sec, err = store.Int64(arr[0])
+	}
+	if err == nil {
+		usec, err = store.Int64(arr[1])
+	}
+	if err != nil {
+		return 0, fmt.Errorf("strategy: bucketed: bad TIME reply %v: %w", v, err)
+	}
+	return sec*1_000_000 + usec, nil
+}
+
+// buckets holds a decision's per-limit window indexes and keys.
+type buckets struct {
+	idx  []int64
+	keys []string
+}
+
+func (b *Bucketed) stamp(req limiter.Request, serverUs int64, bs *buckets) {
+	ms := serverUs / 1000
+	if bs.idx == nil {
+		bs.idx = make([]int64, len(req.Limits))
+		bs.keys = make([]string, len(req.Limits))
+	}
+	for i, l := range req.Limits {
+		idx := ms / l.Period.Milliseconds()
+		if bs.keys[i] == "" || bs.idx[i] != idx {
+			bs.idx[i] = idx
+			bs.keys[i] = bucketKey(req.Keys[i], idx)
+		}
+	}
+}
+
+// bucketKey is key + ":" + idx. The limiter's key never ends in a decimal
+// number after a colon that the index could be confused with: the index is
+// always the part after the last colon.
+func bucketKey(key string, idx int64) string {
+	buf := make([]byte, 0, len(key)+21)
+	buf = append(buf, key...)
+	buf = append(buf, ':')
+	return string(strconv.AppendInt(buf, idx, 10))
+}
+
+// matches reports whether serverUs falls in the windows bs was stamped with.
+func (bs *buckets) matches(req limiter.Request, serverUs int64) bool {
+	ms := serverUs / 1000
+	for i, l := range req.Limits {
+		if ms/l.Period.Milliseconds() != bs.idx[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// expireAt is the absolute expiry, in Unix milliseconds, of limit l's key in
+// window idx: the window's end plus the grace (at most one Period).
+func (b *Bucketed) expireAt(l limiter.Limit, idx int64) int64 {
+	p := l.Period.Milliseconds()
+	return (idx+1)*p + min(b.grace, l.Period).Milliseconds()
+}
+
+// Decide implements limiter.Strategy.
+func (b *Bucketed) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	c := b.clockFor(st)
+	now, err := b.serverNow(ctx, st, c)
+	if err != nil {
+		return limiter.Result{}, err
+	}
+	var bs buckets
+	b.stamp(req, now, &bs)
+	if req.DryRun || req.Cost == 0 || neverFits(req) {
+		return b.peek(ctx, st, c, req, &bs)
+	}
+	return b.consume(ctx, st, c, req, &bs)
+}
+
+// neverFits reports a cost above some limit's Rate: the request is denied
+// whatever the counters say, so it is decided by a read.
+func neverFits(req limiter.Request) bool {
+	for _, l := range req.Limits {
+		if req.Cost > l.Rate {
+			return true
+		}
+	}
+	return false
+}
+
+// peek decides by reading the counters: TIME and GET in one transaction,
+// so that the time and the counters are one snapshot from the keys' node.
+func (b *Bucketed) peek(ctx context.Context, st store.Store, c *serverClock, req limiter.Request, bs *buckets) (limiter.Result, error) {
+	n := len(req.Limits)
+	cmds := make([]store.Cmd, 0, 3+n)
+	var counts [limiter.MaxLimits]int64
+	for attempt := 1; ; attempt++ {
+		cmds = append(cmds[:0], store.Cmd{Name: "MULTI"}, store.Cmd{Name: "TIME"})
+		for i := range n {
+			cmds = append(cmds, store.Cmd{Name: "GET", Args: []any{bs.keys[i]}})
+		}
+		cmds = append(cmds, store.Cmd{Name: "EXEC"})
+		t0 := b.now()
+		vals, err := execReply(ctx, st, cmds)
+		t1 := b.now()
+		if err != nil {
+			return limiter.Result{}, err
+		}
+		now, err := parseTime(vals[0])
+		if err != nil {
+			return limiter.Result{}, err
+		}
+		c.observe(t0, t1, now)
+		if !bs.matches(req, now) && attempt < maxStamps {
+			b.stamp(req, now, bs)
+			continue
+		}
+		for i := range n {
+			counts[i] = 0
+			if vals[1+i] == nil {
+				continue
+			}
+			if counts[i], err = store.Int64(vals[1+i]); err != nil {
+				return limiter.Result{}, fmt.Errorf("strategy: bucketed: GET %s: %w", bs.keys[i], err)
+			}
+		}
+		allowed := true
+		for i, l := range req.Limits {
+			if !fits(counts[i], req.Cost, l.Rate) {
+				allowed = false
+			}
+		}
+		return b.bind(req, bs, now, counts[:n], counts[:n], allowed), nil
+	}
+}
+
+// fits reports whether cost fits on top of count within rate, without
+// overflowing.
+func fits(count, cost, rate int64) bool {
+	return cost <= rate && count <= rate-cost
+}
+
+// consume increments every limit's bucket in one transaction, moves the
+// decision to the server's buckets when the stamp was wrong, and takes the
+// cost back when any limit is exceeded.
+func (b *Bucketed) consume(ctx context.Context, st store.Store, c *serverClock, req limiter.Request, bs *buckets) (limiter.Result, error) {
+	n := len(req.Limits)
+	var prev buckets // the stamp of the previous attempt, to take back
+	var after [limiter.MaxLimits]int64
+	var now int64
+	for attempt := 1; ; attempt++ {
+		cmds := make([]store.Cmd, 0, 3+2*n+2*len(prev.keys))
+		cmds = append(cmds, store.Cmd{Name: "MULTI"})
+		for i, k := range prev.keys {
+			cmds = append(cmds,
+				store.Cmd{Name: "DECRBY", Args: []any{k, req.Cost}},
+				store.Cmd{Name: "PEXPIREAT", Args: []any{k, b.expireAt(req.Limits[i], prev.idx[i])}})
+		}
+		cmds = append(cmds, store.Cmd{Name: "TIME"})
+		for i, k := range bs.keys {
+			cmds = append(cmds,
+				store.Cmd{Name: "INCRBY", Args: []any{k, req.Cost}},
+				store.Cmd{Name: "PEXPIREAT", Args: []any{k, b.expireAt(req.Limits[i], bs.idx[i])}})
+		}
+		cmds = append(cmds, store.Cmd{Name: "EXEC"})
+		t0 := b.now()
+		vals, err := execReply(ctx, st, cmds)
+		t1 := b.now()
+		if err != nil {
+			return limiter.Result{}, err
+		}
+		base := 2 * len(prev.keys)
+		if now, err = parseTime(vals[base]); err != nil {
+			return limiter.Result{}, err
+		}
+		c.observe(t0, t1, now)
+		for i := range n {
+			if after[i], err = store.Int64(vals[base+1+2*i]); err != nil {
+				return limiter.Result{}, fmt.Errorf("strategy: bucketed: INCRBY %s: %w", bs.keys[i], err)
+			}
+		}
+		if bs.matches(req, now) || attempt == maxStamps {
+			break
+		}
+		// Stamped with the wrong window: take this attempt back and count
+		// in the server's windows instead, in the same transaction.
+		prev = buckets{idx: append([]int64(nil), bs.idx...), keys: append([]string(nil), bs.keys...)}
+		b.stamp(req, now, bs)
+	}
+	var before [limiter.MaxLimits]int64
+	allowed := true
+	for i, l := range req.Limits {
+		before[i] = after[i] - req.Cost
+		if after[i] > l.Rate {
+			allowed = false
+		}
+	}
+	if allowed {
+		return b.bind(req, bs, now, before[:n], after[:n], true), nil
+	}
+	// Denied: take the cost back from every limit. The decision stands
+	// whether or not this succeeds; a failure leaves an over-count that
+	// ends with the window.
+	cmds := make([]store.Cmd, 0, 2+2*n)
+	cmds = append(cmds, store.Cmd{Name: "MULTI"})
+	for i, k := range bs.keys {
+		cmds = append(cmds,
+			store.Cmd{Name: "DECRBY", Args: []any{k, req.Cost}},
+			store.Cmd{Name: "PEXPIREAT", Args: []any{k, b.expireAt(req.Limits[i], bs.idx[i])}})
+	}
+	cmds = append(cmds, store.Cmd{Name: "EXEC"})
+	_, _ = execReply(ctx, st, cmds)
+	return b.bind(req, bs, now, before[:n], before[:n], false), nil
+}
+
+// execReply runs a MULTI ... EXEC pipeline and returns EXEC's replies, one
+// per queued command.
+func execReply(ctx context.Context, st store.Store, cmds []store.Cmd) ([]any, error) {
+	rs, err := st.Do(ctx, cmds...)
+	if err != nil {
+		return nil, fmt.Errorf("strategy: bucketed: %w", err)
+	}
+	if len(rs) != len(cmds) {
+		return nil, fmt.Errorf("strategy: bucketed: %d replies for %d commands", len(rs), len(cmds))
+	}
+	for i, r := range rs[:len(rs)-1] {
+		if r.Err != nil {
+			return nil, fmt.Errorf("strategy: bucketed: %s: %w", cmds[i].Name, r.Err)
+		}
+	}
+	exec := rs[len(rs)-1]
+	if exec.Err != nil {
+		return nil, fmt.Errorf("strategy: bucketed: EXEC: %w", exec.Err)
+	}
+	vals, err := store.Slice(exec.Val)
+	if err == nil && len(vals) != len(cmds)-2 {
+		err = fmt.Errorf("%d replies for %d queued commands", len(vals), len(cmds)-2)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("strategy: bucketed: EXEC: %w", err)
+	}
+	for i, v := range vals {
+		if e, ok := v.(error); ok {
+			return nil, fmt.Errorf("strategy: bucketed: %s: %w", cmds[1+i].Name, e)
+		}
+	}
+	return vals, nil
+}
+
+// bind builds the Result at server time nowUs: before[i] is limit i's count
+// without this request, after[i] with it when it was consumed.
+func (b *Bucketed) bind(req limiter.Request, bs *buckets, nowUs int64, before, after []int64, allowed bool) limiter.Result {
+	var bd limiter.Binder
+	nowMs := nowUs / 1000
+	for i, l := range req.Limits {
+		p := l.Period.Milliseconds()
+		reset := time.Duration(min(max((bs.idx[i]+1)*p-nowMs, 1), p)) * time.Millisecond
+		var retry time.Duration
+		switch {
+		case req.Cost > l.Rate:
+			retry = -1
+		case !fits(before[i], req.Cost, l.Rate):
+			retry = reset
+		}
+		bd.Add(i, l.Rate-after[i], reset, retry)
+	}
+	return bd.Result(allowed)
+}
+
+// ResetRequest implements limiter.RequestResetter: it deletes the keys of
+// the current window, and of the windows on either side, of every limit.
+func (b *Bucketed) ResetRequest(ctx context.Context, st store.Store, req limiter.Request) error {
+	now, err := b.serverNow(ctx, st, b.clockFor(st))
+	if err != nil {
+		return err
+	}
+	args := make([]any, 0, 3*len(req.Limits))
+	for i, l := range req.Limits {
+		idx := now / 1000 / l.Period.Milliseconds()
+		for d := int64(-1); d <= 1; d++ {
+			args = append(args, bucketKey(req.Keys[i], idx+d))
+		}
+	}
+	rs, err := st.Do(ctx, store.Cmd{Name: "DEL", Args: args})
+	if err == nil {
+		err = rs[0].Err
+	}
+	if err != nil {
+		return fmt.Errorf("strategy: bucketed: reset: %w", err)
+	}
+	return nil
+}
