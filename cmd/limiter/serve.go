@@ -1,0 +1,320 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/httplimit"
+	"github.com/quotagate/limiter/internal/redistest"
+	"github.com/quotagate/limiter/rules"
+	"github.com/quotagate/limiter/store/goredis"
+	"github.com/quotagate/limiter/strategy"
+)
+
+// demoRules are the rules of `limiter serve` without -rules.
+const demoRules = `# The demo rules of limiter serve. The subject is "<X-App-Key>-<path>".
+default:                       # any other appkey-method
+  - {name: qps, rate: 2, period: 1s}
+  - {name: qpd, rate: 100, period: 1d}
+subjects:
+  demo-order.create:
+    - {name: qps, rate: 3, period: 1s}
+    - {name: qpm, rate: 10, period: 1m}
+    - {name: qpd, rate: 1000, period: 1d}
+`
+
+// defaultHash is the rule hash of `limiter serve`, named as in seed 003.
+const defaultHash = "allRateLimitConfigs"
+
+// serve runs `limiter serve`: a demo HTTP service whose every request is
+// limited by the rules of its subject, "<X-App-Key>-<path>" (the client IP
+// stands in for a missing X-App-Key), as seed 003 keys appkey+method. The
+// rules come from a Redis hash (seeded from -rules or the demo rules when
+// empty) or, with -rules and no -hash, from the file, and are reloaded
+// every -interval. Redis is an embedded miniredis unless -redis is given.
+// It runs until ctx is done or the process gets SIGINT or SIGTERM.
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:8080", "listen address")
+	url := fs.String("redis", "", "Redis URL (default: an embedded miniredis)")
+	file := fs.String("rules", "", "rules file, JSON or YAML (default: the demo rules); without -hash the rules are read from it")
+	hash := fs.String("hash", "", "Redis hash of rules, one field per appkey-method (default "+defaultHash+" unless -rules is given)")
+	interval := fs.Duration("interval", time.Second, "how often the rules are reloaded")
+	failMode := fs.String("fail-mode", "error", "what a request gets when Redis cannot decide: error (503), open (admitted) or closed (503 with Retry-After)")
+	prefix := fs.String("prefix", limiter.DefaultPrefix, "key prefix of the counters")
+	if err := fs.Parse(args); err != nil {
+		return 0, fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return 0, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	mode, ok := map[string]limiter.FailMode{"error": limiter.FailError, "open": limiter.FailOpen, "closed": limiter.FailClosed}[*failMode]
+	if !ok {
+		return 0, fmt.Errorf("%w: -fail-mode %q: want error, open or closed", errUsage, *failMode)
+	}
+	if *interval <= 0 {
+		return 0, fmt.Errorf("%w: -interval must be positive", errUsage)
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	base, err := loadBase(ctx, *file)
+	if err != nil {
+		return 0, err
+	}
+	opt := &redis.Options{}
+	if *url != "" {
+		if opt, err = redis.ParseURL(*url); err != nil {
+			return 0, fmt.Errorf("%w: -redis: %w", errUsage, err)
+		}
+		fmt.Fprintf(stdout, "limiter serve: Redis at %s\n", opt.Addr)
+	} else {
+		m, err := redistest.StartMini()
+		if err != nil {
+			return 0, fmt.Errorf("embedded miniredis: %w", err)
+		}
+		defer m.Close()
+		go runClock(ctx, m)
+		opt.Addr = m.Addr()
+		fmt.Fprintf(stdout, "limiter serve: embedded Redis (miniredis) at %s\n", m.Addr())
+	}
+	opt.MaxRetries = -1 // never re-send a limiter script whose reply was lost
+	opt.ContextTimeoutEnabled = true
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+
+	var stats serveStats
+	lim, err := limiter.New(goredis.New(rdb), strategy.NewFixedWindow(),
+		limiter.WithPrefix(*prefix), limiter.WithFailMode(mode),
+		limiter.WithTimeout(250*time.Millisecond), limiter.WithObserver(&stats))
+	if err != nil {
+		return 0, err
+	}
+
+	var src rules.Source
+	fromHash := *file == "" || *hash != ""
+	if !fromHash {
+		src = rules.File(*file)
+		fmt.Fprintf(stdout, "limiter serve: rules from %s, reloaded every %s\n", *file, *interval)
+	} else {
+		if *hash == "" {
+			*hash = defaultHash
+		}
+		if err := seedHash(ctx, rdb, *hash, base); err != nil {
+			return 0, err
+		}
+		src = rules.RedisHash{Store: goredis.New(rdb), Key: *hash, Default: base.Default, FailMode: base.FailMode}
+		fmt.Fprintf(stdout, "limiter serve: rules from Redis hash %q, reloaded every %s\n", *hash, *interval)
+	}
+	var rl *rules.Limiter
+	rl, err = rules.New(ctx, lim, src, rules.WithInterval(*interval), rules.WithReloadHook(func(err error) {
+		if err != nil {
+			fmt.Fprintf(stderr, "limiter serve: reload failed, the last good rules stay in force: %v\n", err)
+			return
+		}
+		fmt.Fprintf(stderr, "limiter serve: rules reloaded: %s\n", describeSet(rl.Set()))
+	}))
+	if err != nil {
+		return 0, err
+	}
+	mw, err := httplimit.New(rl, httplimit.WithKey(appkeyMethod))
+	if err != nil {
+		return 0, err
+	}
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /-/rules", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, setJSON(rl.Set()))
+	})
+	mux.HandleFunc("GET /-/stats", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, stats.snapshot())
+	})
+	mux.Handle("/", mw.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		subject, _ := appkeyMethod(r)
+		fmt.Fprintf(w, "ok %s\n", subject)
+	})))
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return 0, err
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	u := "http://" + ln.Addr().String()
+	fmt.Fprintf(stdout, "limiter serve: listening on %s\n", u)
+	fmt.Fprintf(stdout, "  try:   for i in 1 2 3 4 5; do curl -si -H 'X-App-Key: demo' %s/order.create | grep -iE '^(HTTP|RateLimit|Retry)'; done\n", u)
+	fmt.Fprintf(stdout, "  rules: curl %s/-/rules    stats: curl %s/-/stats\n", u, u)
+	if fromHash {
+		fmt.Fprintf(stdout, "  edit:  redis-cli -h %s -p %s HSET %s demo-order.create '[{\"name\":\"qps\",\"rate\":5,\"period\":\"1s\"}]'\n", host(opt.Addr), port(opt.Addr), *hash)
+	}
+
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = rl.Watch(ctx)
+	}()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		err = srv.Shutdown(sctx)
+		cancel()
+	}
+	stop()
+	wg.Wait()
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return 0, err
+	}
+	fmt.Fprintln(stdout, "limiter serve: stopped")
+	return 0, nil
+}
+
+// appkeyMethod is the subject of a request: seed 003's appkey + "-" +
+// method, the app key from X-App-Key (the client IP when missing) and the
+// method from the path.
+func appkeyMethod(r *http.Request) (string, error) {
+	appkey, err := httplimit.Header("X-App-Key")(r)
+	if err != nil {
+		if appkey, err = httplimit.ClientIP()(r); err != nil {
+			return "", err
+		}
+	}
+	method := strings.Trim(r.URL.Path, "/")
+	if method == "" {
+		method = "index"
+	}
+	return appkey + "-" + method, nil
+}
+
+// loadBase reads the rules file, or the demo rules.
+func loadBase(ctx context.Context, file string) (*rules.Set, error) {
+	if file == "" {
+		return rules.ParseYAML([]byte(demoRules))
+	}
+	return rules.File(file).Load(ctx)
+}
+
+// seedHash writes base's subjects to the hash when it is missing or empty,
+// in one HSET.
+func seedHash(ctx context.Context, rdb *redis.Client, key string, base *rules.Set) error {
+	n, err := rdb.HLen(ctx, key).Result()
+	if err != nil {
+		return fmt.Errorf("HLEN %s: %w", key, err)
+	}
+	if n > 0 || len(base.Subjects) == 0 {
+		return nil
+	}
+	var fields []any
+	for subject, limits := range base.Subjects {
+		v, err := rules.FormatRules(limits)
+		if err != nil {
+			return err
+		}
+		fields = append(fields, subject, string(v))
+	}
+	if err := rdb.HSet(ctx, key, fields...).Err(); err != nil {
+		return fmt.Errorf("HSET %s: %w", key, err)
+	}
+	return nil
+}
+
+// runClock moves the embedded miniredis's clock with the wall clock, so
+// that its keys expire in real time.
+func runClock(ctx context.Context, m *redistest.Mini) {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			m.Advance(now.Sub(last))
+			last = now
+		}
+	}
+}
+
+// serveStats counts decisions through the limiter's observer.
+type serveStats struct {
+	allowed, denied, degraded, errors atomic.Int64
+}
+
+func (s *serveStats) OnDecision(_ context.Context, _ string, r limiter.Result) {
+	switch {
+	case r.Degraded:
+		s.degraded.Add(1)
+	case r.Allowed:
+		s.allowed.Add(1)
+	default:
+		s.denied.Add(1)
+	}
+}
+
+func (s *serveStats) OnError(context.Context, string, error) { s.errors.Add(1) }
+
+func (s *serveStats) snapshot() map[string]int64 {
+	return map[string]int64{
+		"allowed": s.allowed.Load(), "denied": s.denied.Load(),
+		"degraded": s.degraded.Load(), "errors": s.errors.Load(),
+	}
+}
+
+// setJSON is a rule set as /-/rules shows it.
+func setJSON(s *rules.Set) map[string]any {
+	subjects := map[string]json.RawMessage{}
+	for subject, limits := range s.Subjects {
+		v, _ := rules.FormatRules(limits)
+		subjects[subject] = v
+	}
+	var def any = s.Default.Action.String()
+	if s.Default.Action == rules.Limit {
+		v, _ := rules.FormatRules(s.Default.Limits)
+		def = json.RawMessage(v)
+	}
+	out := map[string]any{"default": def, "subjects": subjects}
+	if s.FailMode != nil {
+		out["fail_mode"] = s.FailMode.String()
+	}
+	return out
+}
+
+// describeSet summarises a rule set for the log.
+func describeSet(s *rules.Set) string {
+	names := make([]string, 0, len(s.Subjects))
+	for k := range s.Subjects {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return fmt.Sprintf("%d subjects %v, default %s", len(names), names, s.Default.Action)
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func host(addr string) string { h, _, _ := net.SplitHostPort(addr); return h }
+func port(addr string) string { _, p, _ := net.SplitHostPort(addr); return p }

@@ -1,0 +1,176 @@
+package httplimit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/rules"
+)
+
+// Problem types of the response bodies, from
+// draft-ietf-httpapi-ratelimit-headers-11 section 5.
+const (
+	// ProblemQuotaExceeded is the type of a 429 body: a rule refused the
+	// request.
+	ProblemQuotaExceeded = "https://iana.org/assignments/http-problem-types#quota-exceeded"
+	// ProblemReducedCapacity is the type of the 503 body of a Degraded
+	// denial: Redis could not decide and the fail mode is FailClosed.
+	ProblemReducedCapacity = "https://iana.org/assignments/http-problem-types#temporary-reduced-capacity"
+)
+
+// Middleware limits the requests of an http.Handler. It is safe for
+// concurrent use.
+type Middleware struct {
+	rl       *rules.Limiter
+	key      KeyFunc
+	legacy   bool
+	onError  func(w http.ResponseWriter, r *http.Request, err error)
+	onDenied func(w http.ResponseWriter, r *http.Request, d rules.Decision)
+}
+
+// Option configures a Middleware.
+type Option func(*Middleware) error
+
+// WithKey sets how a request's subject is derived (default: ClientIP()
+// with no trusted proxy).
+func WithKey(k KeyFunc) Option {
+	return func(m *Middleware) error {
+		if k == nil {
+			return fmt.Errorf("httplimit: %w: nil KeyFunc", limiter.ErrInvalidOption)
+		}
+		m.key = k
+		return nil
+	}
+}
+
+// WithLegacyHeaders sets whether the X-RateLimit-Limit, -Remaining and
+// -Reset fields are written besides RateLimit-Policy and RateLimit (default
+// true).
+func WithLegacyHeaders(on bool) Option {
+	return func(m *Middleware) error {
+		m.legacy = on
+		return nil
+	}
+}
+
+// WithErrorHandler sets f to answer a request that could not be decided:
+// an error wrapping ErrNoKey from the KeyFunc, or the limiter's error under
+// FailError (Redis down). The default answers 400 Bad Request to ErrNoKey
+// and 503 Service Unavailable to anything else, with a short text body. f
+// may instead call the next handler: the Middleware does not.
+func WithErrorHandler(f func(w http.ResponseWriter, r *http.Request, err error)) Option {
+	return func(m *Middleware) error {
+		if f == nil {
+			return fmt.Errorf("httplimit: %w: nil error handler", limiter.ErrInvalidOption)
+		}
+		m.onError = f
+		return nil
+	}
+}
+
+// WithDeniedHandler sets f to answer a denied request, after the rate
+// limit fields are set on w's header. The default answers 429 Too Many
+// Requests (503 Service Unavailable for a Degraded denial, made by
+// FailClosed with Redis down) with a small application/problem+json body
+// naming the violated rule.
+func WithDeniedHandler(f func(w http.ResponseWriter, r *http.Request, d rules.Decision)) Option {
+	return func(m *Middleware) error {
+		if f == nil {
+			return fmt.Errorf("httplimit: %w: nil denied handler", limiter.ErrInvalidOption)
+		}
+		m.onDenied = f
+		return nil
+	}
+}
+
+// New returns a Middleware that decides each request under the rules rl
+// holds for its subject (see WithKey).
+func New(rl *rules.Limiter, opts ...Option) (*Middleware, error) {
+	if rl == nil {
+		return nil, fmt.Errorf("httplimit: %w: nil rules limiter", limiter.ErrInvalidOption)
+	}
+	m := &Middleware{rl: rl, key: ClientIP(), legacy: true, onError: defaultError, onDenied: defaultDenied}
+	for _, o := range opts {
+		if err := o(m); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// NewFixed returns a Middleware that gives every subject the same limits,
+// decided together with lim: a rule set whose Default is limits.
+func NewFixed(lim *limiter.Limiter, limits []limiter.Limit, opts ...Option) (*Middleware, error) {
+	rl, err := rules.New(context.Background(), lim, rules.Static(&rules.Set{Default: rules.LimitUnknown(limits...)}))
+	if err != nil {
+		return nil, err
+	}
+	return New(rl, opts...)
+}
+
+// Handler returns next limited: a request is decided before next sees it;
+// an admitted one reaches next with the rate limit fields set on the
+// response header (see WriteHeaders), a denied one is answered by the
+// denied handler.
+func (m *Middleware) Handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := m.Decide(w, r); ok {
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
+// Decide decides r and sets the rate limit fields on w's header. When it
+// returns false the request was denied or could not be decided and has been
+// answered; when true the caller serves it. Handler is built on it; use it
+// directly to limit inside a handler.
+func (m *Middleware) Decide(w http.ResponseWriter, r *http.Request) (rules.Decision, bool) {
+	key, err := m.key(r)
+	if err != nil {
+		m.onError(w, r, err)
+		return rules.Decision{}, false
+	}
+	d, err := m.rl.Allow(r.Context(), key)
+	if err != nil {
+		m.onError(w, r, err)
+		return d, false
+	}
+	WriteHeaders(w.Header(), d, m.legacy)
+	if !d.Allowed {
+		m.onDenied(w, r, d)
+		return d, false
+	}
+	return d, true
+}
+
+func defaultError(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, ErrNoKey) {
+		http.Error(w, "400 bad request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	http.Error(w, "503 service unavailable: the rate limiter cannot decide", http.StatusServiceUnavailable)
+}
+
+// problem is an RFC 9457 problem details body.
+type problem struct {
+	Type     string   `json:"type"`
+	Title    string   `json:"title"`
+	Status   int      `json:"status"`
+	Violated []string `json:"violated-policies"`
+}
+
+func defaultDenied(w http.ResponseWriter, r *http.Request, d rules.Decision) {
+	p := problem{Type: ProblemQuotaExceeded, Title: "Too Many Requests", Status: http.StatusTooManyRequests, Violated: violated(d)}
+	if d.Degraded {
+		p = problem{Type: ProblemReducedCapacity, Title: "Service Unavailable", Status: http.StatusServiceUnavailable, Violated: violated(d)}
+	}
+	body, _ := json.Marshal(p)
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(p.Status)
+	_, _ = w.Write(append(body, '\n'))
+}
