@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
+	"fmt"
 )
 
 // Script is a Lua script known by its source and SHA1. Run uses EVALSHA and
@@ -51,16 +52,28 @@ type Int64sEvaler interface {
 }
 
 // RunInt64s is Run for a script whose reply is an array of integers. It
-// uses the store's Int64sEvaler when it has one, else Run and Int64s; the
-// NOSCRIPT fallback is the same.
-func (s *Script) RunInt64s(ctx context.Context, st Store, keys []string, args []any) ([]int64, error) {
+// uses the store's Int64sEvaler when it has one; otherwise it runs Run and
+// appends the integers to dst, so a caller with room in dst allocates
+// nothing for them. The NOSCRIPT fallback is the same.
+func (s *Script) RunInt64s(ctx context.Context, st Store, keys []string, args []any, dst []int64) ([]int64, error) {
 	ev, ok := st.(Int64sEvaler)
 	if !ok {
 		v, err := s.Run(ctx, st, keys, args)
 		if err != nil {
 			return nil, err
 		}
-		return Int64s(v)
+		arr, err := Slice(v)
+		if err != nil {
+			return nil, err
+		}
+		for i, e := range arr {
+			n, err := Int64(e)
+			if err != nil {
+				return nil, fmt.Errorf("store: element %d: %w", i, err)
+			}
+			dst = append(dst, n)
+		}
+		return dst, nil
 	}
 	v, err := ev.EvalShaInt64s(ctx, s.sha, keys, args)
 	if err != nil && errors.Is(err, ErrNoScript) {

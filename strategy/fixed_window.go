@@ -50,7 +50,8 @@ func (FixedWindow) Decide(ctx context.Context, st store.Store, req limiter.Reque
 		args[2+2*i] = l.Rate
 		args[3+2*i] = l.Period.Milliseconds()
 	}
-	nums, err := fixedWindowScript.RunInt64s(ctx, st, req.Keys, args)
+	var buf [1 + 3*limiter.MaxLimits]int64
+	nums, err := fixedWindowScript.RunInt64s(ctx, st, req.Keys, args, buf[:0])
 	if err != nil {
 		return limiter.Result{}, fmt.Errorf("strategy: fixed window: %w", err)
 	}

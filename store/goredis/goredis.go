@@ -48,6 +48,9 @@ func contextTimeouts(c redis.UniversalClient) bool {
 	return false
 }
 
+// bounds reports whether a call under ctx must be bounded by the adapter.
+func (s *Store) bounds(ctx context.Context) bool { return s.enforce && ctx.Done() != nil }
+
 // errAbandoned marks a call the adapter stopped waiting for at its
 // context's deadline.
 var errAbandoned = errors.New("goredis: gave up waiting for the reply at the context's deadline")
@@ -59,7 +62,7 @@ var errAbandoned = errors.New("goredis: gave up waiting for the reply at the con
 // call given up on may still reach the server, so its error wraps
 // store.ErrUnknownOutcome.
 func (s *Store) bounded(ctx context.Context, f func()) error {
-	if !s.enforce || ctx.Done() == nil {
+	if !s.bounds(ctx) {
 		f()
 		return nil
 	}
@@ -155,7 +158,9 @@ func (s *Store) eval(ctx context.Context, name, script string, keys []string, ar
 	}
 	a = append(a, args...)
 	cmd := redis.NewCmd(ctx, a...)
-	if err := s.bounded(ctx, func() { _ = s.c.Process(ctx, cmd) }); err != nil {
+	if !s.bounds(ctx) {
+		_ = s.c.Process(ctx, cmd) // the hot path: no closure to allocate
+	} else if err := s.bounded(ctx, func() { _ = s.c.Process(ctx, cmd) }); err != nil {
 		return nil, fmt.Errorf("goredis: %w", err)
 	}
 	v, err := cmd.Result()
