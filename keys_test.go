@@ -6,29 +6,11 @@ import (
 	"time"
 
 	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/conformance"
 )
 
-// keySlot is Redis Cluster's HASH_SLOT: CRC16 (XMODEM) of the hash tag, or
-// of the whole key when it has none, mod 16384.
-func keySlot(key string) uint16 {
-	if i := strings.IndexByte(key, '{'); i >= 0 {
-		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
-			key = key[i+1 : i+1+j]
-		}
-	}
-	var crc uint16
-	for i := 0; i < len(key); i++ {
-		crc ^= uint16(key[i]) << 8
-		for b := 0; b < 8; b++ {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc % 16384
-}
+// keySlot is the suite's CLUSTER KEYSLOT.
+var keySlot = conformance.KeySlot
 
 func TestKeySlot(t *testing.T) {
 	// Values from the Redis Cluster specification and CLUSTER KEYSLOT.

@@ -194,7 +194,7 @@ func checkSameSlot(c *checker) {
 func (c *checker) slot(key string) int64 {
 	c.t.Helper()
 	if !c.h.Caps().Cluster {
-		return int64(keySlot(key))
+		return int64(KeySlot(key))
 	}
 	r, err := c.do(store.Cmd{Name: "CLUSTER", Args: []any{"KEYSLOT", key}})
 	if err == nil {
@@ -204,15 +204,17 @@ func (c *checker) slot(key string) int64 {
 	if err != nil || err2 != nil {
 		c.t.Fatalf("CLUSTER KEYSLOT: %v %v", err, err2)
 	}
-	if own := int64(keySlot(key)); own != n {
+	if own := int64(KeySlot(key)); own != n {
 		c.t.Errorf("property 22: CLUSTER KEYSLOT %.40q = %d, the suite computes %d", key, n, own)
 	}
 	return n
 }
 
-// keySlot is Redis Cluster's HASH_SLOT: CRC16-XMODEM of the key's hash tag
-// (or of the whole key when it has none) mod 16384.
-func keySlot(key string) uint16 {
+// KeySlot is Redis Cluster's HASH_SLOT: CRC16-XMODEM of the key's hash tag
+// (or of the whole key when it has none) mod 16384. Property 22 uses it on
+// servers without Cluster support, and checks it against CLUSTER KEYSLOT on
+// a Cluster.
+func KeySlot(key string) uint16 {
 	if i := strings.IndexByte(key, '{'); i >= 0 {
 		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
 			key = key[i+1 : i+1+j]
