@@ -1,0 +1,289 @@
+package benchkit
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+const (
+	// SubjectsPerCaller spreads each caller over a few keys, so that no
+	// level runs on one hot key.
+	SubjectsPerCaller = 4
+
+	// RatioRounds is the number of rounds per level in RunRatio, each
+	// running every variant for RatioRoundTime, in an order that rotates.
+	RatioRounds = 6
+	// RatioRoundTime is how long each variant runs in one round of RunRatio.
+	RatioRoundTime = 250 * time.Millisecond
+	// RatioWarmUp is how long each variant runs once per level before the
+	// rounds of RunRatio.
+	RatioWarmUp = 50 * time.Millisecond
+	// RatioAllocCalls is the number of sequential calls behind the
+	// allocation figures of RunRatio.
+	RatioAllocCalls = 5000
+)
+
+// Decide makes one decision for subject and fails unless it is admitted.
+type Decide func(ctx context.Context, subject string) error
+
+// Variant is a named way of making a decision, such as "raw" or "limiter".
+type Variant struct {
+	// Name names the sub-benchmark of RunFixedWindow.
+	Name string
+	// Decide makes one admitted decision.
+	Decide Decide
+}
+
+// Kit holds the concurrency levels and the subjects of every caller.
+type Kit struct {
+	// Callers are the concurrency levels: exactly this many goroutines call
+	// at once. The last is the widest.
+	Callers []int
+	// Subjects[w] are the subjects of caller w, the same for all variants.
+	Subjects [][]string
+}
+
+// New returns a Kit for the given concurrency levels (ascending), with
+// SubjectsPerCaller subjects "user-WW-J" for each caller of the widest
+// level. check, if not nil, is called on every subject (for example to
+// compare a hand-built key with the limiter's); an error fails tb.
+func New(tb testing.TB, callers []int, check func(subject string) error) *Kit {
+	tb.Helper()
+	k := &Kit{Callers: callers, Subjects: make([][]string, callers[len(callers)-1])}
+	for w := range k.Subjects {
+		for j := range SubjectsPerCaller {
+			s := fmt.Sprintf("user-%02d-%d", w, j)
+			if check != nil {
+				if err := check(s); err != nil {
+					tb.Fatal(err)
+				}
+			}
+			k.Subjects[w] = append(k.Subjects[w], s)
+		}
+	}
+	return k
+}
+
+// MaxCallers returns the widest concurrency level.
+func (k *Kit) MaxCallers() int { return k.Callers[len(k.Callers)-1] }
+
+// Counted returns a more func for FanOut that allows n calls in all.
+func Counted(n int64) func() bool {
+	var left atomic.Int64
+	left.Store(n)
+	return func() bool { return left.Add(-1) >= 0 }
+}
+
+// FanOut runs exactly callers goroutines; caller w calls f on its subjects
+// in turn for as long as more reports true. It returns the number of calls
+// made and the first error, which stops every caller.
+func (k *Kit) FanOut(callers int, more func() bool, f Decide) (int64, error) {
+	ctx := context.Background()
+	var (
+		wg       sync.WaitGroup
+		total    atomic.Int64
+		failed   atomic.Bool
+		errOnce  sync.Once
+		firstErr error
+	)
+	for w := range callers {
+		subjects := k.Subjects[w]
+		wg.Go(func() {
+			var n int64
+			for i := 0; !failed.Load() && more(); i++ {
+				if err := f(ctx, subjects[i%len(subjects)]); err != nil {
+					errOnce.Do(func() { firstErr = fmt.Errorf("caller %d: %w", w, err) })
+					failed.Store(true)
+					break
+				}
+				n++
+			}
+			total.Add(n)
+		})
+	}
+	wg.Wait()
+	return total.Load(), firstErr
+}
+
+// Timed runs f with callers goroutines for about d and returns the calls
+// made and the time they took.
+func (k *Kit) Timed(callers int, d time.Duration, f Decide) (int64, time.Duration, error) {
+	var stop atomic.Bool
+	start := time.Now()
+	t := time.AfterFunc(d, func() { stop.Store(true) })
+	defer t.Stop()
+	n, err := k.FanOut(callers, func() bool { return !stop.Load() }, f)
+	return n, time.Since(start), err
+}
+
+// SeqAllocs returns the heap allocations and bytes per call of
+// RatioAllocCalls sequential calls of f by one caller, after 100 calls of
+// warm-up.
+func (k *Kit) SeqAllocs(f Decide) (allocs, bytes float64, err error) {
+	ctx := context.Background()
+	subjects := k.Subjects[0]
+	for i := range 100 {
+		if err := f(ctx, subjects[i%len(subjects)]); err != nil {
+			return 0, 0, err
+		}
+	}
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range RatioAllocCalls {
+		if err := f(ctx, subjects[i%len(subjects)]); err != nil {
+			return 0, 0, err
+		}
+	}
+	runtime.ReadMemStats(&after)
+	n := float64(RatioAllocCalls)
+	return float64(after.Mallocs-before.Mallocs) / n, float64(after.TotalAlloc-before.TotalAlloc) / n, nil
+}
+
+// RunFixedWindow runs one sub-benchmark "cN/name" per concurrency level N
+// and variant: b.N decisions shared by exactly N callers, reporting
+// allocations and decisions/s.
+func (k *Kit) RunFixedWindow(b *testing.B, variants []Variant) {
+	for _, c := range k.Callers {
+		b.Run(fmt.Sprintf("c%d", c), func(b *testing.B) {
+			for _, v := range variants {
+				b.Run(v.Name, func(b *testing.B) {
+					b.ReportAllocs()
+					more := Counted(int64(b.N))
+					b.ResetTimer()
+					_, err := k.FanOut(c, more, v.Decide)
+					b.StopTimer()
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+				})
+			}
+		})
+	}
+}
+
+// Extra is an additional variant for RunRatio, compared with the limiter
+// at one concurrency level only.
+type Extra struct {
+	// Variant is run in the same rounds as raw and limiter, at Callers.
+	Variant Variant
+	// Callers is the one concurrency level at which Variant runs.
+	Callers int
+	// Metric names the reported limiter/extra decisions/s ratio, such as
+	// "vs-goredis-raw-c64".
+	Metric string
+}
+
+// RunRatio compares raw and lim within one invocation: for each level it
+// runs them (and extra, at its level) in RatioRounds rounds of
+// RatioRoundTime each, rotating which goes first to cancel drift, and
+// reports
+//
+//   - ratio-cN: limiter decisions/s over raw decisions/s with N callers,
+//     from the pooled counts and times of all rounds;
+//   - extra.Metric, if extra is not nil: limiter decisions/s over extra's
+//     at extra.Callers;
+//   - extra-allocs-c1, extra-B-c1: the limiter's allocations (and bytes) per
+//     decision minus raw's, from RatioAllocCalls sequential calls each;
+//   - allocs/op and B/op: the limiter's per decision, from the same
+//     sequential calls (the framework's own figure would be per whole
+//     measurement); ns/op is suppressed for the same reason.
+//
+// Each iteration of b.Loop is one measurement; a -benchtime above one
+// measurement's time repeats it and pools the rounds.
+func (k *Kit) RunRatio(b *testing.B, raw, lim Variant, extra *Extra) {
+	const (
+		rawV = iota
+		limV
+		extraV
+	)
+	b.ReportAllocs()
+	vs := []Variant{raw, lim}
+	if extra != nil {
+		vs = append(vs, extra.Variant)
+	}
+	type tally struct {
+		n int64
+		d time.Duration
+	}
+	sums := make([][3]tally, len(k.Callers))
+	rounds := make([][]float64, len(k.Callers))
+	var allocs, bytes [2]float64
+	measurements := 0
+
+	for b.Loop() {
+		measurements++
+		for li, c := range k.Callers {
+			nv := 2
+			if extra != nil && c == extra.Callers {
+				nv = 3 // the extra variant only where its comparison is reported
+			}
+			for _, v := range vs[:nv] { // goroutine stacks, server caches
+				if _, _, err := k.Timed(c, RatioWarmUp, v.Decide); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for r := range RatioRounds {
+				var tp [3]float64
+				for j := range nv {
+					vi := (r + j) % nv
+					n, d, err := k.Timed(c, RatioRoundTime, vs[vi].Decide)
+					if err != nil {
+						b.Fatal(err)
+					}
+					sums[li][vi].n += n
+					sums[li][vi].d += d
+					tp[vi] = float64(n) / d.Seconds()
+				}
+				rounds[li] = append(rounds[li], tp[limV]/tp[rawV])
+			}
+		}
+		for vi, v := range vs[:2] {
+			a, by, err := k.SeqAllocs(v.Decide)
+			if err != nil {
+				b.Fatal(err)
+			}
+			allocs[vi] += a
+			bytes[vi] += by
+		}
+	}
+
+	rate := func(t tally) float64 { return float64(t.n) / t.d.Seconds() }
+	for li, c := range k.Callers {
+		rr, lr := rate(sums[li][rawV]), rate(sums[li][limV])
+		b.ReportMetric(lr/rr, fmt.Sprintf("ratio-c%d", c))
+		b.Logf("c%d: %s %.0f decisions/s, %s %.0f decisions/s, ratio %.3f; per round %s",
+			c, raw.Name, rr, lim.Name, lr, lr/rr, FmtRatios(rounds[li]))
+		if extra != nil && c == extra.Callers {
+			er := rate(sums[li][extraV])
+			b.ReportMetric(lr/er, extra.Metric)
+			b.Logf("c%d: %s %.0f decisions/s; %s / %s %.3f", c, extra.Variant.Name, er, lim.Name, extra.Variant.Name, lr/er)
+		}
+	}
+	m := float64(measurements)
+	b.ReportMetric((allocs[limV]-allocs[rawV])/m, "extra-allocs-c1")
+	b.ReportMetric((bytes[limV]-bytes[rawV])/m, "extra-B-c1")
+	// The framework truncates these two to integers: round instead.
+	b.ReportMetric(math.Round(allocs[limV]/m), "allocs/op")
+	b.ReportMetric(math.Round(bytes[limV]/m), "B/op")
+	b.ReportMetric(0, "ns/op")
+	b.Logf("sequential, per decision: %s %.2f allocs %.0f B, %s %.2f allocs %.0f B",
+		raw.Name, allocs[rawV]/m, bytes[rawV]/m, lim.Name, allocs[limV]/m, bytes[limV]/m)
+}
+
+// FmtRatios formats rs with three decimals, separated by spaces.
+func FmtRatios(rs []float64) string {
+	s := make([]string, len(rs))
+	for i, r := range rs {
+		s[i] = fmt.Sprintf("%.3f", r)
+	}
+	return strings.Join(s, " ")
+}
