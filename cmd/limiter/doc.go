@@ -1,5 +1,6 @@
 // Command limiter runs the conformance suite of the limiter framework
-// against a Redis and prints a pass/fail table.
+// against a Redis and prints a pass/fail table, and serves a demo HTTP
+// service limited by rules.
 //
 // Usage:
 //
@@ -26,4 +27,13 @@
 //
 // Exit status: 0 when every check passed or was skipped, 1 when one failed,
 // 2 for a usage error.
+//
+//	limiter serve [-addr A] [-redis URL] [-rules FILE] [-hash KEY]
+//	              [-interval D] [-fail-mode error|open|closed] [-prefix P]
+//
+// serve runs a demo HTTP service limited per <X-App-Key>-<path> by rules
+// (seed 003's appkey-method) with RateLimit headers and 429s. The rules come
+// from a Redis hash (default allRateLimitConfigs, seeded from -rules or the
+// demo rules) or from -rules alone, reloaded every -interval, on an embedded
+// miniredis unless -redis is given.
 package main

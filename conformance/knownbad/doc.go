@@ -39,4 +39,7 @@
 //   - AppClockBucket: time-bucketed keys with MULTI/INCRBY/PEXPIREAT done
 //     right, but windows from the app clock, never aligned to Redis TIME:
 //     skewed app servers count in different windows.
+//
+// SwallowErrors (seed 003): any error admits the request silently: not
+// Degraded, no error, so the fail mode never applies and nobody can alert.
 package knownbad
