@@ -3,7 +3,6 @@ package knownbad
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -73,39 +72,7 @@ type IncrTwoTrips struct{}
 
 // Decide implements limiter.Strategy, wrongly.
 func (IncrTwoTrips) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
-	var b limiter.Binder
-	allowed := true
-	for i, l := range req.Limits {
-		var n int64
-		if req.Cost == 0 || req.DryRun {
-			rs, err := st.Do(ctx, store.Cmd{Name: "GET", Args: []any{req.Keys[i]}})
-			if err != nil {
-				return limiter.Result{}, err
-			}
-			n, _ = store.Int64(rs[0].Val)
-			n += req.Cost
-		} else {
-			rs, err := st.Do(ctx, store.Cmd{Name: "INCRBY", Args: []any{req.Keys[i], req.Cost}})
-			if err != nil {
-				return limiter.Result{}, err
-			}
-			if n, err = store.Int64(rs[0].Val); err != nil {
-				return limiter.Result{}, fmt.Errorf("knownbad: INCRBY: %v %w", rs[0].Err, err)
-			}
-			if _, err := st.Do(ctx, store.Cmd{Name: "PEXPIRE", Args: []any{req.Keys[i], l.Period.Milliseconds()}}); err != nil {
-				return limiter.Result{}, err
-			}
-		}
-		retry := time.Duration(0)
-		if n > l.Rate {
-			allowed, retry = false, l.Period
-			if req.Cost > l.Rate {
-				retry = -1
-			}
-		}
-		b.Add(i, l.Rate-n, l.Period, retry)
-	}
-	return b.Result(allowed), nil
+	return incrThenExpire(ctx, st, req, true)
 }
 
 // BucketNoTTL is seed 002's second idea: the window in the key

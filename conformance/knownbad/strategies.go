@@ -59,6 +59,13 @@ type IncrThenExpire struct{}
 
 // Decide implements limiter.Strategy, wrongly.
 func (IncrThenExpire) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	return incrThenExpire(ctx, st, req, false)
+}
+
+// incrThenExpire counts with INCRBY and moves the expiry with PEXPIRE on
+// every call, in one pipeline, or in two round trips when twoTrips (seed
+// 002's fix as written), then compares.
+func incrThenExpire(ctx context.Context, st store.Store, req limiter.Request, twoTrips bool) (limiter.Result, error) {
 	var b limiter.Binder
 	allowed := true
 	for i, l := range req.Limits {
@@ -71,14 +78,23 @@ func (IncrThenExpire) Decide(ctx context.Context, st store.Store, req limiter.Re
 			n, _ = store.Int64(rs[0].Val)
 			n += req.Cost
 		} else {
-			rs, err := st.Do(ctx,
-				store.Cmd{Name: "INCRBY", Args: []any{req.Keys[i], req.Cost}},
-				store.Cmd{Name: "PEXPIRE", Args: []any{req.Keys[i], l.Period.Milliseconds()}})
+			incr := store.Cmd{Name: "INCRBY", Args: []any{req.Keys[i], req.Cost}}
+			expire := store.Cmd{Name: "PEXPIRE", Args: []any{req.Keys[i], l.Period.Milliseconds()}}
+			cmds := []store.Cmd{incr, expire}
+			if twoTrips {
+				cmds = cmds[:1]
+			}
+			rs, err := st.Do(ctx, cmds...)
 			if err != nil {
 				return limiter.Result{}, err
 			}
 			if n, err = store.Int64(rs[0].Val); err != nil {
-				return limiter.Result{}, err
+				return limiter.Result{}, fmt.Errorf("knownbad: INCRBY: %v %w", rs[0].Err, err)
+			}
+			if twoTrips {
+				if _, err := st.Do(ctx, expire); err != nil {
+					return limiter.Result{}, err
+				}
 			}
 		}
 		retry := time.Duration(0)
