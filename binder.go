@@ -6,12 +6,13 @@ import "time"
 // every strategy picks the binding limit the same way. The zero value is
 // ready to use.
 type Binder struct {
-	low, deny       int
+	low, deny       bound
 	lowSet, denySet bool
-	states          [MaxLimits]state
 }
 
-type state struct {
+// bound is the state of one limit after a decision.
+type bound struct {
+	i          int
 	remaining  int64
 	resetAfter time.Duration
 	retryAfter time.Duration
@@ -22,14 +23,14 @@ type state struct {
 // the request, the wait until it would when it denies, -1 when it never
 // will (the cost exceeds the limit).
 func (b *Binder) Add(i int, remaining int64, resetAfter, retryAfter time.Duration) {
-	b.states[i] = state{remaining, resetAfter, retryAfter}
-	if !b.lowSet || remaining < b.states[b.low].remaining {
-		b.low, b.lowSet = i, true
+	s := bound{i, remaining, resetAfter, retryAfter}
+	if !b.lowSet || remaining < b.low.remaining {
+		b.low, b.lowSet = s, true
 	}
 	if retryAfter != 0 {
-		cur := b.states[b.deny].retryAfter
+		cur := b.deny.retryAfter
 		if !b.denySet || (cur != -1 && (retryAfter == -1 || retryAfter > cur)) {
-			b.deny, b.denySet = i, true
+			b.deny, b.denySet = s, true
 		}
 	}
 }
@@ -38,12 +39,11 @@ func (b *Binder) Add(i int, remaining int64, resetAfter, retryAfter time.Duratio
 // with the least remaining; when denied, the one that denied with the
 // longest wait (never, first).
 func (b *Binder) Result(allowed bool) Result {
-	i := b.low
+	s := b.low
 	if !allowed && b.denySet {
-		i = b.deny
+		s = b.deny
 	}
-	s := b.states[i]
-	r := Result{Allowed: allowed, Remaining: max(s.remaining, 0), ResetAfter: s.resetAfter, Index: i}
+	r := Result{Allowed: allowed, Remaining: max(s.remaining, 0), ResetAfter: s.resetAfter, Index: s.i}
 	if !allowed {
 		r.RetryAfter = s.retryAfter
 	}

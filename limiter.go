@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/quotagate/limiter/store"
@@ -107,7 +108,8 @@ type Request struct {
 
 // Strategy decides requests against a Store. Implementations are safe for
 // concurrent use, consume from every limit or from none, and declare their
-// guarantees in their doc comment.
+// guarantees in their doc comment. Decide must not keep req's slices after
+// it returns: the Limiter reuses them for its next call.
 type Strategy interface {
 	// Decide admits or denies req. A denial is a Result with Allowed false;
 	// an error means Redis could not decide. Strategies build the Result
@@ -277,35 +279,58 @@ func (l *Limiter) decide(ctx context.Context, key string, cost int64, dry bool, 
 	if l.obs != nil {
 		defer func(ctx context.Context) { l.observe(ctx, key, res, err) }(ctx)
 	}
-	if cost < 0 {
-		return Result{}, fmt.Errorf("%w: %d is negative", ErrInvalidCost, cost)
-	}
-	// One allocation holds the keys and a copy of the limits of a call with
-	// few limits, so the caller's variadic slice stays on its stack.
-	buf := new(callBuf)
-	keys, err := l.keys.build(key, limits, buf.keys[:])
+	// A pooled buffer holds the keys and a copy of the limits of a call
+	// with few limits, so the caller's variadic slice stays on its stack
+	// and a decision allocates no bookkeeping of its own.
+	buf := callBufs.Get().(*callBuf)
+	defer buf.release()
+	req, err := l.request(buf, key, cost, dry, limits)
 	if err != nil {
 		return Result{}, err
+	}
+	ctx, cancel := l.withTimeout(ctx)
+	res, err = l.strategy.Decide(ctx, l.st, req)
+	cancel()
+	if err != nil {
+		return l.failed(err, limits[0])
+	}
+	res.Limit = limits[res.Index]
+	return res, nil
+}
+
+// request validates a call and builds its Request in buf. It is kept out
+// of line, like failed, so that the frame of decide, which stays on the
+// stack for the whole round trip, holds only what the round trip needs.
+//
+//go:noinline
+func (l *Limiter) request(buf *callBuf, key string, cost int64, dry bool, limits []Limit) (Request, error) {
+	if cost < 0 {
+		return Request{}, fmt.Errorf("%w: %d is negative", ErrInvalidCost, cost)
+	}
+	keys, err := l.keys.build(key, limits, buf.keys[:])
+	if err != nil {
+		return Request{}, err
 	}
 	ls := buf.limits[:0]
 	if len(limits) > len(buf.limits) {
 		ls = make([]Limit, 0, len(limits))
 	}
 	ls = append(ls, limits...)
-	ctx, cancel := l.withTimeout(ctx)
-	res, err = l.strategy.Decide(ctx, l.st, Request{Keys: keys, Limits: ls, Cost: cost, DryRun: dry})
-	cancel()
-	if err != nil {
-		switch l.failMode {
-		case FailOpen:
-			return Result{Allowed: true, Degraded: true, Cause: err, Limit: limits[0]}, nil
-		case FailClosed:
-			return Result{Allowed: false, Degraded: true, Cause: err, Limit: limits[0], RetryAfter: min(limits[0].Period, time.Second)}, nil
-		}
-		return Result{}, err
+	return Request{Keys: keys, Limits: ls, Cost: cost, DryRun: dry}, nil
+}
+
+// failed applies the fail mode to a call Redis could not decide; first is
+// the call's first limit.
+//
+//go:noinline
+func (l *Limiter) failed(err error, first Limit) (Result, error) {
+	switch l.failMode {
+	case FailOpen:
+		return Result{Allowed: true, Degraded: true, Cause: err, Limit: first}, nil
+	case FailClosed:
+		return Result{Allowed: false, Degraded: true, Cause: err, Limit: first, RetryAfter: min(first.Period, time.Second)}, nil
 	}
-	res.Limit = limits[res.Index]
-	return res, nil
+	return Result{}, err
 }
 
 // callBuf is the per-call storage of a decision with up to two limits.
@@ -314,8 +339,20 @@ type callBuf struct {
 	limits [2]Limit
 }
 
+var callBufs = sync.Pool{New: func() any { return new(callBuf) }}
+
+// release clears b, so the pool keeps no caller's data alive, and returns
+// it to the pool.
+func (b *callBuf) release() {
+	*b = callBuf{}
+	callBufs.Put(b)
+}
+
 func noCancel() {}
 
+// withTimeout is kept out of line: see request.
+//
+//go:noinline
 func (l *Limiter) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
 	if l.timeout <= 0 {
 		return ctx, noCancel

@@ -59,7 +59,9 @@ func KnownBad() []Control {
 		{Spec: FixedWindow(), Store: "Retrying", Wrap: knownbad.Retrying,
 			MustFail: []string{"lost-reply-counted-once"}},
 		{Spec: FixedWindow(), Store: "Unmapped", Wrap: knownbad.Unmapped,
-			MustFail: []string{"replies-normalised", "scripts-and-noscript"}},
+			MustFail: []string{"replies-normalised", "scripts-and-noscript", "integer-scripts"}},
+		{Spec: FixedWindow(), Store: "LaxInts", Wrap: knownbad.LaxInts,
+			MustFail: []string{"integer-scripts"}},
 		{Spec: FixedWindow(), Store: "IgnoresDeadline", Wrap: knownbad.IgnoresDeadline,
 			MustFail: []string{"slow-reply-past-deadline", "redis-down-or-blackholed"}},
 		{Spec: claims("UntaggedKeys", knownbad.UntaggedKeys{Strategy: strategy.NewFixedWindow()}),
@@ -74,20 +76,24 @@ func KnownBad() []Control {
 // Dial wraps are applied by the caller's maker; see WrapDialer.
 func RunControl(ctx context.Context, mk HarnessMaker, ctl Control, only []Check) []Outcome {
 	var checks []Check
-	storeChecks := false
+	var storeChecks []StoreCheck
 	for _, name := range ctl.MustFail {
 		if ch, ok := CheckByName(name); ok {
 			if only == nil || containsCheck(only, name) {
 				checks = append(checks, ch)
 			}
-		} else if only == nil {
-			storeChecks = true
+			continue
+		}
+		for _, sc := range StoreChecks() {
+			if sc.Name == name && only == nil {
+				storeChecks = append(storeChecks, sc)
+			}
 		}
 	}
 	if checks == nil {
 		checks = []Check{}
 	}
-	return Run(ctx, mk, []Spec{ctl.Spec}, checks, storeChecks)
+	return append(runStoreChecks(ctx, mk, storeChecks), Run(ctx, mk, []Spec{ctl.Spec}, checks, false)...)
 }
 
 func containsCheck(cs []Check, name string) bool {

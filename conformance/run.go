@@ -36,11 +36,7 @@ func Run(ctx context.Context, mk HarnessMaker, specs []Spec, checks []Check, sto
 	}
 	var out []Outcome
 	if storeChecks {
-		for _, sc := range StoreChecks() {
-			o := record(ctx, func(t testing.TB) { RunStoreCheck(t, mk, sc) })
-			o.Spec, o.Check = "store", sc.Name
-			out = append(out, o)
-		}
+		out = runStoreChecks(ctx, mk, StoreChecks())
 	}
 	for _, spec := range specs {
 		for _, ch := range checks {
@@ -48,6 +44,16 @@ func Run(ctx context.Context, mk HarnessMaker, specs []Spec, checks []Check, sto
 			o.Spec, o.Check, o.ID = spec.Name, ch.Name, ch.ID
 			out = append(out, o)
 		}
+	}
+	return out
+}
+
+func runStoreChecks(ctx context.Context, mk HarnessMaker, scs []StoreCheck) []Outcome {
+	var out []Outcome
+	for _, sc := range scs {
+		o := record(ctx, func(t testing.TB) { RunStoreCheck(t, mk, sc) })
+		o.Spec, o.Check = "store", sc.Name
+		out = append(out, o)
 	}
 	return out
 }

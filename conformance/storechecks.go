@@ -14,6 +14,8 @@ var (
 	echoLua string
 	//go:embed lua/store_error.lua
 	errorLua string
+	//go:embed lua/store_ints.lua
+	intsLua string
 )
 
 // StoreCheck is one check of the store contract itself.
@@ -28,6 +30,7 @@ func StoreChecks() []StoreCheck {
 	return []StoreCheck{
 		{"replies-normalised", checkReplies},
 		{"scripts-and-noscript", checkScripts},
+		{"integer-scripts", checkIntScripts},
 	}
 }
 
@@ -99,5 +102,42 @@ func checkScripts(c *checker) {
 	}
 	if rs, err := st.Do(c.ctx, store.Cmd{Name: "DEL", Args: []any{k}}); err != nil || rs[0].Err != nil {
 		c.t.Errorf("store: DEL: %v", err)
+	}
+}
+
+// Script.RunInt64s, the path of integer scripts (a store.Int64sEvaler's or
+// the generic one), passes integer arguments exactly, appends the reply to
+// dst, and reads a reply element that is not an integer (nil, text) or an
+// error reply as an error, never as 0. An Int64sEvaler's EVALSHA of an
+// unknown script is ErrNoScript, so the fallback works.
+func checkIntScripts(c *checker) {
+	st := c.h.Store()
+	k := c.prefix + ":{s}:ints"
+	s := store.NewScript(intsLua)
+	args := []int64{0, 7, 99, 100, -5, 1 << 40, 1 << 50}
+	dst := make([]int64, 1, 16)
+	dst[0] = 42
+	got, err := s.RunInt64s(c.ctx, st, []string{k, k + "2"}, args, dst)
+	want := append([]int64{42, 2}, args...)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		c.t.Errorf("store: Script.RunInt64s = %v, %v; want %v (dst's 42 kept, then the reply)", got, err, want)
+	} else if &got[0] != &dst[0] {
+		c.t.Errorf("store: Script.RunInt64s did not append to dst, which had room")
+	}
+	for _, mode := range []int64{-1, -2} {
+		got, err := s.RunInt64s(c.ctx, st, []string{k}, []int64{mode}, nil)
+		if err == nil {
+			c.t.Errorf("store: an integer script's reply {1, %s, 2} = %v, nil error; want an error, not a made-up integer",
+				map[int64]string{-1: "nil", -2: `"x"`}[mode], got)
+		}
+	}
+	_, err = s.RunInt64s(c.ctx, st, []string{k}, []int64{-3}, nil)
+	if err == nil || errors.Is(err, store.ErrNoScript) || errors.Is(err, store.ErrUnknownOutcome) {
+		c.t.Errorf("store: an integer script's error reply = %v; want a plain server error", err)
+	}
+	if ev, ok := st.(store.Int64sEvaler); ok {
+		if _, err := ev.EvalShaInt64s(c.ctx, "0000000000000000000000000000000000000000", []string{k}, args, nil); !errors.Is(err, store.ErrNoScript) {
+			c.t.Errorf("store: EvalShaInt64s of an unknown script = %v, want ErrNoScript", err)
+		}
 	}
 }

@@ -57,11 +57,5 @@ func Int64s(v any) ([]int64, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]int64, len(arr))
-	for i, e := range arr {
-		if out[i], err = Int64(e); err != nil {
-			return nil, fmt.Errorf("store: element %d: %w", i, err)
-		}
-	}
-	return out, nil
+	return AppendInt64s(make([]int64, 0, len(arr)), arr)
 }

@@ -41,43 +41,64 @@ func (s *Script) Run(ctx context.Context, st Store, keys []string, args []any) (
 }
 
 // Int64sEvaler is the optional ability of a store to run a script whose
-// reply is an array of integers and return the integers without boxing each
-// one in an interface (a rate-limiting script's reply usually is). Script
-// uses it through RunInt64s when the store has it.
+// arguments and reply are all integers (a rate-limiting script's usually
+// are) without boxing each one in an interface. Script uses it through
+// RunInt64s when the store has it.
+//
+// Implementations append the reply's integers to dst and return the
+// extended slice; they keep neither keys, args nor dst after returning. A
+// reply that is not an array of integers is an error, never zeros.
 type Int64sEvaler interface {
-	// EvalShaInt64s is EvalSha for a reply that is an array of integers.
-	EvalShaInt64s(ctx context.Context, sha string, keys []string, args []any) ([]int64, error)
-	// EvalInt64s is Eval for a reply that is an array of integers.
-	EvalInt64s(ctx context.Context, src string, keys []string, args []any) ([]int64, error)
+	// EvalShaInt64s is EvalSha with integer arguments and reply.
+	EvalShaInt64s(ctx context.Context, sha string, keys []string, args []int64, dst []int64) ([]int64, error)
+	// EvalInt64s is Eval with integer arguments and reply.
+	EvalInt64s(ctx context.Context, src string, keys []string, args []int64, dst []int64) ([]int64, error)
 }
 
-// RunInt64s is Run for a script whose reply is an array of integers. It
-// uses the store's Int64sEvaler when it has one; otherwise it runs Run and
-// appends the integers to dst, so a caller with room in dst allocates
-// nothing for them. The NOSCRIPT fallback is the same.
-func (s *Script) RunInt64s(ctx context.Context, st Store, keys []string, args []any, dst []int64) ([]int64, error) {
-	ev, ok := st.(Int64sEvaler)
-	if !ok {
-		v, err := s.Run(ctx, st, keys, args)
-		if err != nil {
-			return nil, err
+// RunInt64s is Run for a script whose arguments and reply are integers: the
+// reply's integers are appended to dst, so a caller with room in dst
+// allocates nothing for them. It uses the store's Int64sEvaler when it has
+// one; otherwise it passes args to Run as int64 values and converts the
+// reply with Int64. The NOSCRIPT fallback is the same as Run's.
+func (s *Script) RunInt64s(ctx context.Context, st Store, keys []string, args []int64, dst []int64) ([]int64, error) {
+	if ev, ok := st.(Int64sEvaler); ok {
+		v, err := ev.EvalShaInt64s(ctx, s.sha, keys, args, dst)
+		if err != nil && errors.Is(err, ErrNoScript) {
+			return ev.EvalInt64s(ctx, s.src, keys, args, dst)
 		}
-		arr, err := Slice(v)
-		if err != nil {
-			return nil, err
-		}
-		for i, e := range arr {
-			n, err := Int64(e)
-			if err != nil {
-				return nil, fmt.Errorf("store: element %d: %w", i, err)
-			}
-			dst = append(dst, n)
-		}
-		return dst, nil
+		return v, err
 	}
-	v, err := ev.EvalShaInt64s(ctx, s.sha, keys, args)
-	if err != nil && errors.Is(err, ErrNoScript) {
-		return ev.EvalInt64s(ctx, s.src, keys, args)
+	return s.runBoxed(ctx, st, keys, args, dst)
+}
+
+// runBoxed is RunInt64s on a store without Int64sEvaler.
+//
+//go:noinline
+func (s *Script) runBoxed(ctx context.Context, st Store, keys []string, args []int64, dst []int64) ([]int64, error) {
+	boxed := make([]any, len(args))
+	for i, a := range args {
+		boxed[i] = a
 	}
-	return v, err
+	v, err := s.Run(ctx, st, keys, boxed)
+	if err != nil {
+		return nil, err
+	}
+	return AppendInt64s(dst, v)
+}
+
+// AppendInt64s appends the integers of an array reply to dst, converting
+// each element with Int64; any other reply or element is an error.
+func AppendInt64s(dst []int64, v any) ([]int64, error) {
+	arr, err := Slice(v)
+	if err != nil {
+		return nil, err
+	}
+	for i, e := range arr {
+		n, err := Int64(e)
+		if err != nil {
+			return nil, fmt.Errorf("store: element %d: %w", i, err)
+		}
+		dst = append(dst, n)
+	}
+	return dst, nil
 }

@@ -41,7 +41,8 @@ type Reply struct {
 }
 
 // Store is what a strategy needs of a Redis client. Implementations are safe
-// for concurrent use.
+// for concurrent use and keep none of the slices they are given (keys,
+// arguments, commands) after a call returns: callers reuse them.
 type Store interface {
 	// Do sends cmds in one round trip (a pipeline) and returns one Reply per
 	// command, in order. The error is for the round trip as a whole; it wraps

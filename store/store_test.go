@@ -85,3 +85,79 @@ func TestScriptFallsBackOnceOnNoScript(t *testing.T) {
 		t.Fatalf("Run after a lost reply = %v (evals %d)", err, f.evals)
 	}
 }
+
+// intFake is an Int64sEvaler that answers NOSCRIPT until EvalInt64s has
+// run once; its plain EvalSha and Eval must never be used.
+type intFake struct {
+	fake
+	ints, intEvals int
+	lastArgs       []int64
+}
+
+func (f *intFake) EvalShaInt64s(_ context.Context, _ string, _ []string, args []int64, dst []int64) ([]int64, error) {
+	f.ints++
+	if f.evalshaFailWith != nil {
+		return nil, f.evalshaFailWith
+	}
+	if !f.loaded {
+		return nil, store.ErrNoScript
+	}
+	f.lastArgs = args
+	return append(dst, args...), nil
+}
+
+func (f *intFake) EvalInt64s(_ context.Context, _ string, _ []string, args []int64, dst []int64) ([]int64, error) {
+	f.intEvals++
+	f.loaded = true
+	return append(dst, -1), nil
+}
+
+func TestRunInt64s(t *testing.T) {
+	ctx := context.Background()
+	s := store.NewScript("return 1")
+
+	// An Int64sEvaler: its own calls, the same NOSCRIPT fallback, dst kept.
+	f := &intFake{}
+	dst := []int64{9}
+	if got, err := s.RunInt64s(ctx, f, nil, []int64{5, 6}, dst); err != nil || !reflect.DeepEqual(got, []int64{9, -1}) || f.intEvals != 1 {
+		t.Fatalf("first RunInt64s = %v, %v (EvalInt64s %d)", got, err, f.intEvals)
+	}
+	if got, err := s.RunInt64s(ctx, f, nil, []int64{5, 6}, dst); err != nil || !reflect.DeepEqual(got, []int64{9, 5, 6}) || f.intEvals != 1 {
+		t.Fatalf("second RunInt64s = %v, %v (EvalInt64s %d)", got, err, f.intEvals)
+	}
+	if f.evalsha != 0 || f.evals != 0 {
+		t.Errorf("the generic EvalSha/Eval ran %d/%d times on an Int64sEvaler", f.evalsha, f.evals)
+	}
+	f.evalshaFailWith = store.ErrUnknownOutcome
+	if _, err := s.RunInt64s(ctx, f, nil, nil, nil); !errors.Is(err, store.ErrUnknownOutcome) || f.intEvals != 1 {
+		t.Fatalf("RunInt64s after a lost reply = %v (EvalInt64s %d)", err, f.intEvals)
+	}
+
+	// A plain Store: arguments as int64 values, the reply converted.
+	p := &argsFake{reply: []any{int64(1), "2", int64(-3)}}
+	got, err := s.RunInt64s(ctx, p, []string{"k"}, []int64{7, 1 << 40}, []int64{0})
+	if err != nil || !reflect.DeepEqual(got, []int64{0, 1, 2, -3}) {
+		t.Fatalf("RunInt64s on a plain store = %v, %v", got, err)
+	}
+	if !reflect.DeepEqual(p.args, []any{int64(7), int64(1 << 40)}) {
+		t.Errorf("plain store got args %#v", p.args)
+	}
+	for _, bad := range []any{[]any{int64(1), nil}, []any{"x"}, "OK", nil} {
+		p.reply = bad
+		if got, err := s.RunInt64s(ctx, p, nil, nil, nil); err == nil {
+			t.Errorf("RunInt64s of reply %#v = %v, nil error", bad, got)
+		}
+	}
+}
+
+// argsFake records EvalSha's arguments and answers with reply.
+type argsFake struct {
+	store.Store
+	args  []any
+	reply any
+}
+
+func (f *argsFake) EvalSha(_ context.Context, _ string, _ []string, args []any) (any, error) {
+	f.args = args
+	return f.reply, nil
+}

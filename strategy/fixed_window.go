@@ -40,22 +40,23 @@ func NewFixedWindow() FixedWindow { return FixedWindow{} }
 
 // Decide implements limiter.Strategy.
 func (FixedWindow) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
-	args := make([]any, 2+2*len(req.Limits))
+	n := len(req.Limits)
+	// One allocation holds the arguments and the reply.
+	ints := make([]int64, 2+2*n+1+3*n)
+	args := ints[: 2+2*n : 2+2*n]
 	args[0] = req.Cost
-	args[1] = "0"
 	if req.DryRun {
-		args[1] = "1"
+		args[1] = 1
 	}
 	for i, l := range req.Limits {
 		args[2+2*i] = l.Rate
 		args[3+2*i] = l.Period.Milliseconds()
 	}
-	var buf [1 + 3*limiter.MaxLimits]int64
-	nums, err := fixedWindowScript.RunInt64s(ctx, st, req.Keys, args, buf[:0])
+	nums, err := fixedWindowScript.RunInt64s(ctx, st, req.Keys, args, ints[len(args):len(args)])
 	if err != nil {
 		return limiter.Result{}, fmt.Errorf("strategy: fixed window: %w", err)
 	}
-	return bindInts(nums, len(req.Limits))
+	return bindInts(nums, n)
 }
 
 // bindInts reads a {allowed, remaining, reset_ms, retry_ms, ...} reply.

@@ -95,3 +95,40 @@ func (s ignoresDeadline) EvalSha(ctx context.Context, sha string, keys []string,
 func (s ignoresDeadline) Eval(ctx context.Context, src string, keys []string, args []any) (any, error) {
 	return s.Store.Eval(context.WithoutCancel(ctx), src, keys, args)
 }
+
+// LaxInts wraps st with an integer-script path that reads every reply
+// element that is not an integer as 0, as a client's "as int slice" helper
+// does: a nil or a text element becomes a made-up count.
+func LaxInts(st store.Store) store.Store { return laxInts{st} }
+
+type laxInts struct{ store.Store }
+
+func (s laxInts) EvalShaInt64s(ctx context.Context, sha string, keys []string, args []int64, dst []int64) ([]int64, error) {
+	return laxInt64s(s.Store.EvalSha(ctx, sha, keys, boxInts(args)))(dst)
+}
+
+func (s laxInts) EvalInt64s(ctx context.Context, src string, keys []string, args []int64, dst []int64) ([]int64, error) {
+	return laxInt64s(s.Store.Eval(ctx, src, keys, boxInts(args)))(dst)
+}
+
+func boxInts(args []int64) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		out[i] = a
+	}
+	return out
+}
+
+func laxInt64s(v any, err error) func(dst []int64) ([]int64, error) {
+	return func(dst []int64) ([]int64, error) {
+		if err != nil {
+			return nil, err
+		}
+		arr, _ := v.([]any)
+		for _, e := range arr {
+			n, _ := e.(int64)
+			dst = append(dst, n)
+		}
+		return dst, nil
+	}
+}

@@ -22,8 +22,9 @@ type Store struct {
 }
 
 var (
-	_ store.Store   = (*Store)(nil)
-	_ store.Watcher = (*Store)(nil)
+	_ store.Store        = (*Store)(nil)
+	_ store.Watcher      = (*Store)(nil)
+	_ store.Int64sEvaler = (*Store)(nil)
 )
 
 // New returns a Store on c, or nil when c is nil (limiter.New then reports
@@ -146,17 +147,59 @@ type evalCall struct {
 }
 
 func (s *Store) eval(ctx context.Context, name, script string, keys []string, args []any) (any, error) {
+	call, a := newEvalCall(name, script, keys, len(args))
+	a = append(a, args...)
+	v, err := s.run(ctx, call, a)
+	if err != nil {
+		return nil, err
+	}
+	return normalise(v), nil
+}
+
+// EvalShaInt64s implements store.Int64sEvaler: the integers go straight
+// into the command's argument array.
+func (s *Store) EvalShaInt64s(ctx context.Context, sha string, keys []string, args []int64, dst []int64) ([]int64, error) {
+	return s.evalInt64s(ctx, "evalsha", sha, keys, args, dst)
+}
+
+// EvalInt64s implements store.Int64sEvaler.
+func (s *Store) EvalInt64s(ctx context.Context, src string, keys []string, args []int64, dst []int64) ([]int64, error) {
+	return s.evalInt64s(ctx, "eval", src, keys, args, dst)
+}
+
+func (s *Store) evalInt64s(ctx context.Context, name, script string, keys []string, args []int64, dst []int64) ([]int64, error) {
+	call, a := newEvalCall(name, script, keys, len(args))
+	for _, n := range args {
+		a = append(a, n)
+	}
+	v, err := s.run(ctx, call, a)
+	if err != nil {
+		return nil, err
+	}
+	nums, err := store.AppendInt64s(dst, normalise(v))
+	if err != nil {
+		return nil, fmt.Errorf("goredis: %w", err)
+	}
+	return nums, nil
+}
+
+// newEvalCall returns a script call's guard and its arguments up to the
+// keys, with room for nargs more.
+func newEvalCall(name, script string, keys []string, nargs int) (*evalCall, []any) {
 	call := &evalCall{g: guard{val: len(keys)}}
-	g := &call.g
 	a := call.a[:0]
-	if n := 3 + len(keys) + len(args); n > len(call.a) {
+	if n := 3 + len(keys) + nargs; n > len(call.a) {
 		a = make([]any, 0, n)
 	}
-	a = append(a, name, script, g)
+	a = append(a, name, script, &call.g)
 	for _, k := range keys {
 		a = append(a, k)
 	}
-	a = append(a, args...)
+	return call, a
+}
+
+// run sends a script call and returns its reply value.
+func (s *Store) run(ctx context.Context, call *evalCall, a []any) (any, error) {
 	cmd := redis.NewCmd(ctx, a...)
 	if !s.bounds(ctx) {
 		_ = s.c.Process(ctx, cmd) // the hot path: no closure to allocate
@@ -165,9 +208,9 @@ func (s *Store) eval(ctx context.Context, name, script string, keys []string, ar
 	}
 	v, err := cmd.Result()
 	if err != nil {
-		return nil, mapErr(err, g.written())
+		return nil, mapErr(err, call.g.written())
 	}
-	return normalise(v), nil
+	return v, nil
 }
 
 // Do implements store.Store: the commands go in one pipeline. A call that

@@ -31,8 +31,9 @@ type Store struct {
 }
 
 var (
-	_ store.Store   = (*Store)(nil)
-	_ store.Watcher = (*Store)(nil)
+	_ store.Store        = (*Store)(nil)
+	_ store.Watcher      = (*Store)(nil)
+	_ store.Int64sEvaler = (*Store)(nil)
 )
 
 // New returns a Store on p, or nil when p is nil (limiter.New then reports
@@ -131,22 +132,63 @@ func (s *Store) Eval(ctx context.Context, src string, keys []string, args []any)
 }
 
 func (s *Store) eval(ctx context.Context, name, script string, keys []string, args []any) (any, error) {
-	a := make([]any, 0, 2+len(keys)+len(args))
-	a = append(a, script, len(keys))
-	for _, k := range keys {
-		a = append(a, k)
-	}
+	a := scriptArgs(script, keys, len(args))
 	a = append(a, args...)
-	key := ""
-	if len(keys) > 0 {
-		key = keys[0]
-	}
-	v, err := s.call(ctx, key, name, a)
+	v, err := s.call(ctx, firstKey(keys), name, a)
 	if err != nil {
 		return nil, err
 	}
 	r := toReply(v)
 	return r.Val, r.Err
+}
+
+// EvalShaInt64s implements store.Int64sEvaler: the integers go straight
+// into the command's argument array.
+func (s *Store) EvalShaInt64s(ctx context.Context, sha string, keys []string, args []int64, dst []int64) ([]int64, error) {
+	return s.evalInt64s(ctx, "EVALSHA", sha, keys, args, dst)
+}
+
+// EvalInt64s implements store.Int64sEvaler.
+func (s *Store) EvalInt64s(ctx context.Context, src string, keys []string, args []int64, dst []int64) ([]int64, error) {
+	return s.evalInt64s(ctx, "EVAL", src, keys, args, dst)
+}
+
+func (s *Store) evalInt64s(ctx context.Context, name, script string, keys []string, args []int64, dst []int64) ([]int64, error) {
+	a := scriptArgs(script, keys, len(args))
+	for _, n := range args {
+		a = append(a, n)
+	}
+	v, err := s.call(ctx, firstKey(keys), name, a)
+	if err != nil {
+		return nil, err
+	}
+	r := toReply(v)
+	if r.Err != nil {
+		return nil, r.Err
+	}
+	nums, err := store.AppendInt64s(dst, r.Val)
+	if err != nil {
+		return nil, fmt.Errorf("redigo: %w", err)
+	}
+	return nums, nil
+}
+
+// scriptArgs returns the arguments of EVAL or EVALSHA up to the keys, with
+// room for nargs more.
+func scriptArgs(script string, keys []string, nargs int) []any {
+	a := make([]any, 0, 2+len(keys)+nargs)
+	a = append(a, script, len(keys))
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	return a
+}
+
+func firstKey(keys []string) string {
+	if len(keys) > 0 {
+		return keys[0]
+	}
+	return ""
 }
 
 // call sends one command and returns its raw reply: a redis.Error reply is

@@ -3,6 +3,7 @@ package rueidis
 import (
 	"math"
 	"reflect"
+	"strconv"
 	"testing"
 )
 
@@ -17,5 +18,27 @@ func TestArgTexts(t *testing.T) {
 		if s := argText(a); s != want[i] {
 			t.Errorf("argText(%#v) = %q, want %q", a, s, want[i])
 		}
+	}
+}
+
+func TestIntTexts(t *testing.T) {
+	args := []int64{1, 0, 1 << 40, 1000, -5, 99, 100, math.MinInt64, math.MaxInt64, 7}
+	want := []string{"1", "0", "1099511627776", "1000", "-5", "99", "100", "-9223372036854775808", "9223372036854775807", "7"}
+	if got := intTexts(args, make([]string, len(args))); !reflect.DeepEqual(got, want) {
+		t.Fatalf("intTexts = %q, want %q", got, want)
+	}
+	// More arguments than the stack arrays hold.
+	many := make([]int64, 40)
+	wantMany := make([]string, 40)
+	for i := range many {
+		many[i] = int64(i) * 1_000_003
+		wantMany[i] = strconv.FormatInt(many[i], 10)
+	}
+	if got := intTexts(many, make([]string, len(many))); !reflect.DeepEqual(got, wantMany) {
+		t.Fatalf("intTexts of 40 = %q, want %q", got, wantMany)
+	}
+	few := args[:8] // what the stack arrays hold
+	if n := testing.AllocsPerRun(100, func() { intTexts(few, make([]string, 0, 8)[:len(few)]) }); n > 1 {
+		t.Errorf("intTexts allocates %.0f times, want at most 1 (the one string)", n)
 	}
 }

@@ -89,6 +89,41 @@ func argTexts(args []any, out []string) []string {
 	return out
 }
 
+// intTexts is argTexts for integer arguments: 0..99 from the runtime's
+// table, the others formatted into one string, sliced per argument.
+func intTexts(args []int64, out []string) []string {
+	var stack [64]byte // a few large numbers; more spill to the heap
+	buf := stack[:0]
+	for _, v := range args {
+		if v < 0 || v >= 100 {
+			buf = strconv.AppendInt(buf, v, 10)
+		}
+	}
+	all := string(buf)
+	for i, v := range args {
+		if 0 <= v && v < 100 {
+			out[i] = strconv.FormatInt(v, 10)
+			continue
+		}
+		n := decLen(v)
+		out[i], all = all[:n], all[n:]
+	}
+	return out
+}
+
+// decLen returns the length of v in base 10, with its sign.
+func decLen(v int64) int {
+	n := 1
+	u := uint64(v)
+	if v < 0 {
+		n, u = 2, uint64(-(v+1))+1 // MinInt64 has no positive int64
+	}
+	for ; u >= 10; u /= 10 {
+		n++
+	}
+	return n
+}
+
 // isSmallInt reports an integer whose text the runtime has without
 // allocating (strconv.FormatInt of 0..99).
 func isSmallInt(v any) bool {

@@ -37,50 +37,86 @@ func (s *Store) Client() rd.Client { return s.c }
 
 // EvalSha implements store.Store.
 func (s *Store) EvalSha(ctx context.Context, sha string, keys []string, args []any) (any, error) {
-	m, err := s.eval(ctx, "EVALSHA", sha, keys, args)
-	if err != nil {
-		return nil, err
-	}
-	return value(&m), nil
+	return s.evalAny(ctx, "EVALSHA", sha, keys, args)
 }
 
 // Eval implements store.Store.
 func (s *Store) Eval(ctx context.Context, src string, keys []string, args []any) (any, error) {
-	m, err := s.eval(ctx, "EVAL", src, keys, args)
+	return s.evalAny(ctx, "EVAL", src, keys, args)
+}
+
+func (s *Store) evalAny(ctx context.Context, name, script string, keys []string, args []any) (any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("rueidis: %w", err) // nothing sent
+	}
+	var texts [16]string
+	out := texts[:0]
+	if len(args) > len(texts) {
+		out = make([]string, 0, len(args))
+	}
+	r := s.c.Do(ctx, s.scriptCmd(name, script, keys, argTexts(args, out[:len(args)])))
+	m, err := message(&r)
 	if err != nil {
 		return nil, err
 	}
 	return value(&m), nil
 }
 
-// EvalShaInt64s implements store.Int64sEvaler: the reply's integers are
-// read straight from rueidis's message, without boxing each one.
-func (s *Store) EvalShaInt64s(ctx context.Context, sha string, keys []string, args []any) ([]int64, error) {
-	return s.evalInt64s(ctx, "EVALSHA", sha, keys, args)
+// EvalShaInt64s implements store.Int64sEvaler: the arguments are
+// formatted into one string and the reply's integers are read straight
+// from rueidis's message, with nothing boxed.
+func (s *Store) EvalShaInt64s(ctx context.Context, sha string, keys []string, args []int64, dst []int64) ([]int64, error) {
+	return s.evalInt64s(ctx, "EVALSHA", sha, keys, args, dst)
 }
 
 // EvalInt64s implements store.Int64sEvaler.
-func (s *Store) EvalInt64s(ctx context.Context, src string, keys []string, args []any) ([]int64, error) {
-	return s.evalInt64s(ctx, "EVAL", src, keys, args)
+func (s *Store) EvalInt64s(ctx context.Context, src string, keys []string, args []int64, dst []int64) ([]int64, error) {
+	return s.evalInt64s(ctx, "EVAL", src, keys, args, dst)
 }
 
-func (s *Store) evalInt64s(ctx context.Context, name, script string, keys []string, args []any) ([]int64, error) {
-	m, err := s.eval(ctx, name, script, keys, args)
+// evalInt64s is the path of every decision: its frame, on the stack for
+// the whole round trip, is kept small (the command is built, and errors
+// are made, out of line), since with many concurrent callers each
+// caller's stack footprint costs throughput.
+func (s *Store) evalInt64s(ctx context.Context, name, script string, keys []string, args []int64, dst []int64) ([]int64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("rueidis: %w", err) // nothing sent
+	}
+	var texts [8]string
+	out := texts[:0]
+	if len(args) > len(texts) {
+		out = make([]string, 0, len(args))
+	}
+	r := s.c.Do(ctx, s.scriptCmd(name, script, keys, intTexts(args, out[:len(args)])))
+	return appendInts(dst, &r)
+}
+
+// appendInts appends the integers of an array reply to dst.
+//
+//go:noinline
+func appendInts(dst []int64, r *rd.RedisResult) ([]int64, error) {
+	m, err := message(r)
 	if err != nil {
 		return nil, err
 	}
-	nums, err := m.AsIntSlice()
+	es, err := m.ToArray()
 	if err != nil {
-		return nil, fmt.Errorf("rueidis: reply is not an array of integers: %w", err)
+		return nil, fmt.Errorf("rueidis: reply is not an array: %w", err)
 	}
-	return nums, nil
+	for i := range es {
+		n, err := es[i].AsInt64()
+		if err != nil {
+			return nil, fmt.Errorf("rueidis: reply element %d is not an integer: %w", i, err)
+		}
+		dst = append(dst, n)
+	}
+	return dst, nil
 }
 
-// eval runs one script call and returns its reply message.
-func (s *Store) eval(ctx context.Context, name, script string, keys []string, args []any) (rd.RedisMessage, error) {
-	if err := ctx.Err(); err != nil {
-		return rd.RedisMessage{}, fmt.Errorf("rueidis: %w", err) // nothing sent
-	}
+// scriptCmd builds EVALSHA or EVAL with its arguments as text.
+//
+//go:noinline
+func (s *Store) scriptCmd(name, script string, keys []string, args []string) rd.Completed {
 	c := s.c.B().Arbitrary(name, script, strconv.Itoa(len(keys)))
 	for i, k := range keys {
 		// Only the first key routes the call: the contract puts all keys
@@ -93,13 +129,11 @@ func (s *Store) eval(ctx context.Context, name, script string, keys []string, ar
 			c = c.Args(k)
 		}
 	}
-	var texts [16]string
-	out := texts[:0]
-	if len(args) > len(texts) {
-		out = make([]string, 0, len(args))
-	}
-	c = c.Args(argTexts(args, out[:len(args)])...)
-	r := s.c.Do(ctx, c.Build())
+	return c.Args(args...).Build()
+}
+
+// message returns the reply message of a script call, or its error mapped.
+func message(r *rd.RedisResult) (rd.RedisMessage, error) {
 	if err := r.NonRedisError(); err != nil {
 		return rd.RedisMessage{}, roundTripErr(err)
 	}

@@ -1,0 +1,16 @@
+-- Store contract check for integer scripts: returns {#KEYS, ARGV...} as
+-- integers. A first argument of -1 returns an array holding a nil, -2 an
+-- array holding a non-numeric string, -3 an error reply.
+local mode = tonumber(ARGV[1])
+if mode == -1 then
+  return {1, false, 2}
+elseif mode == -2 then
+  return {1, 'x', 2}
+elseif mode == -3 then
+  return redis.error_reply('ERR integer check: failing on purpose')
+end
+local out = {#KEYS}
+for i = 1, #ARGV do
+  out[#out + 1] = tonumber(ARGV[i])
+end
+return out

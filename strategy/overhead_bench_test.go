@@ -1,0 +1,64 @@
+package strategy_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/store"
+	"github.com/quotagate/limiter/strategy"
+)
+
+// cannedStore answers every script call with one admitted limit, to
+// measure the client-side cost of a decision without I/O.
+type cannedStore struct{}
+
+func (cannedStore) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	return nil, store.ErrNotSupported
+}
+func (cannedStore) EvalSha(ctx context.Context, sha string, keys []string, args []any) (any, error) {
+	return []any{int64(1), int64(99), int64(1000), int64(0)}, nil
+}
+func (cannedStore) Eval(ctx context.Context, src string, keys []string, args []any) (any, error) {
+	return []any{int64(1), int64(99), int64(1000), int64(0)}, nil
+}
+func (cannedStore) EvalShaInt64s(ctx context.Context, sha string, keys []string, args []int64, dst []int64) ([]int64, error) {
+	return append(dst, 1, 99, 1000, 0), nil
+}
+func (cannedStore) EvalInt64s(ctx context.Context, src string, keys []string, args []int64, dst []int64) ([]int64, error) {
+	return append(dst, 1, 99, 1000, 0), nil
+}
+
+// BenchmarkOverhead measures the client-side cost of one decision through
+// the Limiter (validation, keys, strategy, reply binding) with a store
+// that answers at once: what the Limiter adds to a client's own call.
+//
+//	go test -run '^$' -bench Overhead ./strategy/
+func BenchmarkOverhead(b *testing.B) {
+	lim, err := limiter.New(cannedStore{}, strategy.NewFixedWindow())
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	l := limiter.PerSecond(1 << 40)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := lim.Allow(ctx, "user-01-1", l); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkOverheadDecide is BenchmarkOverhead for FixedWindow.Decide
+// alone, without the Limiter.
+func BenchmarkOverheadDecide(b *testing.B) {
+	ctx := context.Background()
+	fw := strategy.NewFixedWindow()
+	req := limiter.Request{Keys: []string{"limiter:{user-01-1}:1000ms"}, Limits: []limiter.Limit{limiter.PerSecond(1 << 40)}, Cost: 1}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := fw.Decide(ctx, cannedStore{}, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
