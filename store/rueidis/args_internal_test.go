@@ -24,7 +24,7 @@ func TestArgTexts(t *testing.T) {
 func TestIntTexts(t *testing.T) {
 	args := []int64{1, 0, 1 << 40, 1000, -5, 99, 100, math.MinInt64, math.MaxInt64, 7}
 	want := []string{"1", "0", "1099511627776", "1000", "-5", "99", "100", "-9223372036854775808", "9223372036854775807", "7"}
-	if got := intTexts(args, make([]string, len(args))); !reflect.DeepEqual(got, want) {
+	if got := intTexts(nil, args, make([]string, len(args))); !reflect.DeepEqual(got, want) {
 		t.Fatalf("intTexts = %q, want %q", got, want)
 	}
 	// More arguments than the stack arrays hold.
@@ -34,11 +34,35 @@ func TestIntTexts(t *testing.T) {
 		many[i] = int64(i) * 1_000_003
 		wantMany[i] = strconv.FormatInt(many[i], 10)
 	}
-	if got := intTexts(many, make([]string, len(many))); !reflect.DeepEqual(got, wantMany) {
+	if got := intTexts(nil, many, make([]string, len(many))); !reflect.DeepEqual(got, wantMany) {
 		t.Fatalf("intTexts of 40 = %q, want %q", got, wantMany)
 	}
 	few := args[:8] // what the stack arrays hold
-	if n := testing.AllocsPerRun(100, func() { intTexts(few, make([]string, 0, 8)[:len(few)]) }); n > 1 {
+	if n := testing.AllocsPerRun(100, func() { intTexts(nil, few, make([]string, 0, 8)[:len(few)]) }); n > 1 {
 		t.Errorf("intTexts allocates %.0f times, want at most 1 (the one string)", n)
+	}
+}
+
+func TestIntTextsCache(t *testing.T) {
+	var tc textCache
+	args := []int64{1, 0, 1 << 40, 1000, -5}
+	want := []string{"1", "0", "1099511627776", "1000", "-5"}
+	for round := range 3 {
+		if got := intTexts(&tc, args, make([]string, len(args))); !reflect.DeepEqual(got, want) {
+			t.Fatalf("round %d: intTexts = %q, want %q", round, got, want)
+		}
+	}
+	// Once remembered, the same arguments cost nothing.
+	if n := testing.AllocsPerRun(100, func() { intTexts(&tc, args, make([]string, 0, 8)[:len(args)]) }); n != 0 {
+		t.Errorf("intTexts with every text cached allocates %.0f times, want 0", n)
+	}
+	// Integers that share a slot replace each other and stay exact.
+	a, b := int64(1000), int64(1000)
+	for b++; slotOf(b) != slotOf(a); b++ {
+	}
+	for _, v := range []int64{a, b, a, b} {
+		if got := intTexts(&tc, []int64{v}, make([]string, 1)); got[0] != strconv.FormatInt(v, 10) {
+			t.Fatalf("intTexts(%d) = %q", v, got[0])
+		}
 	}
 }

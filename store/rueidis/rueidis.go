@@ -14,7 +14,8 @@ import (
 
 // Store adapts a rueidis.Client. It is safe for concurrent use.
 type Store struct {
-	c rd.Client
+	c     rd.Client
+	texts textCache
 }
 
 var (
@@ -87,7 +88,7 @@ func (s *Store) evalInt64s(ctx context.Context, name, script string, keys []stri
 	if len(args) > len(texts) {
 		out = make([]string, 0, len(args))
 	}
-	r := s.c.Do(ctx, s.scriptCmd(name, script, keys, intTexts(args, out[:len(args)])))
+	r := s.c.Do(ctx, s.scriptCmd(name, script, keys, intTexts(&s.texts, args, out[:len(args)])))
 	return appendInts(dst, &r)
 }
 
