@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/quotagate/limiter/internal/argcache"
 	"github.com/quotagate/limiter/store"
 )
 
@@ -19,6 +20,8 @@ type Store struct {
 	// enforce: the client ignores context deadlines (ContextTimeoutEnabled
 	// is off), so the adapter enforces them itself.
 	enforce bool
+	// boxes holds recent integer arguments as interface values.
+	boxes argcache.Boxes
 }
 
 var (
@@ -143,7 +146,7 @@ func (s *Store) Eval(ctx context.Context, src string, keys []string, args []any)
 // array, so that both cost one allocation.
 type evalCall struct {
 	g guard
-	a [12]any
+	a [8]any // a single-limit decision's: name, script, numkeys, key, 4 arguments
 }
 
 func (s *Store) eval(ctx context.Context, name, script string, keys []string, args []any) (any, error) {
@@ -170,7 +173,7 @@ func (s *Store) EvalInt64s(ctx context.Context, src string, keys []string, args 
 func (s *Store) evalInt64s(ctx context.Context, name, script string, keys []string, args []int64, dst []int64) ([]int64, error) {
 	call, a := newEvalCall(name, script, keys, len(args))
 	for _, n := range args {
-		a = append(a, n)
+		a = append(a, s.boxes.Box(n))
 	}
 	v, err := s.run(ctx, call, a)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 	"github.com/mna/redisc"
 
+	"github.com/quotagate/limiter/internal/argcache"
 	"github.com/quotagate/limiter/store"
 )
 
@@ -28,6 +29,8 @@ type Store struct {
 	// cluster is set when p is a Cluster: the Store then follows MOVED, ASK
 	// and TRYAGAIN replies, which mean the command did not run.
 	cluster *redisc.Cluster
+	// boxes holds recent integer arguments as interface values.
+	boxes argcache.Boxes
 }
 
 var (
@@ -156,7 +159,7 @@ func (s *Store) EvalInt64s(ctx context.Context, src string, keys []string, args 
 func (s *Store) evalInt64s(ctx context.Context, name, script string, keys []string, args []int64, dst []int64) ([]int64, error) {
 	a := scriptArgs(script, keys, len(args))
 	for _, n := range args {
-		a = append(a, n)
+		a = append(a, s.boxes.Box(n))
 	}
 	v, err := s.call(ctx, firstKey(keys), name, a)
 	if err != nil {

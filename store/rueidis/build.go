@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync/atomic"
 
 	rd "github.com/redis/rueidis"
+
+	"github.com/quotagate/limiter/internal/argcache"
 
 	"github.com/quotagate/limiter/store"
 )
@@ -93,18 +94,20 @@ func argTexts(args []any, out []string) []string {
 // intTexts is argTexts for integer arguments: 0..99 from the runtime's
 // table, others from tc when it holds them, the rest formatted into one
 // string, sliced per argument, and remembered in tc (when not nil).
-func intTexts(tc *textCache, args []int64, out []string) []string {
+func intTexts(tc *argcache.Cache[string], args []int64, out []string) []string {
 	var stack [64]byte // a few large numbers; more spill to the heap
 	buf := stack[:0]
 	for i, v := range args {
-		switch {
-		case 0 <= v && v < 100:
+		if 0 <= v && v < 100 {
 			out[i] = strconv.FormatInt(v, 10)
-		case tc.lookup(v, &out[i]):
-		default:
-			out[i] = ""
-			buf = strconv.AppendInt(buf, v, 10)
+			continue
 		}
+		if t, ok := tc.Get(v); ok {
+			out[i] = t
+			continue
+		}
+		out[i] = "" // formatted below
+		buf = strconv.AppendInt(buf, v, 10)
 	}
 	if len(buf) == 0 {
 		return out
@@ -114,45 +117,10 @@ func intTexts(tc *textCache, args []int64, out []string) []string {
 		if out[i] == "" {
 			n := decLen(v)
 			out[i], all = all[:n], all[n:]
-			tc.store(v, out[i])
+			tc.Put(v, out[i])
 		}
 	}
 	return out
-}
-
-// textCache remembers the text of integers formatted recently: the rate
-// and period of a decision's limits are the same from call to call, so
-// their text is formatted, and allocated, once rather than per call. It is
-// direct-mapped: a slot holds the last integer that hashed to it. The zero
-// value is ready to use; a nil *textCache remembers nothing.
-type textCache struct {
-	slots [256]atomic.Pointer[intText]
-}
-
-type intText struct {
-	v int64
-	s string
-}
-
-func slotOf(v int64) int { return int(uint64(v) * 0x9E3779B97F4A7C15 >> 56) }
-
-// lookup sets *s to v's text when the cache holds it.
-func (c *textCache) lookup(v int64, s *string) bool {
-	if c == nil {
-		return false
-	}
-	if e := c.slots[slotOf(v)].Load(); e != nil && e.v == v {
-		*s = e.s
-		return true
-	}
-	return false
-}
-
-// store remembers s as v's text.
-func (c *textCache) store(v int64, s string) {
-	if c != nil {
-		c.slots[slotOf(v)].Store(&intText{v, s})
-	}
 }
 
 // decLen returns the length of v in base 10, with its sign.

@@ -9,13 +9,14 @@ import (
 
 	rd "github.com/redis/rueidis"
 
+	"github.com/quotagate/limiter/internal/argcache"
 	"github.com/quotagate/limiter/store"
 )
 
 // Store adapts a rueidis.Client. It is safe for concurrent use.
 type Store struct {
 	c     rd.Client
-	texts textCache
+	texts argcache.Cache[string] // the text of recent integer arguments
 }
 
 var (
