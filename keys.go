@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/quotagate/limiter/internal/argcache"
 )
 
 // DefaultPrefix is the key prefix of a Limiter built without WithPrefix.
@@ -96,23 +99,28 @@ func (b keyBuilder) build(subject string, limits []Limit, dst []string) ([]strin
 	}
 	keys = keys[:len(limits)]
 	for i, l := range limits {
-		var sb strings.Builder
-		sb.Grow(len(b.prefix) + len(subject) + len(l.Name) + 26)
-		sb.WriteString(b.prefix)
-		sb.WriteString(":{")
-		sb.WriteString(subject)
-		sb.WriteString("}:")
 		if l.Name != "" {
-			sb.WriteString("n=")
-			sb.WriteString(l.Name)
+			keys[i] = b.prefix + ":{" + subject + "}:n=" + l.Name
 		} else {
-			var num [20]byte
-			sb.Write(strconv.AppendInt(num[:0], l.Period.Milliseconds(), 10))
-			sb.WriteString("ms")
+			keys[i] = b.prefix + ":{" + subject + "}:" + periodSuffix(l.Period)
 		}
-		keys[i] = sb.String()
 	}
 	return keys, nil
+}
+
+// periodSuffixes remembers the rule part of unnamed limits' keys ("1000ms"):
+// a service has a few periods, used on every call.
+var periodSuffixes argcache.Cache[string]
+
+// periodSuffix returns the rule part of the key of an unnamed limit.
+func periodSuffix(p time.Duration) string {
+	ms := p.Milliseconds()
+	if s, ok := periodSuffixes.Get(ms); ok {
+		return s
+	}
+	s := strconv.FormatInt(ms, 10) + "ms"
+	periodSuffixes.Put(ms, s)
+	return s
 }
 
 // Key returns the counter key of subject for limit l, as a Limiter with
