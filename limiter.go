@@ -275,9 +275,9 @@ func (l *Limiter) Reset(ctx context.Context, key string, limits ...Limit) error 
 	return nil
 }
 
-func (l *Limiter) decide(ctx context.Context, key string, cost int64, dry bool, limits []Limit) (res Result, err error) {
+func (l *Limiter) decide(ctx context.Context, key string, cost int64, dry bool, limits []Limit) (Result, error) {
 	if l.obs != nil {
-		defer func(ctx context.Context) { l.observe(ctx, key, res, err) }(ctx)
+		return l.decideObserved(ctx, key, cost, dry, limits)
 	}
 	// A pooled buffer holds the keys and a copy of the limits of a call
 	// with few limits, so the caller's variadic slice stays on its stack
@@ -289,13 +289,27 @@ func (l *Limiter) decide(ctx context.Context, key string, cost int64, dry bool, 
 		return Result{}, err
 	}
 	ctx, cancel := l.withTimeout(ctx)
-	res, err = l.strategy.Decide(ctx, l.st, req)
+	res, err := l.strategy.Decide(ctx, l.st, req)
 	cancel()
 	if err != nil {
 		return l.failed(err, limits[0])
 	}
 	res.Limit = limits[res.Index]
 	return res, nil
+}
+
+// decideObserved is decide for a Limiter with an observer: the observer
+// sees every outcome, exactly once. The decision itself is made by a copy
+// of l without the observer, so that decide, the path of every call, has
+// no deferred closure.
+//
+//go:noinline
+func (l *Limiter) decideObserved(ctx context.Context, key string, cost int64, dry bool, limits []Limit) (Result, error) {
+	c := *l
+	c.obs = nil
+	res, err := c.decide(ctx, key, cost, dry, limits)
+	l.observe(ctx, key, res, err)
+	return res, err
 }
 
 // request validates a call and builds its Request in buf. It is kept out
