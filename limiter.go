@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"sync"
 	"time"
 
 	"github.com/quotagate/limiter/store"
@@ -108,8 +107,7 @@ type Request struct {
 
 // Strategy decides requests against a Store. Implementations are safe for
 // concurrent use, consume from every limit or from none, and declare their
-// guarantees in their doc comment. Decide must not keep req's slices after
-// it returns: the Limiter reuses them for its next call.
+// guarantees in their doc comment.
 type Strategy interface {
 	// Decide admits or denies req. A denial is a Result with Allowed false;
 	// an error means Redis could not decide. Strategies build the Result
@@ -279,11 +277,12 @@ func (l *Limiter) decide(ctx context.Context, key string, cost int64, dry bool, 
 	if l.obs != nil {
 		return l.decideObserved(ctx, key, cost, dry, limits)
 	}
-	// A pooled buffer holds the keys and a copy of the limits of a call
-	// with few limits, so the caller's variadic slice stays on its stack
-	// and a decision allocates no bookkeeping of its own.
-	buf := callBufs.Get().(*callBuf)
-	defer buf.release()
+	// One allocation holds the keys and a copy of the limits of a call with
+	// few limits, so the caller's variadic slice stays on its stack. It is
+	// not pooled: a store may run a strategy's callback after the call has
+	// given up on it (go-redis's Watch past the deadline), still reading
+	// the request.
+	buf := new(callBuf)
 	req, err := l.request(buf, key, cost, dry, limits)
 	if err != nil {
 		return Result{}, err
@@ -351,15 +350,6 @@ func (l *Limiter) failed(err error, first Limit) (Result, error) {
 type callBuf struct {
 	keys   [2]string
 	limits [2]Limit
-}
-
-var callBufs = sync.Pool{New: func() any { return new(callBuf) }}
-
-// release clears b, so the pool keeps no caller's data alive, and returns
-// it to the pool.
-func (b *callBuf) release() {
-	*b = callBuf{}
-	callBufs.Put(b)
 }
 
 func noCancel() {}

@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/quotagate/limiter"
@@ -41,10 +42,16 @@ func NewFixedWindow() FixedWindow { return FixedWindow{} }
 // Decide implements limiter.Strategy.
 func (FixedWindow) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
 	n := len(req.Limits)
-	// One allocation holds the arguments and the reply.
-	ints := make([]int64, 2+2*n+1+3*n)
+	// One pooled buffer holds the arguments and the reply: stores keep
+	// neither after a call (the store.Store contract).
+	pb := intBufs.Get().(*intBuf)
+	defer intBufs.Put(pb)
+	ints := pb[:]
+	if len(ints) < 2+2*n+1+3*n {
+		ints = make([]int64, 2+2*n+1+3*n)
+	}
 	args := ints[: 2+2*n : 2+2*n]
-	args[0] = req.Cost
+	args[0], args[1] = req.Cost, 0
 	if req.DryRun {
 		args[1] = 1
 	}
@@ -58,6 +65,11 @@ func (FixedWindow) Decide(ctx context.Context, st store.Store, req limiter.Reque
 	}
 	return bindInts(nums, n)
 }
+
+// intBuf holds the arguments and reply of a decision with up to two limits.
+type intBuf [2 + 2*2 + 1 + 3*2]int64
+
+var intBufs = sync.Pool{New: func() any { return new(intBuf) }}
 
 // bindInts reads a {allowed, remaining, reset_ms, retry_ms, ...} reply.
 func bindInts(nums []int64, n int) (limiter.Result, error) {

@@ -47,13 +47,13 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	case *url != "" && *clusterAddrs != "":
 		return 0, fmt.Errorf("%w: -redis and -cluster exclude each other", errUsage)
 	case *url != "":
-		opt, err := redis.ParseURL(*url)
+		addr, o, err := parseRedisURL(*url)
 		if err != nil {
-			return 0, fmt.Errorf("%w: -redis: %w", errUsage, err)
+			return 0, err
 		}
-		conn = connOptions{username: opt.Username, password: opt.Password, db: opt.DB, tls: opt.TLSConfig}
-		backend = "redis at " + opt.Addr + " (shared: own prefix, no flush, no restart)"
-		*url = opt.Addr
+		conn = o
+		backend = "redis at " + addr + " (shared: own prefix, no flush, no restart)"
+		*url = addr
 	case *clusterAddrs != "":
 		backend = "cluster at " + *clusterAddrs + " (shared: own prefix, no flush)"
 	}
@@ -101,6 +101,15 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 		}
 	}
 	return report(stdout, rows, *verbose, time.Since(start)), nil
+}
+
+// parseRedisURL reads a -redis URL (redis:// or rediss://).
+func parseRedisURL(url string) (string, connOptions, error) {
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return "", connOptions{}, fmt.Errorf("%w: -redis: %w", errUsage, err)
+	}
+	return opt.Addr, connOptions{username: opt.Username, password: opt.Password, db: opt.DB, tls: opt.TLSConfig}, nil
 }
 
 func selectChecks(names string) ([]conformance.Check, error) {

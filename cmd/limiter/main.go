@@ -13,20 +13,21 @@ func main() {
 }
 
 const usage = `usage: limiter check [-redis URL | -cluster HOST:PORT,...] [-checks NAMES] [-known-bad] [-v]
+       limiter bench [-redis URL] [-adapters NAMES] [-callers N,...] [-rounds N] [-round D]
        limiter serve [-addr ADDR] [-redis URL] [-rules FILE] [-hash KEY] [-interval D] [-fail-mode MODE] [-prefix P]`
 
 // errUsage marks a usage error (exit status 2).
 var errUsage = errors.New("usage")
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || (args[0] != "check" && args[0] != "serve") {
+	commands := map[string]func(context.Context, []string, io.Writer, io.Writer) (int, error){
+		"check": check, "bench": bench, "serve": serve,
+	}
+	if len(args) == 0 || commands[args[0]] == nil {
 		fmt.Fprintln(stderr, usage)
 		return 2
 	}
-	command := check
-	if args[0] == "serve" {
-		command = serve
-	}
+	command := commands[args[0]]
 	code, err := command(ctx, args[1:], stdout, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "limiter:", err)

@@ -56,19 +56,69 @@ type Kit struct {
 // compare a hand-built key with the limiter's); an error fails tb.
 func New(tb testing.TB, callers []int, check func(subject string) error) *Kit {
 	tb.Helper()
-	k := &Kit{Callers: callers, Subjects: make([][]string, callers[len(callers)-1])}
-	for w := range k.Subjects {
-		for j := range SubjectsPerCaller {
-			s := fmt.Sprintf("user-%02d-%d", w, j)
-			if check != nil {
+	k := NewKit(callers)
+	if check != nil {
+		for _, subjects := range k.Subjects {
+			for _, s := range subjects {
 				if err := check(s); err != nil {
 					tb.Fatal(err)
 				}
 			}
-			k.Subjects[w] = append(k.Subjects[w], s)
 		}
 	}
 	return k
+}
+
+// NewKit is New without a check, for use outside tests.
+func NewKit(callers []int) *Kit {
+	k := &Kit{Callers: callers, Subjects: make([][]string, callers[len(callers)-1])}
+	for w := range k.Subjects {
+		for j := range SubjectsPerCaller {
+			k.Subjects[w] = append(k.Subjects[w], fmt.Sprintf("user-%02d-%d", w, j))
+		}
+	}
+	return k
+}
+
+// Tally is the calls a variant made and the time they took, summed over
+// rounds.
+type Tally struct {
+	N int64
+	D time.Duration
+}
+
+// Rate returns the calls per second.
+func (t Tally) Rate() float64 { return float64(t.N) / t.D.Seconds() }
+
+// Compare runs the variants with exactly callers goroutines: each for warm
+// once, then in rounds rounds of round each, in an order that rotates
+// every round to cancel drift. It returns each variant's tally and, per
+// round, each variant's rate over the first variant's.
+func (k *Kit) Compare(callers, rounds int, warm, round time.Duration, vs []Variant) ([]Tally, [][]float64, error) {
+	for _, v := range vs { // goroutine stacks, server caches
+		if _, _, err := k.Timed(callers, warm, v.Decide); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", v.Name, err)
+		}
+	}
+	sums := make([]Tally, len(vs))
+	ratios := make([][]float64, len(vs))
+	for r := range rounds {
+		rates := make([]float64, len(vs))
+		for j := range vs {
+			vi := (r + j) % len(vs)
+			n, d, err := k.Timed(callers, round, vs[vi].Decide)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: %w", vs[vi].Name, err)
+			}
+			sums[vi].N += n
+			sums[vi].D += d
+			rates[vi] = float64(n) / d.Seconds()
+		}
+		for vi := range vs {
+			ratios[vi] = append(ratios[vi], rates[vi]/rates[0])
+		}
+	}
+	return sums, ratios, nil
 }
 
 // MaxCallers returns the widest concurrency level.
@@ -210,11 +260,7 @@ func (k *Kit) RunRatio(b *testing.B, raw, lim Variant, extra *Extra) {
 	if extra != nil {
 		vs = append(vs, extra.Variant)
 	}
-	type tally struct {
-		n int64
-		d time.Duration
-	}
-	sums := make([][3]tally, len(k.Callers))
+	sums := make([][3]Tally, len(k.Callers))
 	rounds := make([][]float64, len(k.Callers))
 	var allocs, bytes [2]float64
 	measurements := 0
@@ -226,25 +272,15 @@ func (k *Kit) RunRatio(b *testing.B, raw, lim Variant, extra *Extra) {
 			if extra != nil && c == extra.Callers {
 				nv = 3 // the extra variant only where its comparison is reported
 			}
-			for _, v := range vs[:nv] { // goroutine stacks, server caches
-				if _, _, err := k.Timed(c, RatioWarmUp, v.Decide); err != nil {
-					b.Fatal(err)
-				}
+			tallies, ratios, err := k.Compare(c, RatioRounds, RatioWarmUp, RatioRoundTime, vs[:nv])
+			if err != nil {
+				b.Fatal(err)
 			}
-			for r := range RatioRounds {
-				var tp [3]float64
-				for j := range nv {
-					vi := (r + j) % nv
-					n, d, err := k.Timed(c, RatioRoundTime, vs[vi].Decide)
-					if err != nil {
-						b.Fatal(err)
-					}
-					sums[li][vi].n += n
-					sums[li][vi].d += d
-					tp[vi] = float64(n) / d.Seconds()
-				}
-				rounds[li] = append(rounds[li], tp[limV]/tp[rawV])
+			for vi, t := range tallies {
+				sums[li][vi].N += t.N
+				sums[li][vi].D += t.D
 			}
+			rounds[li] = append(rounds[li], ratios[limV]...)
 		}
 		for vi, v := range vs[:2] {
 			a, by, err := k.SeqAllocs(v.Decide)
@@ -256,7 +292,7 @@ func (k *Kit) RunRatio(b *testing.B, raw, lim Variant, extra *Extra) {
 		}
 	}
 
-	rate := func(t tally) float64 { return float64(t.n) / t.d.Seconds() }
+	rate := func(t Tally) float64 { return t.Rate() }
 	for li, c := range k.Callers {
 		rr, lr := rate(sums[li][rawV]), rate(sums[li][limV])
 		b.ReportMetric(lr/rr, fmt.Sprintf("ratio-c%d", c))

@@ -68,7 +68,15 @@ func (s *Store) evalAny(ctx context.Context, name, script string, keys []string,
 // formatted into one string and the reply's integers are read straight
 // from rueidis's message, with nothing boxed.
 func (s *Store) EvalShaInt64s(ctx context.Context, sha string, keys []string, args []int64, dst []int64) ([]int64, error) {
-	return s.evalInt64s(ctx, "EVALSHA", sha, keys, args, dst)
+	// evalInt64s written out for EVALSHA, not called: this is the path of
+	// every decision, and each frame on it costs (see evalInt64s).
+	var texts [8]string
+	cmd, err := s.intsCmd(ctx, "EVALSHA", sha, keys, args, texts[:0])
+	if err != nil {
+		return nil, err
+	}
+	r := s.c.Do(ctx, cmd)
+	return appendInts(dst, &r)
 }
 
 // EvalInt64s implements store.Int64sEvaler.
@@ -76,21 +84,34 @@ func (s *Store) EvalInt64s(ctx context.Context, src string, keys []string, args 
 	return s.evalInt64s(ctx, "EVAL", src, keys, args, dst)
 }
 
-// evalInt64s is the path of every decision: its frame, on the stack for
-// the whole round trip, is kept small (the command is built, and errors
-// are made, out of line), since with many concurrent callers each
-// caller's stack footprint costs throughput.
+// evalInt64s runs a script with integer arguments and reply. Its frame, on
+// the stack for the whole round trip, is kept small: the command is built,
+// and errors are made, out of line. With many concurrent callers, each
+// one's stack footprint costs throughput: a goroutine resuming after its
+// reply touches its frames anew, and they are no longer in the CPU's
+// cache.
 func (s *Store) evalInt64s(ctx context.Context, name, script string, keys []string, args []int64, dst []int64) ([]int64, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("rueidis: %w", err) // nothing sent
-	}
 	var texts [8]string
-	out := texts[:0]
-	if len(args) > len(texts) {
-		out = make([]string, 0, len(args))
+	cmd, err := s.intsCmd(ctx, name, script, keys, args, texts[:0])
+	if err != nil {
+		return nil, err
 	}
-	r := s.c.Do(ctx, s.scriptCmd(name, script, keys, intTexts(&s.texts, args, out[:len(args)])))
+	r := s.c.Do(ctx, cmd)
 	return appendInts(dst, &r)
+}
+
+// intsCmd builds a script call with integer arguments, their text in
+// texts when it has room; a done ctx is an error, nothing built.
+//
+//go:noinline
+func (s *Store) intsCmd(ctx context.Context, name, script string, keys []string, args []int64, texts []string) (rd.Completed, error) {
+	if err := ctx.Err(); err != nil {
+		return rd.Completed{}, fmt.Errorf("rueidis: %w", err) // nothing sent
+	}
+	if len(args) > cap(texts) {
+		texts = make([]string, 0, len(args))
+	}
+	return s.scriptCmd(name, script, keys, intTexts(&s.texts, args, texts[:len(args)])), nil
 }
 
 // appendInts appends the integers of an array reply to dst.

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quotagate/limiter/internal/redistest"
+)
+
+// TestBenchOnRedisURL runs a short bench on a real server: one row per
+// adapter and level with positive rates and a ratio that is their quotient,
+// and no key left behind.
+func TestBenchOnRedisURL(t *testing.T) {
+	s := redistest.StartServer(t)
+	code, out, errOut := runCmd(t, "bench", "-redis", "redis://"+s.Addr(), "-callers", "1,4", "-rounds", "2", "-round", "20ms")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	rows := benchRows(t, out)
+	for _, ad := range []string{"goredis", "rueidis", "redigo"} {
+		for _, c := range []string{"1", "4"} {
+			f, ok := rows[ad+"/"+c]
+			if !ok {
+				t.Errorf("no row for %s with %s callers:\n%s", ad, c, out)
+				continue
+			}
+			raw, lim, ratio := f[0], f[1], f[2]
+			if raw <= 0 || lim <= 0 {
+				t.Errorf("%s/%s: rates %v, %v", ad, c, raw, lim)
+			}
+			if d := ratio - lim/raw; d > 0.002 || d < -0.002 {
+				t.Errorf("%s/%s: ratio %.3f, but %.0f/%.0f = %.3f", ad, c, ratio, lim, raw, lim/raw)
+			}
+		}
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	defer rdb.Close()
+	keys, err := rdb.Keys(context.Background(), "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 0 {
+		t.Errorf("bench left %d keys: %q", len(keys), keys)
+	}
+}
+
+// TestBenchEmbedded runs the default backend for one adapter.
+func TestBenchEmbedded(t *testing.T) {
+	code, out, errOut := runCmd(t, "bench", "-adapters", "rueidis", "-callers", "2", "-rounds", "1", "-round", "20ms")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if rows := benchRows(t, out); len(rows) != 1 || !strings.Contains(out, "embedded miniredis") {
+		t.Errorf("want one row on the embedded miniredis:\n%s", out)
+	}
+}
+
+func TestBenchUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"bench", "-callers", "0"}, {"bench", "-callers", "16,1"}, {"bench", "-callers", "x"},
+		{"bench", "-adapters", "nope"}, {"bench", "-rounds", "0"}, {"bench", "-redis", "http://x"}, {"bench", "extra"},
+	} {
+		if code, _, _ := runCmd(t, args...); code != 2 {
+			t.Errorf("%q: exit %d, want 2", args, code)
+		}
+	}
+}
+
+// benchRows parses the table: "adapter/callers" -> raw/s, limiter/s, ratio.
+func benchRows(t *testing.T, out string) map[string][3]float64 {
+	t.Helper()
+	rows := map[string][3]float64{}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 || f[0] == "ADAPTER" {
+			continue
+		}
+		if _, err := strconv.Atoi(f[1]); err != nil {
+			continue
+		}
+		var v [3]float64
+		for i := range v {
+			x, err := strconv.ParseFloat(f[2+i], 64)
+			if err != nil {
+				t.Fatalf("bad number %q in %q", f[2+i], line)
+			}
+			v[i] = x
+		}
+		rows[f[0]+"/"+f[1]] = v
+	}
+	return rows
+}
