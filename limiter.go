@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/quotagate/limiter/store"
@@ -107,7 +108,8 @@ type Request struct {
 
 // Strategy decides requests against a Store. Implementations are safe for
 // concurrent use, consume from every limit or from none, and declare their
-// guarantees in their doc comment.
+// guarantees in their doc comment. After a Decide that returns a nil error,
+// nothing may use req's slices any more: the Limiter reuses them.
 type Strategy interface {
 	// Decide admits or denies req. A denial is a Result with Allowed false;
 	// an error means Redis could not decide. Strategies build the Result
@@ -277,22 +279,23 @@ func (l *Limiter) decide(ctx context.Context, key string, cost int64, dry bool, 
 	if l.obs != nil {
 		return l.decideObserved(ctx, key, cost, dry, limits)
 	}
-	// One allocation holds the keys and a copy of the limits of a call with
-	// few limits, so the caller's variadic slice stays on its stack. It is
-	// not pooled: a store may run a strategy's callback after the call has
-	// given up on it (go-redis's Watch past the deadline), still reading
-	// the request.
-	buf := new(callBuf)
+	// A pooled buffer holds the keys and a copy of the limits of a call
+	// with few limits, so the caller's variadic slice stays on its stack.
+	buf := callBufs.Get().(*callBuf)
 	req, err := l.request(buf, key, cost, dry, limits)
 	if err != nil {
+		buf.release() // nothing was sent
 		return Result{}, err
 	}
 	ctx, cancel := l.withTimeout(ctx)
 	res, err := l.strategy.Decide(ctx, l.st, req)
 	cancel()
 	if err != nil {
+		// Not returned to the pool: work the call gave up on may still
+		// read the request (a store.Watcher's callback past the deadline).
 		return l.failed(err, limits[0])
 	}
+	buf.release() // Redis answered: nothing reads the request any more
 	res.Limit = limits[res.Index]
 	return res, nil
 }
@@ -350,6 +353,15 @@ func (l *Limiter) failed(err error, first Limit) (Result, error) {
 type callBuf struct {
 	keys   [2]string
 	limits [2]Limit
+}
+
+var callBufs = sync.Pool{New: func() any { return new(callBuf) }}
+
+// release clears b, so the pool keeps no caller's data alive, and returns
+// it to the pool.
+func (b *callBuf) release() {
+	*b = callBuf{}
+	callBufs.Put(b)
 }
 
 func noCancel() {}

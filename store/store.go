@@ -62,6 +62,9 @@ type Store interface {
 type Watcher interface {
 	// Watch pins one connection, WATCHes keys on it and calls fn with it.
 	// Whatever fn returns is returned; the connection is left un-watched.
+	// When Watch returns nil, fn has returned; after an error (a deadline
+	// past which the adapter stopped waiting) fn may still be running, and
+	// must find ctx done.
 	Watch(ctx context.Context, keys []string, fn func(Tx) error) error
 }
 

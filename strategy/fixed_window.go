@@ -43,9 +43,10 @@ func NewFixedWindow() FixedWindow { return FixedWindow{} }
 func (FixedWindow) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
 	n := len(req.Limits)
 	// One pooled buffer holds the arguments and the reply: stores keep
-	// neither after a call (the store.Store contract).
+	// neither after a call (the store.Store contract). After a failed call
+	// it is left to the garbage collector, in case a store's abandoned work
+	// still holds it.
 	pb := intBufs.Get().(*intBuf)
-	defer intBufs.Put(pb)
 	ints := pb[:]
 	if len(ints) < 2+2*n+1+3*n {
 		ints = make([]int64, 2+2*n+1+3*n)
@@ -63,7 +64,9 @@ func (FixedWindow) Decide(ctx context.Context, st store.Store, req limiter.Reque
 	if err != nil {
 		return limiter.Result{}, fmt.Errorf("strategy: fixed window: %w", err)
 	}
-	return bindInts(nums, n)
+	res, err := bindInts(nums, n)
+	intBufs.Put(pb)
+	return res, err
 }
 
 // intBuf holds the arguments and reply of a decision with up to two limits.
