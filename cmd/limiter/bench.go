@@ -6,7 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -150,9 +150,8 @@ func benchAdapter(ctx context.Context, w io.Writer, kit *benchkit.Kit, name stri
 			return err
 		}
 		rr, lr := tallies[0].Rate(), tallies[1].Rate()
-		rs := append([]float64(nil), ratios[1]...)
-		sort.Float64s(rs)
-		fmt.Fprintf(w, "%s\t%d\t%.0f\t%.0f\t%.3f\t%.3f, %.3f–%.3f\n", name, c, rr, lr, lr/rr, rs[len(rs)/2], rs[0], rs[len(rs)-1])
+		rs := ratios[1]
+		fmt.Fprintf(w, "%s\t%d\t%.0f\t%.0f\t%.3f\t%.3f, %.3f–%.3f\n", name, c, rr, lr, lr/rr, benchkit.Median(rs), slices.Min(rs), slices.Max(rs))
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -239,6 +240,8 @@ type Extra struct {
 //
 //   - ratio-cN: limiter decisions/s over raw decisions/s with N callers,
 //     from the pooled counts and times of all rounds;
+//   - median-ratio-cN: the median of the rounds' ratios, which a round
+//     stalled by the machine (another process, a hypervisor) moves less;
 //   - extra.Metric, if extra is not nil: limiter decisions/s over extra's
 //     at extra.Callers;
 //   - extra-allocs-c1, extra-B-c1: the limiter's allocations (and bytes) per
@@ -295,9 +298,11 @@ func (k *Kit) RunRatio(b *testing.B, raw, lim Variant, extra *Extra) {
 	rate := func(t Tally) float64 { return t.Rate() }
 	for li, c := range k.Callers {
 		rr, lr := rate(sums[li][rawV]), rate(sums[li][limV])
+		med := Median(rounds[li])
 		b.ReportMetric(lr/rr, fmt.Sprintf("ratio-c%d", c))
-		b.Logf("c%d: %s %.0f decisions/s, %s %.0f decisions/s, ratio %.3f; per round %s",
-			c, raw.Name, rr, lim.Name, lr, lr/rr, FmtRatios(rounds[li]))
+		b.ReportMetric(med, fmt.Sprintf("median-ratio-c%d", c))
+		b.Logf("c%d: %s %.0f decisions/s, %s %.0f decisions/s, ratio %.3f, median of rounds %.3f; per round %s",
+			c, raw.Name, rr, lim.Name, lr, lr/rr, med, FmtRatios(rounds[li]))
 		if extra != nil && c == extra.Callers {
 			er := rate(sums[li][extraV])
 			b.ReportMetric(lr/er, extra.Metric)
@@ -313,6 +318,21 @@ func (k *Kit) RunRatio(b *testing.B, raw, lim Variant, extra *Extra) {
 	b.ReportMetric(0, "ns/op")
 	b.Logf("sequential, per decision: %s %.2f allocs %.0f B, %s %.2f allocs %.0f B",
 		raw.Name, allocs[rawV]/m, bytes[rawV]/m, lim.Name, allocs[limV]/m, bytes[limV]/m)
+}
+
+// Median returns the median of xs (the mean of the middle two for an even
+// count), without changing xs.
+func Median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // FmtRatios formats rs with three decimals, separated by spaces.
