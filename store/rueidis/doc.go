@@ -4,10 +4,12 @@
 //
 // Commands keep rueidis's auto-pipelining: a script call is one Client.Do,
 // so concurrent decisions share connections and flushes; Store.Do is one
-// Client.DoMulti. A call's numeric arguments are formatted into one string,
-// and a script whose reply is an array of integers (store.Int64sEvaler, used
-// by store.Script.RunInt64s) gets them straight from rueidis's message,
-// without boxing each one.
+// Client.DoMulti. A script with integer arguments and reply
+// (store.Int64sEvaler, used by store.Script.RunInt64s and so by every
+// FixedWindow decision) passes its arguments as text remembered per value
+// (a limit's rate and period are formatted once, not per call) and reads
+// the reply's integers straight from rueidis's message into the caller's
+// buffer: a decision allocates less than a hand-written EVALSHA.
 //
 // # A decision is never counted twice
 //
