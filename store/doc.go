@@ -17,6 +17,12 @@
 //   - Watcher is optional: a store that can pin one connection for
 //     WATCH/MULTI/EXEC implements it. Strategies that need it check for it
 //     with a type assertion and report a clear error when it is missing.
+//   - Int64sEvaler is optional: a store that can run a script with integer
+//     arguments and reply without boxing them implements it, and
+//     Script.RunInt64s uses it (every FixedWindow decision does); other
+//     stores get the same calls through EvalSha and Eval.
+//   - A store keeps none of the slices a call gives it (keys, arguments,
+//     commands, dst) once the call has returned: callers reuse them.
 //   - Replies are normalised: integers to int64, bulk and simple strings to
 //     string, arrays to []any, a nil reply to ErrNil. The helpers Int64,
 //     String and Slice convert them with checked type assertions.
