@@ -233,3 +233,34 @@ func KeySlot(key string) uint16 {
 	}
 	return crc % 16384
 }
+
+// Property 17: scripts are constants. After a first decision, calls with
+// distinct keys and distinct limits never send a script's source again
+// (EVAL, SCRIPT LOAD): the server's script cache holds one entry per
+// strategy script, whatever the traffic. Seen through the fault proxy, which
+// counts commands.
+func checkScriptsConstant(c *checker) {
+	p, st := c.proxied()
+	lim := c.limiter(st)
+	first := limiter.Per(1, time.Hour)
+	c.window(first)
+	if _, err := lim.Allow(c.ctx, "p17-first", first); err != nil {
+		c.t.Fatalf("property 17: first call: %v", err)
+	}
+	p.ResetCounts()
+	const calls = 1000
+	c.window(limiter.Per(1, time.Duration(2000+calls)*time.Millisecond))
+	for i := range calls {
+		// A distinct subject, rate and window each call; windows of a few
+		// seconds, so the keys go soon.
+		l := limiter.Per(int64(1+i), time.Duration(2000+i)*time.Millisecond)
+		if _, err := lim.Allow(c.ctx, fmt.Sprintf("p17-%d", i), l); err != nil {
+			c.t.Fatalf("property 17: call %d: %v", i, err)
+		}
+	}
+	counts := p.Commands()
+	if n := counts["EVAL"] + counts["EVAL_RO"] + counts["SCRIPT"] + counts["FUNCTION"]; n > 0 {
+		c.t.Errorf("property 17: %d calls with distinct limits sent a script's source %d times (%v): the script changes with the limits, and the server's script cache grows with them",
+			calls, n, counts)
+	}
+}

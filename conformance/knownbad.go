@@ -64,6 +64,8 @@ func KnownBad() []Control {
 			MustFail: []string{"integer-scripts"}},
 		{Spec: FixedWindow(), Store: "IgnoresDeadline", Wrap: knownbad.IgnoresDeadline,
 			MustFail: []string{"slow-reply-past-deadline", "redis-down-or-blackholed"}},
+		{Spec: claims("InlinedLimits", knownbad.InlinedLimits{}),
+			MustFail: []string{"scripts-are-constants"}},
 		{Spec: claims("UntaggedKeys", knownbad.UntaggedKeys{Strategy: strategy.NewFixedWindow()}),
 			MustFail: []string{"same-slot-for-hostile-subjects"}},
 		{Spec: claims("SwallowErrors", knownbad.SwallowErrors{Strategy: strategy.NewFixedWindow()}),

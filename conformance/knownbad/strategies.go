@@ -10,6 +10,7 @@ import (
 
 	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/store"
+	"github.com/quotagate/limiter/strategy"
 )
 
 // GetThenIncr is seed 000's first design: read, decide in the app, write.
@@ -173,4 +174,41 @@ func (u UntaggedKeys) Decide(ctx context.Context, st store.Store, req limiter.Re
 	}
 	req.Keys = keys
 	return u.Strategy.Decide(ctx, st, req)
+}
+
+// InlinedLimits is FixedWindow with the limits written into the script's
+// source (here a comment; in the wild a template filled with the rate and
+// window): every distinct limit is a new script, so its first call sends
+// the whole source with EVAL, and the server's script cache grows with the
+// number of distinct limits, never shrinking. Its decisions are right.
+type InlinedLimits struct{}
+
+// Decide implements limiter.Strategy, wastefully.
+func (InlinedLimits) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	var src strings.Builder
+	args := []int64{req.Cost, 0}
+	if req.DryRun {
+		args[1] = 1
+	}
+	for _, l := range req.Limits {
+		fmt.Fprintf(&src, "-- limit %d per %d ms\n", l.Rate, l.Period.Milliseconds())
+		args = append(args, l.Rate, l.Period.Milliseconds())
+	}
+	src.WriteString(strategy.FixedWindowScript().Source())
+	nums, err := store.NewScript(src.String()).RunInt64s(ctx, st, req.Keys, args, nil)
+	if err != nil {
+		return limiter.Result{}, err
+	}
+	if len(nums) != 1+3*len(req.Limits) {
+		return limiter.Result{}, fmt.Errorf("knownbad: %d values for %d limits", len(nums), len(req.Limits))
+	}
+	var b limiter.Binder
+	for i := range req.Limits {
+		retry := time.Duration(nums[3+3*i]) * time.Millisecond
+		if nums[3+3*i] < 0 {
+			retry = -1
+		}
+		b.Add(i, nums[1+3*i], time.Duration(nums[2+3*i])*time.Millisecond, retry)
+	}
+	return b.Result(nums[0] == 1), nil
 }
