@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -234,20 +236,41 @@ func KeySlot(key string) uint16 {
 	return crc % 16384
 }
 
-// Property 17: scripts are constants. After a first decision, calls with
-// distinct keys and distinct limits never send a script's source again
-// (EVAL, SCRIPT LOAD): the server's script cache holds one entry per
-// strategy script, whatever the traffic. Seen through the fault proxy, which
-// counts commands.
+// Property 17: scripts are constants. After a warm-up, calls with distinct
+// subjects and distinct limits never send a script's source again (EVAL,
+// SCRIPT LOAD), seen by the fault proxy, which counts commands; and on a
+// private real server or Cluster the script cache of every node holds as
+// many scripts after them as before (INFO memory's number_of_cached_scripts).
 func checkScriptsConstant(c *checker) {
-	p, st := c.proxied()
-	lim := c.limiter(st)
-	first := limiter.Per(1, time.Hour)
-	c.window(first)
-	if _, err := lim.Allow(c.ctx, "p17-first", first); err != nil {
-		c.t.Fatalf("property 17: first call: %v", err)
+	caps := c.h.Caps()
+	if !caps.Proxy && !caps.Private {
+		c.t.Skip("shared server without a fault proxy: neither the commands nor the script cache can be told apart from other clients'")
 	}
-	p.ResetCounts()
+	st := c.h.Store()
+	var p *redistest.Proxy
+	if caps.Proxy {
+		p, st = c.proxied()
+	}
+	if caps.Private {
+		for _, n := range c.h.Nodes() {
+			if rs, err := n.Do(c.ctx, store.Cmd{Name: "SCRIPT", Args: []any{"FLUSH"}}); err != nil || rs[0].Err != nil {
+				c.t.Fatalf("SCRIPT FLUSH: %v %v", err, rs)
+			}
+		}
+	}
+	lim := c.limiter(st)
+	// Warm-up: one limit, subjects spread over every node of a Cluster.
+	warm := limiter.Per(1000, time.Hour)
+	c.window(warm)
+	for i := range 50 {
+		if _, err := lim.Allow(c.ctx, fmt.Sprintf("p17-warm-%d", i), warm); err != nil {
+			c.t.Fatalf("property 17: warm-up call %d: %v", i, err)
+		}
+	}
+	before, cached := c.cachedScripts()
+	if p != nil {
+		p.ResetCounts()
+	}
 	const calls = 1000
 	c.window(limiter.Per(1, time.Duration(2000+calls)*time.Millisecond))
 	for i := range calls {
@@ -258,9 +281,39 @@ func checkScriptsConstant(c *checker) {
 			c.t.Fatalf("property 17: call %d: %v", i, err)
 		}
 	}
-	counts := p.Commands()
-	if n := counts["EVAL"] + counts["EVAL_RO"] + counts["SCRIPT"] + counts["FUNCTION"]; n > 0 {
-		c.t.Errorf("property 17: %d calls with distinct limits sent a script's source %d times (%v): the script changes with the limits, and the server's script cache grows with them",
-			calls, n, counts)
+	if p != nil {
+		counts := p.Commands()
+		if n := counts["EVAL"] + counts["EVAL_RO"] + counts["SCRIPT"] + counts["FUNCTION"]; n > 0 {
+			c.t.Errorf("property 17: %d calls with distinct limits sent a script's source %d times (%v): the script changes with the limits",
+				calls, n, counts)
+		}
 	}
+	if after, _ := c.cachedScripts(); cached && !slices.Equal(before, after) {
+		c.t.Errorf("property 17: the script cache of each node held %v scripts before %d calls with distinct limits and %v after: it grows with the limits",
+			before, calls, after)
+	}
+}
+
+// cachedScripts returns each node's number of cached scripts, and false
+// when a node does not report it (miniredis).
+func (c *checker) cachedScripts() ([]int64, bool) {
+	var out []int64
+	for _, n := range c.h.Nodes() {
+		rs, err := n.Do(c.ctx, store.Cmd{Name: "INFO", Args: []any{"memory"}})
+		if err != nil || rs[0].Err != nil {
+			return nil, false
+		}
+		info, _ := rs[0].Val.(string)
+		_, rest, ok := strings.Cut(info, "number_of_cached_scripts:")
+		if !ok {
+			return nil, false
+		}
+		line, _, _ := strings.Cut(rest, "\n")
+		v, err := strconv.ParseInt(strings.TrimSpace(line), 10, 64)
+		if err != nil {
+			return nil, false
+		}
+		out = append(out, v)
+	}
+	return out, len(out) > 0
 }

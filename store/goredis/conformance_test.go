@@ -34,3 +34,27 @@ func dialCluster(_ context.Context, addrs []string) (store.Store, func(), error)
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 	return goredis.New(rdb), func() { _ = rdb.Close() }, nil
 }
+
+// TestKnownBadOnCluster runs, on the real Cluster, the controls whose
+// checks take a Cluster-specific path there (the script cache counted per
+// node, not through a proxy; CLUSTER KEYSLOT): each must fail them.
+func TestKnownBadOnCluster(t *testing.T) {
+	mk := conformance.RedisCluster(t, dialCluster, dial)
+	want := map[string]bool{"InlinedLimits": true, "UntaggedKeys": true}
+	for _, ctl := range conformance.KnownBad() {
+		if !want[ctl.Spec.Name] {
+			continue
+		}
+		delete(want, ctl.Spec.Name)
+		for _, o := range conformance.RunControl(context.Background(), mk, ctl, nil) {
+			if o.Passed || o.Skipped {
+				t.Errorf("%s on a Cluster: %s passed (skipped=%v); it must fail", ctl.Spec.Name, o.Check, o.Skipped)
+				continue
+			}
+			t.Logf("%s on a Cluster: %s failed as it must: %v", ctl.Spec.Name, o.Check, o.Messages)
+		}
+	}
+	for name := range want {
+		t.Errorf("no control %s", name)
+	}
+}
