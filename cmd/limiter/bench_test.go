@@ -1,12 +1,9 @@
 package main
 
 import (
-	"context"
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/quotagate/limiter/internal/redistest"
 )
@@ -37,15 +34,7 @@ func TestBenchOnRedisURL(t *testing.T) {
 			}
 		}
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: s.Addr()})
-	defer rdb.Close()
-	keys, err := rdb.Keys(context.Background(), "*").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(keys) != 0 {
-		t.Errorf("bench left %d keys: %q", len(keys), keys)
-	}
+	assertNoKeys(t, s.Addr())
 }
 
 // TestBenchEmbedded runs the default backend for one adapter.

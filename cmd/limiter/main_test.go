@@ -76,14 +76,21 @@ func TestCheckOnRedisURL(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
 	assertReport(t, out, "P16 noscript-invisible", 4)
-	rdb := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	assertNoKeys(t, s.Addr())
+}
+
+// assertNoKeys fails t when the server at addr holds any key: a command run
+// on a shared server must leave nothing behind.
+func assertNoKeys(t *testing.T, addr string) {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	defer rdb.Close()
 	keys, err := rdb.Keys(context.Background(), "*").Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(keys) != 0 {
-		t.Errorf("the suite left %d keys on a shared server: %q", len(keys), keys)
+		t.Errorf("%d keys left on a shared server: %q", len(keys), keys)
 	}
 }
 

@@ -68,15 +68,7 @@ func (s *Store) evalAny(ctx context.Context, name, script string, keys []string,
 // formatted into one string and the reply's integers are read straight
 // from rueidis's message, with nothing boxed.
 func (s *Store) EvalShaInt64s(ctx context.Context, sha string, keys []string, args []int64, dst []int64) ([]int64, error) {
-	// evalInt64s written out for EVALSHA, not called: this is the path of
-	// every decision, and each frame on it costs (see evalInt64s).
-	var texts [8]string
-	cmd, err := s.intsCmd(ctx, "EVALSHA", sha, keys, args, texts[:0])
-	if err != nil {
-		return nil, err
-	}
-	r := s.c.Do(ctx, cmd)
-	return appendInts(dst, &r)
+	return s.evalInt64s(ctx, "EVALSHA", sha, keys, args, dst)
 }
 
 // EvalInt64s implements store.Int64sEvaler.
