@@ -2,8 +2,12 @@ package conformance_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -73,6 +77,72 @@ func TestFixedWindowPassesAll(t *testing.T) {
 	for _, o := range outcomes {
 		if !o.Passed {
 			t.Errorf("%s/%s: %v", o.Spec, o.Check, o.Messages)
+		}
+	}
+}
+
+// lossEcho fails the n calls that follow the second call whose outcome was
+// unknown, without sending them, as a client still tearing down a dead
+// connection may (rueidis). It is a store.Store only, so that strategies
+// take their plain paths.
+type lossEcho struct {
+	inner  store.Store
+	n      int
+	losses atomic.Int64
+	left   atomic.Int64
+}
+
+func (s *lossEcho) call(f func() error) error {
+	if s.left.Load() > 0 {
+		s.left.Add(-1)
+		return fmt.Errorf("lossEcho: %w: %w", store.ErrUnknownOutcome, io.EOF)
+	}
+	err := f()
+	if errors.Is(err, store.ErrUnknownOutcome) && s.losses.Add(1) == 2 {
+		s.left.Store(int64(s.n))
+	}
+	return err
+}
+
+func (s *lossEcho) Do(ctx context.Context, cmds ...store.Cmd) (rs []store.Reply, err error) {
+	err = s.call(func() error { rs, err = s.inner.Do(ctx, cmds...); return err })
+	return rs, err
+}
+
+func (s *lossEcho) EvalSha(ctx context.Context, sha string, keys []string, args []any) (v any, err error) {
+	err = s.call(func() error { v, err = s.inner.EvalSha(ctx, sha, keys, args); return err })
+	return v, err
+}
+
+func (s *lossEcho) Eval(ctx context.Context, src string, keys []string, args []any) (v any, err error) {
+	err = s.call(func() error { v, err = s.inner.Eval(ctx, src, keys, args); return err })
+	return v, err
+}
+
+// Property 19 allows one call after the lost replies to fail without
+// running (a client's connection tear-down), and no more than one.
+func TestLostReplyToleratesOneUnsentFailure(t *testing.T) {
+	var p19 []conformance.Check
+	for _, ch := range conformance.Checks() {
+		if ch.Name == "lost-reply-counted-once" {
+			p19 = append(p19, ch)
+		}
+	}
+	if len(p19) != 1 {
+		t.Fatalf("found %d lost-reply checks", len(p19))
+	}
+	specs := []conformance.Spec{conformance.FixedWindow(), conformance.Bucketed()} // no Watcher here
+	for n, pass := range map[int]bool{0: true, 1: true, 2: false} {
+		wrap := func(st store.Store) store.Store { return &lossEcho{inner: st, n: n} }
+		mk := conformance.Miniredis(conformance.WrapDialer(dial, wrap))
+		outcomes := conformance.Run(context.Background(), mk, specs, p19, false)
+		if len(outcomes) != len(specs) {
+			t.Fatalf("%d outcomes, want %d", len(outcomes), len(specs))
+		}
+		for _, o := range outcomes {
+			if o.Passed != pass {
+				t.Errorf("%d unsent failures after the lost replies, %s: passed=%v, want %v: %v", n, o.Spec, o.Passed, pass, o.Messages)
+			}
 		}
 	}
 }
