@@ -359,14 +359,8 @@ func checkCrashBetweenCommands(c *checker) {
 		if _, err := c.limiter(st).Allow(c.ctx, subject, l); err != nil {
 			c.t.Fatalf("property 8: %s decision without faults: %v", path, err)
 		}
-		counts := p.Commands()
-		n := 0
-		for name, k := range counts {
-			if !setupCommands[name] {
-				n += k
-			}
-		}
-		c.t.Logf("property 8: a fresh %s decision sends %d commands: %v", path, n, counts)
+		n := forwarded(p)
+		c.t.Logf("property 8: a fresh %s decision sends %d commands: %v", path, n, p.Commands())
 		for cut := 0; cut < n; cut++ {
 			subject := fmt.Sprintf("p8-%s-%d", path, cut)
 			before := prepare(subject)
@@ -393,7 +387,9 @@ func checkCrashBetweenCommands(c *checker) {
 			case after != before && (path == "denied" && !c.spec.Compensates && !c.spec.DeniedConsume):
 				c.t.Errorf("property 8: a denied decision cut after %d commands moved the counter from %d to %d", cut, before, after)
 			}
-			next, err := lim.Allow(c.ctx, subject, l)
+			next, err := c.unsentAgain(fmt.Sprintf("property 8: the call after a cut after %d commands", cut), p, func() (limiter.Result, error) {
+				return lim.Allow(c.ctx, subject, l)
+			})
 			switch {
 			case err != nil:
 				c.t.Errorf("property 8: the call after a cut after %d commands: %v", cut, err)

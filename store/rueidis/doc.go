@@ -80,7 +80,8 @@
 // _exit), so a call made in that instant still picks the dead connection
 // and fails, unsent, with the same error. The adapter cannot tell that from
 // a lost reply and reports store.ErrUnknownOutcome; the next call gets a
-// new connection. The conformance suite's property 19 allows one such call.
+// new connection. The conformance suite's fault checks (properties 8 and
+// 19) allow one such call, when their proxy saw nothing of it.
 //
 // PipelineMultiplex -1: a single-server client otherwise spreads commands at
 // random over up to 4 connections (by GOMAXPROCS) and dials each lazily, on
