@@ -74,14 +74,16 @@ func checkNoAccidentalFailOpen(c *checker) {
 	modes := []limiter.FailMode{limiter.FailError, limiter.FailOpen, limiter.FailClosed}
 	obs := make([]*countingObserver, len(modes))
 	lims := make([]*limiter.Limiter, len(modes))
+	up := make([]*limiter.Limiter, len(modes)) // the same, with a long timeout
 	for i, m := range modes {
 		obs[i] = &countingObserver{ctxKey: p26Key{}, subject: subject}
 		lims[i] = c.limiter(st, limiter.WithTimeout(faultTimeout), limiter.WithFailMode(m), limiter.WithObserver(obs[i]))
+		up[i] = c.limiter(st, limiter.WithTimeout(healthyTimeout), limiter.WithFailMode(m), limiter.WithObserver(obs[i]))
 	}
 
 	// Redis up: every call decided by Redis, told once to OnDecision.
 	const healthy = 3
-	for i, lim := range lims {
+	for i, lim := range up {
 		for j := 0; j < healthy; j++ {
 			r, err, _ := c.timedCall(ctx, lim, subject, l)
 			if err != nil || !r.Allowed || r.Degraded || r.Cause != nil {

@@ -275,7 +275,13 @@ func TestFailModesRedisDown(t *testing.T) {
 			p := redistest.NewProxy(t, m.Addr())
 			var obs countObs
 			const timeout = 100 * time.Millisecond
-			lim := newLimiter(t, dial(t, p.Addr()), limiter.WithFailMode(mode), limiter.WithTimeout(timeout), limiter.WithObserver(&obs))
+			st := dial(t, p.Addr())
+			// Connect and load the script with no timeout: a busy machine
+			// may take longer than 100ms over it.
+			if _, err := newLimiter(t, st).Allow(context.Background(), "warm", limiter.PerMinute(100)); err != nil {
+				t.Fatal(err)
+			}
+			lim := newLimiter(t, st, limiter.WithFailMode(mode), limiter.WithTimeout(timeout), limiter.WithObserver(&obs))
 			mw, err := httplimit.NewFixed(lim, []limiter.Limit{limiter.PerMinute(100).Named("qpm")}, httplimit.WithKey(httplimit.Header("X-App-Key")))
 			if err != nil {
 				t.Fatal(err)

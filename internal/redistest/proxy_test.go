@@ -191,14 +191,16 @@ func TestProxyDelay(t *testing.T) {
 		ctx := context.Background()
 		p := redistest.NewProxy(t, addr)
 		c := newClient(t, p.Addr(), func(o *redis.Options) {
-			o.ReadTimeout = 50 * time.Millisecond
+			// Long enough for a busy machine to dial and answer in time,
+			// well short of the delay.
+			o.ReadTimeout = 500 * time.Millisecond
 			o.PoolSize = 1
 		})
 		direct := newClient(t, addr)
 		must(t, direct.MSet(ctx, "k1", "v1", "k2", "v2"))
 		must(t, c.Ping(ctx))
 
-		p.Delay(200 * time.Millisecond)
+		p.Delay(2 * time.Second)
 		err := c.Get(ctx, "k1").Err()
 		var nerr net.Error
 		if !errors.As(err, &nerr) || !nerr.Timeout() {

@@ -247,6 +247,11 @@ func TestClusterAsk(t *testing.T) {
 func TestClusterErrors(t *testing.T) {
 	cl := redistest.StartCluster(t)
 	st := redigo.New(redigo.Cluster(newCluster(t, cl.Addrs())))
+	// Learn the slots and connect to the key's node first, with no
+	// deadline: a busy machine may take longer than the one below.
+	if _, err := st.Do(context.Background(), store.Cmd{Name: "GET", Args: []any{"{q}"}}); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	_, err := st.Do(ctx, store.Cmd{Name: "BLPOP", Args: []any{"{q}", 0}})
