@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/quotagate/limiter/conformance"
+	"github.com/quotagate/limiter/internal/redistest"
 	"github.com/quotagate/limiter/store"
 	"github.com/quotagate/limiter/store/goredis"
 )
@@ -148,6 +149,37 @@ func TestLostReplyToleratesOneUnsentFailure(t *testing.T) {
 					t.Errorf("%d unsent failures after lost reply %d, %s: passed=%v, want %v: %v", n, from, o.Spec, o.Passed, pass, o.Messages)
 				}
 			}
+		}
+	}
+}
+
+// A control's VirtualOnly checks skip on a real clock (where its app and
+// server clocks agree and it decides right) and still run, and fail, on
+// the virtual one (TestSuiteFailsKnownBad).
+func TestVirtualOnlySkipsOnRealClock(t *testing.T) {
+	if !redistest.Available() {
+		redistest.StartServer(t) // skips, or fails with REQUIRE_REDIS=1
+	}
+	var ctl conformance.Control
+	for _, c := range conformance.KnownBad() {
+		if c.Spec.Name == "AppClockBucket" {
+			ctl = c
+		}
+	}
+	if len(ctl.VirtualOnly) == 0 {
+		t.Fatal("AppClockBucket names no VirtualOnly checks")
+	}
+	outcomes := conformance.RunControl(context.Background(), conformance.RedisServer(dial), ctl, nil)
+	if len(outcomes) != len(ctl.MustFail) {
+		t.Fatalf("%d outcomes, want %d", len(outcomes), len(ctl.MustFail))
+	}
+	for _, o := range outcomes {
+		virtual := slices.Contains(ctl.VirtualOnly, o.Check)
+		switch {
+		case virtual && !o.Skipped:
+			t.Errorf("%s on redis-server: skipped=%v passed=%v, want skipped: %v", o.Check, o.Skipped, o.Passed, o.Messages)
+		case !virtual && (o.Skipped || o.Passed):
+			t.Errorf("%s on redis-server: skipped=%v passed=%v, want failed", o.Check, o.Skipped, o.Passed)
 		}
 	}
 }
