@@ -79,6 +79,24 @@ func TestCheckOnRedisURL(t *testing.T) {
 	assertNoKeys(t, s.Addr())
 }
 
+// TestCheckKnownBadTwiceOnRedisURL runs the known-bad control of property
+// 17 twice on one shared server, which keeps its script cache between
+// runs: the second run's InlinedLimits still sends its scripts' sources
+// and fails as it must.
+func TestCheckKnownBadTwiceOnRedisURL(t *testing.T) {
+	s := redistest.StartServer(t)
+	for run := 1; run <= 2; run++ {
+		code, out, errOut := runCmd(t, "check", "-known-bad", "-redis", "redis://"+s.Addr(), "-checks", "scripts-are-constants")
+		if code != 0 {
+			t.Fatalf("run %d: exit %d\n%s\n%s", run, code, out, errOut)
+		}
+		if n := strings.Count(out, "FAIL (expected)"); n != len(adapters()) || !strings.Contains(out, "InlinedLimits") {
+			t.Errorf("run %d: %d known-bad failures, want InlinedLimits failing on each of %d adapters:\n%s", run, n, len(adapters()), out)
+		}
+	}
+	assertNoKeys(t, s.Addr())
+}
+
 // assertNoKeys fails t when the server at addr holds any key: a command run
 // on a shared server must leave nothing behind.
 func assertNoKeys(t *testing.T, addr string) {

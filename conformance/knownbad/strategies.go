@@ -181,11 +181,20 @@ func (u UntaggedKeys) Decide(ctx context.Context, st store.Store, req limiter.Re
 // window): every distinct limit is a new script, so its first call sends
 // the whole source with EVAL, and the server's script cache grows with the
 // number of distinct limits, never shrinking. Its decisions are right.
-type InlinedLimits struct{}
+type InlinedLimits struct {
+	// Tag, when not empty, is written into every script's source too: runs
+	// with different tags make different scripts, so that a run on a
+	// server that keeps its script cache from an earlier run still sends
+	// its sources.
+	Tag string
+}
 
 // Decide implements limiter.Strategy, wastefully.
-func (InlinedLimits) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+func (s InlinedLimits) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
 	var src strings.Builder
+	if s.Tag != "" {
+		fmt.Fprintf(&src, "-- run %s\n", s.Tag)
+	}
 	args := []int64{req.Cost, 0}
 	if req.DryRun {
 		args[1] = 1
