@@ -51,13 +51,13 @@ func (c *checker) proxied() (*redistest.Proxy, store.Store) {
 }
 
 // unsentAgain makes a call through proxy p just after a fault broke a
-// connection. When the call fails with an outcome-unknown error and p
-// forwarded no command for it (it never left the client), it is made once
-// more (a fail-open decision degraded by such an error likewise): a client
-// may fail one call it never sent on the connection it is
-// still tearing down. (rueidis hands the call that was waiting on a broken
-// connection its error just before it marks the connection broken, so a
-// call made in that instant takes the dead one.)
+// connection. When the call fails with an outcome-unknown error (or is a
+// fail-open decision degraded by one) and p forwarded no command for it,
+// so that it never left the client, it is made once more: a client may
+// fail one call it never sent on the connection it is still tearing down.
+// (rueidis hands the call that was waiting on a broken connection its
+// error just before it marks the connection broken, so a call made in
+// that instant takes the dead one.)
 func (c *checker) unsentAgain(what string, p *redistest.Proxy, call func() (limiter.Result, error)) (limiter.Result, error) {
 	c.t.Helper()
 	before := forwarded(p)
