@@ -30,9 +30,16 @@ var (
 	ErrInvalidOption = errors.New("limiter: invalid option")
 	// ErrContention is an optimistic strategy giving up: every attempt's
 	// transaction was aborted by a concurrent writer (or the context ended
-	// between attempts), so nothing was written and nothing was decided. It
-	// follows the fail mode like any backend error.
+	// between attempts), so nothing was written and nothing was decided.
+	// Redis answered, so it is never an admission: FailError returns it;
+	// FailOpen and FailClosed turn it into a Degraded denial with it as
+	// the Cause.
 	ErrContention = errors.New("limiter: contention: optimistic transaction retries exhausted")
+	// ErrCorruptCounter is a counter key that holds something other than
+	// the strategy's counter: text that is not a decimal integer, another
+	// type (a key name shared with other data), a value written by another
+	// program. The call that met it wrote nothing to any of its limits.
+	ErrCorruptCounter = errors.New("limiter: corrupt counter")
 	// ErrUnsuitableStore is a store that lacks an ability the strategy
 	// needs (New checks it); the error also wraps the strategy's own reason,
 	// typically store.ErrNotSupported.
@@ -47,7 +54,8 @@ const (
 	// FailError returns the error; the caller decides. The default.
 	FailError FailMode = iota
 	// FailOpen admits the request. The Result is Degraded and carries the
-	// error in Cause; the error return is nil.
+	// error in Cause; the error return is nil. ErrContention is the
+	// exception: Redis answered, so it is a Degraded denial.
 	FailOpen
 	// FailClosed denies the request. The Result is Degraded and carries the
 	// error in Cause; the error return is nil.
@@ -88,7 +96,10 @@ type Result struct {
 	Index int
 	// Degraded reports a decision made by the fail mode, not by Redis.
 	Degraded bool
-	// Cause is the backend error behind a Degraded decision.
+	// Cause is the backend error behind a Degraded decision. A decision
+	// that Redis made may carry one too, when work after the decision
+	// failed (a strategy could not take back a denied request's count):
+	// the decision stands, and the Observer is told the error.
 	Cause error
 }
 
@@ -340,6 +351,10 @@ func (l *Limiter) request(buf *callBuf, key string, cost int64, dry bool, limits
 //
 //go:noinline
 func (l *Limiter) failed(err error, first Limit) (Result, error) {
+	if l.failMode != FailError && errors.Is(err, ErrContention) {
+		// Redis answered and the key is hot: never an admission.
+		return Result{Allowed: false, Degraded: true, Cause: err, Limit: first, RetryAfter: min(first.Period, time.Second)}, nil
+	}
 	switch l.failMode {
 	case FailOpen:
 		return Result{Allowed: true, Degraded: true, Cause: err, Limit: first}, nil

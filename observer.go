@@ -15,8 +15,9 @@ import (
 //   - OnError is called exactly once when the call met an error: bad input
 //     (the error returned), or a backend that could not decide, whether the
 //     error is returned (FailError) or carried in a Degraded Result's Cause
-//     (FailOpen, FailClosed). For a Degraded decision OnError is called
-//     before OnDecision.
+//     (FailOpen, FailClosed), or work after a decision that Redis made
+//     (taking back a denied request's count), carried in the Cause of a
+//     Result that is not Degraded. OnError is called before OnDecision.
 //
 // So a healthy call fires OnDecision only, a call that returned an error
 // fires OnError only, and a Degraded decision fires both. The methods run
@@ -95,7 +96,7 @@ func (l *Limiter) observe(ctx context.Context, key string, r Result, err error) 
 		l.obs.OnError(ctx, key, err)
 		return
 	}
-	if r.Degraded {
+	if r.Degraded || r.Cause != nil {
 		l.obs.OnError(ctx, key, r.Cause)
 	}
 	l.obs.OnDecision(ctx, key, r)

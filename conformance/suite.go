@@ -50,6 +50,12 @@ func Checks() []Check {
 		{21, "redis-down-or-blackholed", checkRedisDown},
 		{22, "same-slot-for-hostile-subjects", checkSameSlot},
 		{26, "no-accidental-fail-open", checkNoAccidentalFailOpen},
+		{27, "replies-slower-than-window", checkSlowerThanWindow},
+		{28, "cancel-between-round-trips", checkCancelBetweenRoundTrips},
+		{29, "corrupt-counter", checkCorruptCounter},
+		{30, "period-change", checkPeriodChange},
+		{31, "denials-bind", checkDenialsBind},
+		{32, "contention-never-admits", checkContentionNeverAdmits},
 	}
 }
 

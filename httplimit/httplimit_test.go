@@ -393,7 +393,7 @@ func TestHeaderAndJoin(t *testing.T) {
 		t.Errorf("missing header: %v", err)
 	}
 	r.Header.Set("X-App-Key", "  app-9 ")
-	if k, err := appkeyMethod(r); err != nil || k != "app-9-order.create" {
+	if k, err := appkeyMethod(r); err != nil || k != "app%2D9-order.create" {
 		t.Errorf("Join = %q, %v", k, err)
 	}
 	if _, err := httplimit.New(nil); !errors.Is(err, limiter.ErrInvalidOption) {

@@ -106,10 +106,27 @@ func Header(name string) KeyFunc {
 	}
 }
 
-// Join returns a KeyFunc that joins the keys of parts with sep, as seed
-// 003 keys its rules by appkey + "-" + method. The first error of a part is
-// returned.
+// Join returns a KeyFunc that joins the keys of parts with sep, such as
+// an app key and a method: Join("-", Header("X-App-Key"), method). The
+// first error of a part is returned.
+//
+// Distinct tuples of part keys give distinct keys, so two requests share a
+// subject (and its counters) only when every part is equal. A part that
+// contains neither '%' nor any byte of sep is joined unchanged; in the
+// others, every '%' and every byte that occurs in sep is percent-encoded
+// as '%' and two upper-case hex digits. With sep "-", ("acme",
+// "order-create") gives "acme-order%2Dcreate" and ("acme-order", "create")
+// gives "acme%2Dorder-create"; ("app", "order.create") gives
+// "app-order.create". Rules are named by the joined key: the rules of app
+// key "acme-eu" and method "pay" are those of subject "acme%2Deu-pay".
+//
+// Join panics if sep is empty or contains '%': such a separator cannot be
+// told from the escapes.
 func Join(sep string, parts ...KeyFunc) KeyFunc {
+	if sep == "" || strings.Contains(sep, "%") {
+		panic(fmt.Sprintf("httplimit.Join: separator %q must be non-empty and must not contain '%%'", sep))
+	}
+	special := "%" + sep // the bytes a part must not hold unescaped
 	return func(r *http.Request) (string, error) {
 		var b strings.Builder
 		for i, p := range parts {
@@ -120,8 +137,34 @@ func Join(sep string, parts ...KeyFunc) KeyFunc {
 			if i > 0 {
 				b.WriteString(sep)
 			}
-			b.WriteString(k)
+			if !hasAnyByte(k, special) {
+				b.WriteString(k)
+				continue
+			}
+			for j := 0; j < len(k); j++ {
+				if c := k[j]; c == '%' || strings.IndexByte(sep, c) >= 0 {
+					b.WriteByte('%')
+					b.WriteByte(upperHex[c>>4])
+					b.WriteByte(upperHex[c&0xF])
+				} else {
+					b.WriteByte(c)
+				}
+			}
 		}
 		return b.String(), nil
 	}
+}
+
+const upperHex = "0123456789ABCDEF"
+
+// hasAnyByte reports whether s holds any byte of set (strings.ContainsAny
+// compares runes, which misses the bytes of a multi-byte rune of set
+// inside another rune or invalid UTF-8).
+func hasAnyByte(s, set string) bool {
+	for i := 0; i < len(set); i++ {
+		if strings.IndexByte(s, set[i]) >= 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -42,9 +42,22 @@ import (
 //     every limit (DECRBY, with the same PEXPIREAT) in a second round trip.
 //     In between, other callers see the transient over-count, so under
 //     contention Bucketed may deny a request that would fit (conservative,
-//     never over-admitting): not exact. A compensation that fails (Redis
-//     lost between the two round trips) leaves an over-count that lasts
-//     until the window ends; the call still returns its denial;
+//     never over-admitting): not exact. The compensation runs on a context
+//     detached from the caller's and bounded by 1 s, so a caller whose
+//     context ends between the round trips (a client gone, a deadline)
+//     leaves no over-count. A compensation that fails (Redis lost between
+//     the two round trips) leaves an over-count that lasts until the
+//     window ends; the call still returns its denial, with the error as
+//     the Result's Cause, which the Limiter's Observer is told;
+//   - a decision is counted only in the windows that the TIME of its own
+//     transaction names. When the round trip is about as long as a window,
+//     so that the server's TIME names other windows on every one of a few
+//     attempts, the decision is taken back and denied until the current
+//     window ends: never counted in a window that is over, nor in a key
+//     that expires in the same transaction;
+//   - a counter that INCRBY cannot read, or a key of another type, is
+//     limiter.ErrCorruptCounter; the increments of the other limits are
+//     taken back before the call returns;
 //   - a multi-limit call is all-or-nothing in the same sense: the
 //     increments of a denied call are taken back from every limit;
 //   - round trips: 1 for an admitted request, 2 for a denied one, 1 for a
@@ -102,10 +115,9 @@ func NewBucketed(opts ...BucketedOption) *Bucketed {
 // over (a store seen again re-samples TIME once).
 const maxClockEntries = 64
 
-// maxStamps bounds how many times one decision is moved to the bucket the
-// server's TIME names. Past it the decision stands in the bucket it was
-// last stamped with, an adjacent one (only windows shorter than a few round
-// trips get there).
+// maxStamps bounds how many transactions one decision tries to land in the
+// buckets the server's TIME names. Past it the decision is taken back and
+// denied (only windows about as short as a round trip get there).
 const maxStamps = 4
 
 // serverClock is the offset from the app clock to a server's TIME.
@@ -288,7 +300,7 @@ func (b *Bucketed) peek(ctx context.Context, st store.Store, c *serverClock, req
 			if vals[1+i] == nil {
 				continue
 			}
-			if counts[i], err = store.Int64(vals[1+i]); err != nil {
+			if counts[i], err = parseCounter(vals[1+i]); err != nil {
 				return limiter.Result{}, fmt.Errorf("strategy: bucketed: GET %s: %w", bs.keys[i], err)
 			}
 		}
@@ -298,7 +310,7 @@ func (b *Bucketed) peek(ctx context.Context, st store.Store, c *serverClock, req
 				allowed = false
 			}
 		}
-		return b.bind(req, bs, now, counts[:n], counts[:n], allowed), nil
+		return b.bind(req, bs, now, counts[:n], counts[:n], allowed, false), nil
 	}
 }
 
@@ -310,12 +322,14 @@ func fits(count, cost, rate int64) bool {
 
 // consume increments every limit's bucket in one transaction, moves the
 // decision to the server's buckets when the stamp was wrong, and takes the
-// cost back when any limit is exceeded.
+// cost back when any limit is exceeded, when the decision could not be
+// placed in the server's windows, or when a counter is corrupt.
 func (b *Bucketed) consume(ctx context.Context, st store.Store, c *serverClock, req limiter.Request, bs *buckets) (limiter.Result, error) {
 	n := len(req.Limits)
 	var prev buckets // the stamp of the previous attempt, to take back
 	var after [limiter.MaxLimits]int64
 	var now int64
+	stale := false
 	for attempt := 1; ; attempt++ {
 		cmds := make([]store.Cmd, 0, 3+2*n+2*len(prev.keys))
 		cmds = append(cmds, store.Cmd{Name: "MULTI"})
@@ -332,7 +346,7 @@ func (b *Bucketed) consume(ctx context.Context, st store.Store, c *serverClock, 
 		}
 		cmds = append(cmds, store.Cmd{Name: "EXEC"})
 		t0 := b.now()
-		vals, err := execReply(ctx, st, cmds)
+		vals, err := execVals(ctx, st, cmds)
 		t1 := b.now()
 		if err != nil {
 			return limiter.Result{}, err
@@ -342,12 +356,42 @@ func (b *Bucketed) consume(ctx context.Context, st store.Store, c *serverClock, 
 			return limiter.Result{}, err
 		}
 		c.observe(t0, t1, now)
-		for i := range n {
-			if after[i], err = store.Int64(vals[base+1+2*i]); err != nil {
-				return limiter.Result{}, fmt.Errorf("strategy: bucketed: INCRBY %s: %w", bs.keys[i], err)
+		// A queued command that failed (a counter INCRBY cannot read, a key
+		// of another type) failed alone: EXEC ran the others. Take back
+		// this attempt's increments that were applied, and fail.
+		var applied [limiter.MaxLimits]bool
+		var bad error
+		for i, v := range vals {
+			e, ok := v.(error)
+			if !ok {
+				if j := i - base - 1; j >= 0 && j%2 == 0 {
+					applied[j/2] = true
+					if after[j/2], err = store.Int64(v); err != nil && bad == nil {
+						bad = fmt.Errorf("strategy: bucketed: INCRBY %s: %w", bs.keys[j/2], err)
+					}
+				}
+				continue
+			}
+			if bad == nil {
+				bad = fmt.Errorf("strategy: bucketed: %s: %w", cmds[1+i].Name, corruptErr(e))
 			}
 		}
-		if bs.matches(req, now) || attempt == maxStamps {
+		if bad != nil {
+			if err := b.takeBack(ctx, st, req, bs, applied[:n]); err != nil {
+				return limiter.Result{}, fmt.Errorf("%w (and %v)", bad, err)
+			}
+			return limiter.Result{}, bad
+		}
+		if bs.matches(req, now) {
+			break
+		}
+		if attempt == maxStamps {
+			// The server's TIME named other windows every time: the round
+			// trip is about as long as a window. Counting in a window that
+			// is over (whose key may have expired in this very EXEC) could
+			// admit past the limit, so the decision is taken back and
+			// denied.
+			stale = true
 			break
 		}
 		// Stamped with the wrong window: take this attempt back and count
@@ -356,7 +400,7 @@ func (b *Bucketed) consume(ctx context.Context, st store.Store, c *serverClock, 
 		b.stamp(req, now, bs)
 	}
 	var before [limiter.MaxLimits]int64
-	allowed := true
+	allowed := !stale
 	for i, l := range req.Limits {
 		before[i] = after[i] - req.Cost
 		if after[i] > l.Rate {
@@ -364,26 +408,50 @@ func (b *Bucketed) consume(ctx context.Context, st store.Store, c *serverClock, 
 		}
 	}
 	if allowed {
-		return b.bind(req, bs, now, before[:n], after[:n], true), nil
+		return b.bind(req, bs, now, before[:n], after[:n], true, false), nil
 	}
 	// Denied: take the cost back from every limit. The decision stands
 	// whether or not this succeeds; a failure leaves an over-count that
-	// ends with the window.
-	cmds := make([]store.Cmd, 0, 2+2*n)
+	// ends with the window, and is the Result's Cause.
+	res := b.bind(req, bs, now, before[:n], before[:n], false, stale)
+	res.Cause = b.takeBack(ctx, st, req, bs, nil)
+	return res, nil
+}
+
+// compensateTimeout bounds the round trip that takes back a denied
+// request's count. It runs on a context detached from the caller's, whose
+// end (a client gone, a deadline met) must not leave the count behind.
+const compensateTimeout = time.Second
+
+// takeBack takes the cost back from the keys of bs (only those marked in
+// only, unless it is nil) in one transaction, on a context detached from
+// ctx and bounded by compensateTimeout.
+func (b *Bucketed) takeBack(ctx context.Context, st store.Store, req limiter.Request, bs *buckets, only []bool) error {
+	cmds := make([]store.Cmd, 0, 2+2*len(bs.keys))
 	cmds = append(cmds, store.Cmd{Name: "MULTI"})
 	for i, k := range bs.keys {
+		if only != nil && !only[i] {
+			continue
+		}
 		cmds = append(cmds,
 			store.Cmd{Name: "DECRBY", Args: []any{k, req.Cost}},
 			store.Cmd{Name: "PEXPIREAT", Args: []any{k, b.expireAt(req.Limits[i], bs.idx[i])}})
 	}
+	if len(cmds) == 1 {
+		return nil
+	}
 	cmds = append(cmds, store.Cmd{Name: "EXEC"})
-	_, _ = execReply(ctx, st, cmds)
-	return b.bind(req, bs, now, before[:n], before[:n], false), nil
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), compensateTimeout)
+	defer cancel()
+	if _, err := execReply(ctx, st, cmds); err != nil {
+		return fmt.Errorf("taking back a denied request's count: %w", err)
+	}
+	return nil
 }
 
-// execReply runs a MULTI ... EXEC pipeline and returns EXEC's replies, one
-// per queued command.
-func execReply(ctx context.Context, st store.Store, cmds []store.Cmd) ([]any, error) {
+// execVals runs a MULTI ... EXEC pipeline and returns EXEC's replies, one
+// per queued command; a queued command that failed is an error value.
+func execVals(ctx context.Context, st store.Store, cmds []store.Cmd) ([]any, error) {
 	rs, err := st.Do(ctx, cmds...)
 	if err != nil {
 		return nil, fmt.Errorf("strategy: bucketed: %w", err)
@@ -407,9 +475,18 @@ func execReply(ctx context.Context, st store.Store, cmds []store.Cmd) ([]any, er
 	if err != nil {
 		return nil, fmt.Errorf("strategy: bucketed: EXEC: %w", err)
 	}
+	return vals, nil
+}
+
+// execReply is execVals that fails when any queued command failed.
+func execReply(ctx context.Context, st store.Store, cmds []store.Cmd) ([]any, error) {
+	vals, err := execVals(ctx, st, cmds)
+	if err != nil {
+		return nil, err
+	}
 	for i, v := range vals {
 		if e, ok := v.(error); ok {
-			return nil, fmt.Errorf("strategy: bucketed: %s: %w", cmds[1+i].Name, e)
+			return nil, fmt.Errorf("strategy: bucketed: %s: %w", cmds[1+i].Name, corruptErr(e))
 		}
 	}
 	return vals, nil
@@ -417,7 +494,10 @@ func execReply(ctx context.Context, st store.Store, cmds []store.Cmd) ([]any, er
 
 // bind builds the Result at server time nowUs: before[i] is limit i's count
 // without this request, after[i] with it when it was consumed.
-func (b *Bucketed) bind(req limiter.Request, bs *buckets, nowUs int64, before, after []int64, allowed bool) limiter.Result {
+//
+// A stale decision, one that could not be placed in the server's windows,
+// is denied by every limit until the end of the server's current window.
+func (b *Bucketed) bind(req limiter.Request, bs *buckets, nowUs int64, before, after []int64, allowed, stale bool) limiter.Result {
 	var bd limiter.Binder
 	nowMs := nowUs / 1000
 	for i, l := range req.Limits {
@@ -429,6 +509,8 @@ func (b *Bucketed) bind(req limiter.Request, bs *buckets, nowUs int64, before, a
 			retry = -1
 		case !fits(before[i], req.Cost, l.Rate):
 			retry = reset
+		case stale:
+			retry = time.Duration(p-nowMs%p) * time.Millisecond
 		}
 		bd.Add(i, l.Rate-after[i], reset, retry)
 	}

@@ -28,7 +28,13 @@ func FixedWindowScript() *store.Script { return fixedWindowScript }
 //     together; a request denied by any limit consumes nothing from any;
 //   - exact: under any contention, at most Rate is admitted per window;
 //   - the window never slides: the counter's expiry is set when it is
-//     created and never moved; a counter found without expiry gets one back;
+//     created and never moved later; a counter found without expiry, or
+//     with one further than its Period (the limit's Period was shortened),
+//     is expired one Period from the next writing call;
+//   - a counter that is not a non-negative decimal integer (or a key of
+//     another type) is limiter.ErrCorruptCounter, and the call writes
+//     nothing to any limit;
+//   - every denial has RetryAfter of at least 1 ms (or -1);
 //   - time source: Redis key expiry, never the app server's clock;
 //   - boundary bursts: up to 2×Rate in any interval one Period long, at the
 //     edge of two windows (use GCRA or a sliding window to avoid it);
@@ -62,7 +68,7 @@ func (FixedWindow) Decide(ctx context.Context, st store.Store, req limiter.Reque
 	}
 	nums, err := fixedWindowScript.RunInt64s(ctx, st, req.Keys, args, ints[len(args):len(args)])
 	if err != nil {
-		return limiter.Result{}, fmt.Errorf("strategy: fixed window: %w", err)
+		return limiter.Result{}, fmt.Errorf("strategy: fixed window: %w", corruptErr(err))
 	}
 	res, err := bindInts(nums, n)
 	intBufs.Put(pb)

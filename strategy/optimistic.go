@@ -56,10 +56,14 @@ const (
 //     with an EXEC would only add aborts and retries under contention;
 //   - the window never slides: a new key is written with SET ... PX, an
 //     existing one with INCRBY, which keeps its expiry; a key found without
-//     expiry gets one (PEXPIRE window) in the same EXEC. A key that expires
-//     between the reads and the EXEC aborts the EXEC (Redis 6.0.9 and later
-//     treat an expired watched key as modified), so no INCRBY ever recreates
-//     a key without TTL;
+//     expiry, or with one further than its Period (the Period was
+//     shortened), gets one (PEXPIRE window) in the same EXEC. A key that
+//     expires between the reads and the EXEC aborts the EXEC (Redis 6.0.9
+//     and later treat an expired watched key as modified), so no INCRBY
+//     ever recreates a key without TTL;
+//   - a counter that is not a non-negative decimal integer (or a key of
+//     another type) is limiter.ErrCorruptCounter, found before anything is
+//     written;
 //   - time source: Redis key expiry; the app clock is never read;
 //   - round trips: 3 for a writing decision (WATCH, reads, EXEC) and 3 for a
 //     denial (WATCH, reads, UNWATCH by the adapter), per attempt; 1 for a
@@ -123,7 +127,7 @@ func (o *Optimistic) Decide(ctx context.Context, st store.Store, req limiter.Req
 		if err := readStates(ctx, st.Do, req, ks[:len(req.Limits)]); err != nil {
 			return limiter.Result{}, fmt.Errorf("strategy: optimistic: %w", err)
 		}
-		if req.DryRun || req.Cost == 0 || !needsRepair(ks[:len(req.Limits)]) {
+		if req.DryRun || req.Cost == 0 || !needsRepair(req, ks[:len(req.Limits)]) {
 			res, _ := decideStates(req, ks[:len(req.Limits)])
 			return res, nil
 		}
@@ -185,7 +189,7 @@ func (o *Optimistic) attempt(ctx context.Context, tx store.Tx, req limiter.Reque
 	res, allowed := decideStates(req, ks[:n])
 	cmds := make([]store.Cmd, 0, 2*n)
 	for i, l := range req.Limits {
-		if ks[i].exists && ks[i].pttl == -1 {
+		if ks[i].needsRepair(l) {
 			cmds = append(cmds, store.Cmd{Name: "PEXPIRE", Args: []any{req.Keys[i], l.Period.Milliseconds()}})
 		}
 	}
@@ -240,9 +244,9 @@ func readStates(ctx context.Context, do func(context.Context, ...store.Cmd) ([]s
 			ks[i] = keyState{pttl: -2}
 			continue
 		case get.Err != nil:
-			return fmt.Errorf("GET %s: %w", k, get.Err)
+			return fmt.Errorf("GET %s: %w", k, corruptErr(get.Err))
 		}
-		n, err := store.Int64(get.Val)
+		n, err := parseCounter(get.Val)
 		if err != nil {
 			return fmt.Errorf("GET %s: %w", k, err)
 		}
@@ -257,14 +261,19 @@ func readStates(ctx context.Context, do func(context.Context, ...store.Cmd) ([]s
 	return nil
 }
 
-// needsRepair reports a counter found without TTL.
-func needsRepair(ks []keyState) bool {
-	for _, k := range ks {
-		if k.exists && k.pttl == -1 {
+// needsRepair reports a counter found without TTL, or with one longer than
+// its window (the limit's Period was shortened).
+func needsRepair(req limiter.Request, ks []keyState) bool {
+	for i, l := range req.Limits {
+		if ks[i].needsRepair(l) {
 			return true
 		}
 	}
 	return false
+}
+
+func (k keyState) needsRepair(l limiter.Limit) bool {
+	return k.exists && (k.pttl == -1 || k.pttl > l.Period.Milliseconds())
 }
 
 // decideStates decides req on the counters read, with the rules of the
@@ -280,8 +289,9 @@ func decideStates(req limiter.Request, ks []keyState) (limiter.Result, bool) {
 	var b limiter.Binder
 	for i, l := range req.Limits {
 		ttl := l.Period
-		if ks[i].exists && ks[i].pttl > 0 {
-			ttl = time.Duration(ks[i].pttl) * time.Millisecond
+		if ks[i].exists && ks[i].pttl >= 0 && !ks[i].needsRepair(l) {
+			// PTTL 0: less than a millisecond left.
+			ttl = time.Duration(max(ks[i].pttl, 1)) * time.Millisecond
 		}
 		used := ks[i].count
 		if write {

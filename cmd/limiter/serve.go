@@ -45,10 +45,10 @@ const defaultHash = "allRateLimitConfigs"
 
 // serve runs `limiter serve`: a demo HTTP service whose every request is
 // limited by the rules of its subject, "<X-App-Key>-<path>" (the client IP
-// stands in for a missing X-App-Key), as seed 003 keys appkey+method. The
-// rules come from a Redis hash (seeded from -rules or the demo rules when
-// empty) or, with -rules and no -hash, from the file, and are reloaded
-// every -interval. Redis is an embedded miniredis unless -redis is given.
+// stands in for a missing X-App-Key; see appkeyMethod). The rules come
+// from a Redis hash (seeded from -rules or the demo rules when empty) or,
+// with -rules and no -hash, from the file, and are reloaded every
+// -interval. Redis is an embedded miniredis unless -redis is given.
 // It runs until ctx is done or the process gets SIGINT or SIGTERM.
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
@@ -189,21 +189,29 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	return 0, nil
 }
 
-// appkeyMethod is the subject of a request: seed 003's appkey + "-" +
-// method, the app key from X-App-Key (the client IP when missing) and the
-// method from the path.
-func appkeyMethod(r *http.Request) (string, error) {
-	appkey, err := httplimit.Header("X-App-Key")(r)
+// appkeyMethod is the subject of a request: its app key (X-App-Key, the
+// client IP when missing) and method (the path, "index" for /) joined by
+// httplimit.Join("-"). An app key and method without '-' or '%' read as
+// "<appkey>-<method>", the names of the rules; in others those bytes are
+// percent-encoded ("acme-eu" and "pay" give "acme%2Deu-pay"), so that two
+// requests share a subject only when both app key and method are equal.
+var appkeyMethod = httplimit.Join("-", appkey, method)
+
+// appkey is the X-App-Key of a request, or the client IP when missing.
+func appkey(r *http.Request) (string, error) {
+	k, err := httplimit.Header("X-App-Key")(r)
 	if err != nil {
-		if appkey, err = httplimit.ClientIP()(r); err != nil {
-			return "", err
-		}
+		return httplimit.ClientIP()(r)
 	}
-	method := strings.Trim(r.URL.Path, "/")
-	if method == "" {
-		method = "index"
+	return k, nil
+}
+
+// method is the path of a request without its slashes, "index" for /.
+func method(r *http.Request) (string, error) {
+	if m := strings.Trim(r.URL.Path, "/"); m != "" {
+		return m, nil
 	}
-	return appkey + "-" + method, nil
+	return "index", nil
 }
 
 // loadBase reads the rules file, or the demo rules.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -345,5 +346,53 @@ func TestServeUsage(t *testing.T) {
 	code, _, errOut := runCmd(t, "serve", "-addr", "127.0.0.1:0", "-rules", path)
 	if code != 1 || !strings.Contains(errOut, `subjects["a"][0].rate`) {
 		t.Errorf("bad rules file: exit %d, %s", code, errOut)
+	}
+}
+
+// TestServeAppKeyMethod: subjects are appkey and method joined by
+// httplimit.Join("-"): ordinary ones read as "<appkey>-<method>" (the demo
+// rules' names), and requests that differ in appkey or method never share
+// a subject, nor its counters, even when a '-' moves between them.
+func TestServeAppKeyMethod(t *testing.T) {
+	subject := func(appkey, path string) string {
+		r := httptest.NewRequest(http.MethodGet, path, nil)
+		if appkey != "" {
+			r.Header.Set("X-App-Key", appkey)
+		}
+		s, err := appkeyMethod(r)
+		if err != nil {
+			t.Fatalf("appkeyMethod(%q, %q): %v", appkey, path, err)
+		}
+		return s
+	}
+	for _, c := range []struct{ appkey, path, want string }{
+		{"demo", "/order.create", "demo-order.create"},
+		{"", "/x", "192.0.2.1-x"},
+		{"demo", "/", "demo-index"},
+		{"acme", "/order-create", "acme-order%2Dcreate"},
+		{"acme-order", "/create", "acme%2Dorder-create"},
+		{"50%", "/x", "50%25-x"},
+	} {
+		if got := subject(c.appkey, c.path); got != c.want {
+			t.Errorf("subject of X-App-Key %q, path %q = %q; want %q", c.appkey, c.path, got, c.want)
+		}
+	}
+	if a, b := subject("acme", "/order-create"), subject("acme-order", "/create"); a == b {
+		t.Errorf(`X-App-Key "acme" /order-create and X-App-Key "acme-order" /create share the subject %q`, a)
+	}
+
+	// Served: two per day by default; each of the two requests has its own.
+	path := filepath.Join(t.TempDir(), "rules.json")
+	if err := os.WriteFile(path, []byte(`{"default":[{"name":"qpd","rate":2,"period":"1d"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, "-rules", path)
+	for i, want := range []int{200, 200, 429} {
+		if r := fetch(t, s.url+"/order-create", "acme"); r.status != want || (want == 200 && r.body != "ok acme-order%2Dcreate\n") {
+			t.Errorf("acme /order-create %d: %d %q, want %d", i, r.status, r.body, want)
+		}
+	}
+	if r := fetch(t, s.url+"/create", "acme-order"); r.status != 200 || r.body != "ok acme%2Dorder-create\n" {
+		t.Errorf("acme-order /create after acme /order-create's quota: %d %q, want 200 on its own subject", r.status, r.body)
 	}
 }

@@ -8,17 +8,25 @@
 --
 -- Returns {allowed, remaining_1, reset_ms_1, retry_ms_1, remaining_2, ...}:
 -- allowed is 1 or 0 (for a peek: whether the cost would be admitted);
--- remaining is after the decision; retry_ms is 0 for a limit that admits, -1 when the cost
--- can never fit, else the wait until the window resets.
+-- remaining is after the decision; reset_ms is at least 1; retry_ms is 0 for
+-- a limit that admits, -1 when the cost can never fit, else the wait until
+-- the window resets (at least 1).
 --
 -- A window starts when its counter is created (SET ... PX) and ends when the
--- key expires: the expiry is set once per window, never moved, so the window
--- never slides. A counter found without a TTL (a leak from elsewhere) gets
--- one back on the next writing call. Denied calls consume nothing.
+-- key expires: the expiry is set once per window, never moved later, so the
+-- window never slides. A writing call (not a peek, cost > 0) repairs a
+-- counter found without a TTL (a leak from elsewhere), or with one longer
+-- than its window (the limit's period was shortened), by expiring it one
+-- window from now. Denied calls consume nothing.
+--
+-- Every counter is read and checked before anything is written: a key that
+-- is not a string (WRONGTYPE) or whose value is not a non-negative decimal
+-- integer as INCRBY reads it (no sign, spaces, fraction, exponent, hex or
+-- leading zero) is an error, and the call writes nothing.
 local cost = tonumber(ARGV[1])
 local write = ARGV[2] == '0' and cost > 0
 local n = #KEYS
-local counts, ttls = {}, {}
+local counts, ttls, exists, repair = {}, {}, {}, {}
 local allowed = 1
 
 for i = 1, n do
@@ -28,13 +36,17 @@ for i = 1, n do
   local ttl = window
   local v = redis.call('GET', KEYS[i])
   if v then
+    if #v > 16 or not (v == '0' or string.match(v, '^[1-9]%d*$')) then
+      return redis.error_reply('ERR limiter corrupt counter: the key of limit ' .. i .. ' holds no counter')
+    end
     count = tonumber(v)
+    exists[i] = true
     ttl = redis.call('PTTL', KEYS[i])
-    if ttl < 0 then
+    if ttl < 0 or ttl > window then
       ttl = window
-      if write then
-        redis.call('PEXPIRE', KEYS[i], window)
-      end
+      repair[i] = true
+    elseif ttl == 0 then
+      ttl = 1 -- less than a millisecond left
     end
   end
   counts[i] = count
@@ -44,12 +56,20 @@ for i = 1, n do
   end
 end
 
+if write then
+  for i = 1, n do
+    if repair[i] then
+      redis.call('PEXPIRE', KEYS[i], ARGV[2 + 2 * i])
+    end
+  end
+end
+
 if allowed == 1 and write then
   for i = 1, n do
-    if counts[i] == 0 then
-      redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2 + 2 * i])
-    else
+    if exists[i] then
       redis.call('INCRBY', KEYS[i], ARGV[1])
+    else
+      redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2 + 2 * i])
     end
   end
 end

@@ -1,0 +1,412 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/store"
+)
+
+// Property 27: replies slower than the window. Every reply comes back
+// later than the window is long, so a strategy that picks a window before
+// it sends (or decides on values that expired meanwhile) meets windows that
+// are over. Whatever it does, it may admit at most Rate per window that
+// existed while the load ran. A virtual clock is moved along with the real
+// one for this check: the delays are real.
+func checkSlowerThanWindow(c *checker) {
+	l := limiter.Per(1, 2*time.Millisecond)
+	const delay = 10 * time.Millisecond
+	const callers = 40
+	dur := time.Second
+	c.window(l)
+	hs := newHookStore(c.h.Store())
+	hs.every = func() { time.Sleep(delay) }
+	lim := c.limiter(hs.store())
+	if c.h.Caps().VirtualClock {
+		stop := make(chan struct{})
+		var ticker sync.WaitGroup
+		ticker.Go(func() {
+			last := time.Now()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(500 * time.Microsecond):
+				}
+				now := time.Now()
+				c.h.Advance(now.Sub(last))
+				last = now
+			}
+		})
+		defer ticker.Wait()
+		defer close(stop)
+	}
+	var admitted, denied, failed atomic.Int64
+	var mu sync.Mutex
+	var errs []error
+	t0 := c.serverTime()
+	deadline := time.Now().Add(dur)
+	var wg sync.WaitGroup
+	for range callers {
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+				r, err := lim.Allow(ctx, "p27", l)
+				cancel()
+				switch {
+				case err != nil:
+					failed.Add(1)
+					mu.Lock()
+					if len(errs) < 3 {
+						errs = append(errs, err)
+					}
+					mu.Unlock()
+				case r.Allowed:
+					admitted.Add(1)
+				default:
+					denied.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	hs.every = nil
+	elapsed := c.serverTime().Sub(t0)
+	// Windows that existed in the elapsed time: for first-request windows
+	// at most elapsed/Period + 1; for epoch-aligned ones the partial
+	// windows at either end add one more.
+	windows := int64(elapsed/l.Period) + 2
+	if a := admitted.Load(); a > windows*l.Rate {
+		c.t.Errorf("property 27: with every reply %s later than its request, %d admitted in %s of server time at %s: at most %d windows existed, so at most %d may be admitted (admissions counted in a window that was already over, or in a key that expired in the same step)",
+			delay, a, elapsed.Round(time.Millisecond), l, windows, windows*l.Rate)
+	}
+	c.t.Logf("property 27: %s: %d admitted, %d denied, %d errors in %s of server time (at most %d windows)%s",
+		l, admitted.Load(), denied.Load(), failed.Load(), elapsed.Round(time.Millisecond), windows, firstErrs(errs))
+}
+
+// Property 28: cancel between round trips. A decision whose context ends
+// right after its first round trip (the client went away, a deadline) may
+// fail or be denied, but it leaves no over-count: a denied request
+// consumes nothing from any of its limits.
+func checkCancelBetweenRoundTrips(c *checker) {
+	ten := limiter.Limit{Rate: 10, Period: time.Hour, Name: "ten"}
+	qps := limiter.Limit{Rate: 1, Period: time.Hour, Name: "qps"}
+	qpd := limiter.Limit{Rate: 100, Period: 24 * time.Hour, Name: "qpd"}
+	c.window(ten, qpd)
+	hs := newHookStore(c.h.Store())
+	lim := c.limiter(hs.store())
+	cancelled := func(cost int64, subject string, ls ...limiter.Limit) (limiter.Result, error) {
+		ctx, cancel := context.WithCancel(c.ctx)
+		defer cancel()
+		hs.arm(cancel)
+		defer hs.arm(nil)
+		return lim.AllowN(ctx, subject, cost, ls...)
+	}
+
+	if r, err := lim.AllowN(c.ctx, "p28", 8, ten); err != nil || !r.Allowed {
+		c.t.Fatalf("property 28: AllowN(8) of 10 = %+v, %v; want admitted", r, err)
+	}
+	r, err := cancelled(5, "p28", ten)
+	if err == nil && r.Allowed {
+		c.t.Errorf("property 28: AllowN(5) with 2 of 10 left was admitted: %+v", r)
+	}
+	if r, err := lim.AllowN(c.ctx, "p28", 2, ten); err != nil || !r.Allowed || r.Remaining != 0 {
+		c.t.Errorf("property 28: after a denied AllowN(5) whose context ended between round trips (%v), AllowN(2) with 2 of 10 left = %+v, %v; want admitted with 0 remaining (the denied request was charged)", err, r, err)
+	}
+
+	if r, err := lim.Allow(c.ctx, "p28-multi", qps, qpd); err != nil || !r.Allowed {
+		c.t.Fatalf("property 28: first call of qps+qpd = %+v, %v; want admitted", r, err)
+	}
+	const denials = 5
+	for i := range denials {
+		if r, err := cancelled(1, "p28-multi", qps, qpd); err == nil && r.Allowed {
+			c.t.Errorf("property 28: call %d past qps=1 was admitted: %+v", i+2, r)
+		}
+	}
+	r, err = lim.Peek(c.ctx, "p28-multi", qpd)
+	if err != nil || r.Remaining != qpd.Rate-1 {
+		c.t.Errorf("property 28: after 1 admitted and %d denied calls whose contexts ended between round trips, qpd (100/day) = %+v, %v; want %d remaining (denied calls were charged to the limit that did not deny)", denials, r, err, qpd.Rate-1)
+	}
+}
+
+// Property 29: a corrupt counter. One of three limits' keys holds text that
+// is not a base-10 integer, or a hash: the call is an error (never an
+// admission, never a quiet reset of the counter), and no other limit's key
+// moved; with FailOpen it is admitted Degraded, and still nothing moved.
+func checkCorruptCounter(c *checker) {
+	ls := []limiter.Limit{
+		{Rate: 10, Period: time.Hour, Name: "ca"},
+		{Rate: 10, Period: time.Hour, Name: "cb"},
+		{Rate: 10, Period: time.Hour, Name: "cc"},
+	}
+	c.window(ls...)
+	lim := c.limiter(nil)
+	open := c.limiter(nil, limiter.WithFailMode(limiter.FailOpen))
+	bads := []string{"1.5", " 3", "0x2", "1e0", "3 ", "hash"}
+	if !c.h.Caps().VirtualClock {
+		// Redis's INCRBY refuses a sign and leading zeros; the embedded
+		// miniredis reads them as integers.
+		bads = append(bads, "+3", "007")
+	}
+	for vi, bad := range bads {
+		subject := fmt.Sprintf("p29-%d", vi)
+		if r, err := lim.AllowN(c.ctx, subject, 2, ls...); err != nil || !r.Allowed {
+			c.t.Fatalf("property 29: first call = %+v, %v; want admitted", r, err)
+		}
+		keys := c.limitKeys(subject, ls)
+		victim := (1 + vi) % len(ls) // the middle key first: writes before and after it
+		c.corrupt(keys[victim], bad)
+		before := c.values(keys)
+		what := fmt.Sprintf("%s's counter %q", ls[victim].Name, bad)
+		if bad == "hash" {
+			what = ls[victim].Name + "'s key a hash"
+		}
+		r, err := lim.AllowN(c.ctx, subject, 1, ls...)
+		if err == nil {
+			c.t.Errorf("property 29: with %s the call returned %+v and no error; want an error", what, r)
+		} else {
+			c.t.Logf("property 29: with %s: %v", what, err)
+		}
+		c.assertUnmoved(what, "the call", keys, before)
+		r, err = open.AllowN(c.ctx, subject, 1, ls...)
+		if err != nil || (r.Allowed && !r.Degraded) {
+			c.t.Errorf("property 29: FailOpen with %s = %+v, %v; want a Degraded result (or a denial), no error", what, r, err)
+		}
+		c.assertUnmoved(what, "the FailOpen call", keys, before)
+	}
+}
+
+// limitKeys returns, for each limit, the one key of subject that counts it:
+// the limit's key, or a key under it (a time-bucketed strategy's).
+func (c *checker) limitKeys(subject string, ls []limiter.Limit) []string {
+	c.t.Helper()
+	all := c.keys()
+	out := make([]string, len(ls))
+	for i, l := range ls {
+		base, err := limiter.Key(c.prefix, subject, l)
+		if err != nil {
+			c.t.Fatalf("key: %v", err)
+		}
+		var found []string
+		for _, k := range all {
+			if k == base || strings.HasPrefix(k, base+":") {
+				found = append(found, k)
+			}
+		}
+		if len(found) != 1 {
+			c.t.Fatalf("limit %s of %s: want one key, found %q", l, subject, found)
+		}
+		out[i] = found[0]
+	}
+	return out
+}
+
+// corrupt replaces key's value by bad ("hash": a hash), keeping its TTL.
+func (c *checker) corrupt(key, bad string) {
+	c.t.Helper()
+	cmds := []store.Cmd{{Name: "SET", Args: []any{key, bad, "KEEPTTL"}}}
+	if bad == "hash" {
+		ttl := c.pttl(key)
+		cmds = []store.Cmd{
+			{Name: "DEL", Args: []any{key}},
+			{Name: "HSET", Args: []any{key, "count", 1}},
+			{Name: "PEXPIRE", Args: []any{key, max(ttl, 1000)}},
+		}
+	}
+	for _, cmd := range cmds {
+		if r, err := c.do(cmd); err != nil || r.Err != nil {
+			c.t.Fatalf("%s %s: %v %v", cmd.Name, key, err, r.Err)
+		}
+	}
+}
+
+// values returns each key's type and value (a string's), to compare.
+func (c *checker) values(keys []string) []string {
+	c.t.Helper()
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		r, err := c.do(store.Cmd{Name: "TYPE", Args: []any{k}})
+		if err != nil || r.Err != nil {
+			c.t.Fatalf("TYPE %s: %v %v", k, err, r.Err)
+		}
+		typ, _ := store.String(r.Val)
+		out[i] = typ
+		if typ == "string" {
+			r, err := c.do(store.Cmd{Name: "GET", Args: []any{k}})
+			if err != nil || r.Err != nil {
+				c.t.Fatalf("GET %s: %v %v", k, err, r.Err)
+			}
+			v, _ := store.String(r.Val)
+			out[i] += " " + v
+		}
+	}
+	return out
+}
+
+func (c *checker) assertUnmoved(what, call string, keys, before []string) {
+	c.t.Helper()
+	after := c.values(keys)
+	for i := range keys {
+		if after[i] != before[i] {
+			c.t.Errorf("property 29: with %s, %s changed %q from %q to %q (a call that failed wrote some of its limits)", what, call, keys[i], before[i], after[i])
+		}
+	}
+}
+
+// Property 30: a period change. The same named limit with a shorter period
+// (a rules reload from 1/day to 1/s) takes effect with the next call: its
+// window ends within the new period, the Result says so, and the subject
+// is admitted again once the new window is over.
+func checkPeriodChange(c *checker) {
+	long := limiter.Limit{Rate: 1, Period: 24 * time.Hour, Name: "api"}
+	short := limiter.Limit{Rate: 1, Period: time.Second, Name: "api"}
+	c.window(long, short)
+	lim := c.limiter(nil)
+	if r, err := lim.Allow(c.ctx, "p30", long); err != nil || !r.Allowed {
+		c.t.Fatalf("property 30: first call at %s = %+v, %v; want admitted", long, r, err)
+	}
+	if r, err := lim.Allow(c.ctx, "p30", long); err != nil || r.Allowed {
+		c.t.Fatalf("property 30: second call at %s = %+v, %v; want denied", long, r, err)
+	}
+	bound := short.Period + min(c.spec.TTLSlack, short.Period)
+	r, err := lim.Allow(c.ctx, "p30", short)
+	if err != nil {
+		c.t.Fatalf("property 30: first call at %s: %v", short, err)
+	}
+	if r.ResetAfter > bound || (!r.Allowed && r.RetryAfter > bound) {
+		c.t.Errorf("property 30: the first call after %s became %s = %+v: ResetAfter %s, RetryAfter %s, want at most %s (the old, longer window is kept)", long, short, r, r.ResetAfter, r.RetryAfter, bound)
+	}
+	if !c.spec.Aligned {
+		// The limit's one key now ends within the new period. (Epoch-aligned
+		// strategies count the new period in a new window's key; the old
+		// window's key ends with its own window.)
+		keys := c.limitKeys("p30", []limiter.Limit{short})
+		if p := time.Duration(c.pttl(keys[0])) * time.Millisecond; p > bound {
+			c.t.Errorf("property 30: after the first call at %s, %q has PTTL %s, above the new window %s", short, keys[0], p, bound)
+		}
+	}
+	c.h.Advance(bound + 5*time.Millisecond)
+	if r, err := lim.Allow(c.ctx, "p30", short); err != nil || !r.Allowed {
+		c.t.Errorf("property 30: %s after the change to %s, the call = %+v, %v; want admitted (the subject is still locked out by the old window)", bound+5*time.Millisecond, short, r, err)
+	}
+}
+
+// Property 31: denials bind. Every denial carries RetryAfter > 0 (or -1 when
+// the cost never fits) and binds a limit that denied it: never RetryAfter 0,
+// which callers and HTTP middleware read as "admitted". The denials are made
+// in a window's last millisecond, where a counter's PTTL reads 0.
+func checkDenialsBind(c *checker) {
+	big := limiter.Limit{Rate: 1 << 20, Period: time.Hour, Name: "big"}
+	lim := c.limiter(nil)
+	var denials, bad int
+	var first string
+	judge := func(r limiter.Result, short limiter.Limit) {
+		if r.Allowed {
+			return
+		}
+		denials++
+		if (r.RetryAfter > 0 || r.RetryAfter == -1) && r.Index == 0 && r.Limit == short {
+			return
+		}
+		bad++
+		if first == "" {
+			first = fmt.Sprintf("%+v", r)
+		}
+	}
+	if c.h.Caps().VirtualClock {
+		short := limiter.Limit{Rate: 1, Period: time.Second, Name: "short"}
+		c.window(short, big)
+		for i := range 3 {
+			subject := fmt.Sprintf("p31-%d", i)
+			if c.spec.Aligned {
+				c.alignTo(short.Period, 0)
+			}
+			if r, err := lim.Allow(c.ctx, subject, short, big); err != nil || !r.Allowed {
+				c.t.Fatalf("property 31: first call = %+v, %v; want admitted", r, err)
+			}
+			// Into the window's last millisecond, a little more each time.
+			c.h.Advance(short.Period - time.Duration(900-300*i)*time.Microsecond)
+			r, err := lim.Allow(c.ctx, subject, short, big)
+			if err != nil {
+				c.t.Fatalf("property 31: %v", err)
+			}
+			judge(r, short)
+			c.h.Advance(time.Millisecond)
+		}
+	} else {
+		short := limiter.Limit{Rate: 1, Period: 3 * time.Millisecond, Name: "short"}
+		c.window(short, big)
+		for range 3000 {
+			r, err := lim.Allow(c.ctx, "p31", short, big)
+			if err != nil {
+				c.t.Fatalf("property 31: %v", err)
+			}
+			judge(r, short)
+		}
+	}
+	if bad > 0 {
+		c.t.Errorf("property 31: %d of %d denials did not bind the denying limit with RetryAfter > 0 (or -1); the first: %s", bad, denials, first)
+	}
+	if denials == 0 {
+		c.t.Errorf("property 31: no denial to judge")
+	}
+	c.t.Logf("property 31: %d denials judged", denials)
+}
+
+// Property 32: contention never admits. A strategy that gives up under
+// contention (an optimistic one with a retry bound of 1) denies or errors:
+// with FailOpen, and with FailClosed, admissions never pass the limit and
+// none is a Degraded admission caused by limiter.ErrContention: Redis
+// answered, so the fail mode does not apply.
+func checkContentionNeverAdmits(c *checker) {
+	const g, m, rate = 40, 10, 100
+	l := limiter.PerHour(rate)
+	c.window(l)
+	s := c.spec.Strategy
+	if c.spec.Optimistic != nil {
+		s = c.spec.Optimistic(1)
+	}
+	for _, mode := range []limiter.FailMode{limiter.FailOpen, limiter.FailClosed} {
+		lim, err := limiter.New(c.h.Store(), s, limiter.WithPrefix(c.prefix), limiter.WithFailMode(mode))
+		if err != nil {
+			c.t.Fatalf("property 32: limiter.New: %v", err)
+		}
+		subject := "p32-" + mode.String()
+		var contended, otherDegraded atomic.Int64
+		var admitted atomic.Int64
+		_, _, errs := hammer(g, m, func(int, int) (limiter.Result, error) {
+			r, err := lim.Allow(c.ctx, subject, l)
+			switch {
+			case err == nil && r.Degraded && errors.Is(r.Cause, limiter.ErrContention):
+				contended.Add(1)
+				if r.Allowed {
+					c.t.Errorf("property 32: fail mode %s: a decision that gave up under contention was admitted: %+v", mode, r)
+				}
+			case err == nil && r.Degraded:
+				otherDegraded.Add(1)
+			case err == nil && r.Allowed:
+				admitted.Add(1)
+			}
+			return r, err
+		})
+		for _, e := range errs {
+			if !errors.Is(e, limiter.ErrContention) {
+				c.t.Errorf("property 32: fail mode %s: %v", mode, e)
+				break
+			}
+		}
+		if a := admitted.Load(); a > rate {
+			c.t.Errorf("property 32: fail mode %s: %d admitted by Redis-backed decisions with limit %d (contention turned into admissions?)", mode, a, rate)
+		}
+		if n := otherDegraded.Load(); n > 0 {
+			c.t.Logf("property 32: fail mode %s: %d decisions degraded by backend errors (a busy machine?), not counted", mode, n)
+		}
+		c.t.Logf("property 32: fail mode %s: %d admitted, %d gave up under contention, %d errors", mode, admitted.Load(), contended.Load(), len(errs))
+	}
+}
