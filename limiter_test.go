@@ -3,6 +3,7 @@ package limiter_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -202,5 +203,46 @@ func TestTimeout(t *testing.T) {
 	}
 	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, store.ErrUnknownOutcome) {
 		t.Errorf("err = %v; want DeadlineExceeded and ErrUnknownOutcome", err)
+	}
+}
+
+// fixedOutcome is a strategy that returns the same outcome every call.
+type fixedOutcome struct {
+	res limiter.Result
+	err error
+}
+
+func (s fixedOutcome) Decide(context.Context, store.Store, limiter.Request) (limiter.Result, error) {
+	return s.res, s.err
+}
+
+// TestContentionNeverAdmits: an optimistic strategy giving up under
+// contention is an error (FailError) or a Degraded denial (FailOpen,
+// FailClosed): Redis answered, so FailOpen does not apply to it.
+func TestContentionNeverAdmits(t *testing.T) {
+	_, st := newMini(t)
+	l := limiter.PerMinute(5)
+	s := fixedOutcome{err: fmt.Errorf("strategy: %w: 4 transactions aborted", limiter.ErrContention)}
+	for _, mode := range []limiter.FailMode{limiter.FailError, limiter.FailOpen, limiter.FailClosed} {
+		lim, err := limiter.New(st, s, limiter.WithFailMode(mode))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := lim.Allow(context.Background(), "k", l)
+		switch {
+		case mode == limiter.FailError && !errors.Is(err, limiter.ErrContention):
+			t.Errorf("%s: %+v, %v; want ErrContention", mode, r, err)
+		case mode != limiter.FailError && (err != nil || r.Allowed || !r.Degraded || !errors.Is(r.Cause, limiter.ErrContention) || r.RetryAfter <= 0):
+			t.Errorf("%s: %+v, %v; want a Degraded denial with cause ErrContention and a RetryAfter", mode, r, err)
+		}
+	}
+	// Any other backend error still follows FailOpen.
+	other := fixedOutcome{err: errors.New("backend gone")}
+	lim, err := limiter.New(st, other, limiter.WithFailMode(limiter.FailOpen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := lim.Allow(context.Background(), "k", l); err != nil || !r.Allowed || !r.Degraded {
+		t.Errorf("FailOpen with a backend error = %+v, %v; want a Degraded admission", r, err)
 	}
 }

@@ -198,3 +198,27 @@ func TestWith(t *testing.T) {
 		t.Error("the original limiter's fail mode changed: no error with Redis down")
 	}
 }
+
+// TestObserverToldCauseOfRedisDecision: a decision made by Redis that
+// carries a Cause (work after it failed) is told to OnError, then to
+// OnDecision, and returned as it is: not Degraded, not an error.
+func TestObserverToldCauseOfRedisDecision(t *testing.T) {
+	_, st := newMini(t)
+	cause := errors.New("taking back a denied request's count: connection lost")
+	s := fixedOutcome{res: limiter.Result{Allowed: false, RetryAfter: time.Second, Cause: cause}}
+	var tl tally
+	lim, err := limiter.New(st, s, limiter.WithObserver(&tl), limiter.WithFailMode(limiter.FailOpen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := lim.Allow(context.Background(), "k", limiter.PerMinute(5))
+	if err != nil || r.Allowed || r.Degraded || r.Cause != cause {
+		t.Fatalf("Allow = %+v, %v; want the strategy's denial with its Cause", r, err)
+	}
+	if got := tl.counts(); got != [3]int{1, 0, 1} {
+		t.Errorf("observer told %d decisions, %d degraded, %d errors; want 1, 0, 1", got[0], got[1], got[2])
+	}
+	if len(tl.errs) != 1 || tl.errs[0] != cause {
+		t.Errorf("OnError got %v, want the cause", tl.errs)
+	}
+}

@@ -57,19 +57,19 @@ func KnownBad() []Control {
 		{Spec: claimsBucketed("BucketNoTTL", func(now func() time.Time) limiter.Strategy { return knownbad.BucketNoTTL{Now: now} }),
 			MustFail: []string{"forced-leak", "leak-under-load", "self-repair", "bounded-ttls", "app-clock-skew", "epoch-not-time-zones"}},
 		{Spec: claimsBucketed("AppClockBucket", func(now func() time.Time) limiter.Strategy { return knownbad.AppClockBucket{Now: now} }),
-			MustFail:    []string{"window-never-slides", "app-clock-skew", "boundary-bursts"},
+			MustFail:    []string{"window-never-slides", "app-clock-skew", "boundary-bursts", "cancel-between-round-trips"},
 			VirtualOnly: []string{"window-never-slides", "boundary-bursts"}},
 		{Spec: claims("GetThenIncr", knownbad.GetThenIncr{}),
-			MustFail: []string{"exact-admission", "weighted-costs", "forced-leak", "leak-under-load", "self-repair", "bounded-ttls"},
+			MustFail: []string{"exact-admission", "weighted-costs", "forced-leak", "leak-under-load", "self-repair", "bounded-ttls", "replies-slower-than-window", "period-change"},
 			// Under real load its keys fill within a window's first
 			// microseconds, and no INCRBY meets the window's end: only
 			// the virtual clock, stepped between a read and a write,
 			// shows the leak there (forced-leak shows it everywhere).
 			VirtualOnly: []string{"leak-under-load"}},
 		{Spec: claims("IncrThenExpire", knownbad.IncrThenExpire{}),
-			MustFail: []string{"exact-admission", "hostile-costs", "multi-rule-all-or-nothing", "window-never-slides"}},
+			MustFail: []string{"exact-admission", "hostile-costs", "multi-rule-all-or-nothing", "window-never-slides", "corrupt-counter"}},
 		{Spec: claims("RuleByRule", knownbad.RuleByRule{}),
-			MustFail: []string{"hostile-costs", "multi-rule-all-or-nothing", "short-and-long-windows", "boundary-bursts"}},
+			MustFail: []string{"hostile-costs", "multi-rule-all-or-nothing", "short-and-long-windows", "boundary-bursts", "corrupt-counter", "period-change", "denials-bind"}},
 		{Spec: FixedWindow(), Store: "NoScriptFallback", Wrap: knownbad.NoScriptFallback,
 			MustFail: []string{"noscript-invisible"}},
 		{Spec: FixedWindow(), Store: "Retrying", Wrap: knownbad.Retrying,
@@ -86,6 +86,10 @@ func KnownBad() []Control {
 			MustFail: []string{"same-slot-for-hostile-subjects"}},
 		{Spec: claims("SwallowErrors", knownbad.SwallowErrors{Strategy: strategy.NewFixedWindow()}),
 			MustFail: []string{"redis-down-or-blackholed", "no-accidental-fail-open"}},
+		{Spec: claimsBucketed("ServerTimeBucket", func(func() time.Time) limiter.Strategy { return knownbad.ServerTimeBucket{} }),
+			MustFail: []string{"replies-slower-than-window"}},
+		{Spec: contentionAdmits(),
+			MustFail: []string{"contention-never-admits"}},
 	}
 }
 
@@ -150,4 +154,15 @@ func WrapDialer(d Dialer, wrap func(store.Store) store.Store) Dialer {
 		}
 		return wrap(st), closeFn, nil
 	}
+}
+
+// contentionAdmits is Optimistic's Spec with its give-up under contention
+// turned into an admission.
+func contentionAdmits() Spec {
+	spec := Optimistic()
+	spec.Name = "ContentionAdmits"
+	spec.Strategy = knownbad.ContentionAdmits{Strategy: spec.Strategy}
+	inner := spec.Optimistic
+	spec.Optimistic = func(n int) limiter.Strategy { return knownbad.ContentionAdmits{Strategy: inner(n)} }
+	return spec
 }

@@ -238,8 +238,8 @@ func TestBucketedErrors(t *testing.T) {
 	var calls atomic.Int64
 	lim2 := newLim(t, &failNth{Store: mst, n: 2, calls: &calls}, strategy.NewBucketed())
 	r, err := lim2.Allow(ctx, "u", l)
-	if err != nil || r.Allowed {
-		t.Errorf("denied call whose compensation failed = %+v, %v; want denied, no error", r, err)
+	if err != nil || r.Allowed || r.Degraded || r.Cause == nil || !strings.Contains(r.Cause.Error(), "lost") {
+		t.Errorf("denied call whose compensation failed = %+v, %v; want denied, no error, the failure as Cause", r, err)
 	}
 	key := bucketKey(t, "u", l, m.Now())
 	if v, _ := m.Get(key); v != "2" {
@@ -289,5 +289,46 @@ func TestBucketedReset(t *testing.T) {
 	}
 	if r, err := lim.Allow(ctx, "u", l); err != nil || !r.Allowed {
 		t.Errorf("after Reset = %+v, %v", r, err)
+	}
+}
+
+// jumping moves the server's clock by jump before every round trip but the
+// first: every transaction's TIME names a later window than the one the
+// decision was stamped with.
+type jumping struct {
+	store.Store
+	m     *redistest.Mini
+	jump  time.Duration
+	trips atomic.Int64
+}
+
+func (j *jumping) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	if j.trips.Add(1) > 1 {
+		j.m.Advance(j.jump)
+	}
+	return j.Store.Do(ctx, cmds...)
+}
+
+// TestBucketedStaleDecisionDenied: a decision that the server's TIME places
+// in other windows on every attempt (a round trip as long as a window) is
+// taken back and denied with a RetryAfter, counted in no window.
+func TestBucketedStaleDecisionDenied(t *testing.T) {
+	m, mst := newMini(t)
+	st := &jumping{Store: mst, m: m, jump: 3 * time.Second}
+	lim := newLim(t, st, strategy.NewBucketed())
+	ctx := context.Background()
+	l := limiter.PerSecond(5)
+	r, err := lim.Allow(ctx, "u", l)
+	if err != nil || r.Allowed || r.Degraded || r.RetryAfter <= 0 || r.RetryAfter > l.Period {
+		t.Fatalf("a decision stamped wrong on every attempt = %+v, %v; want denied with RetryAfter in (0, 1s]", r, err)
+	}
+	for _, k := range m.Keys() {
+		if v, _ := m.Get(k); v != "0" {
+			t.Errorf("key %q holds %q after a stale decision; want 0 or gone", k, v)
+		}
+	}
+	st.jump = 0
+	if r, err := lim.Allow(ctx, "u", l); err != nil || !r.Allowed || r.Remaining != 4 {
+		t.Errorf("the next call with the clock still = %+v, %v; want admitted with 4 remaining", r, err)
 	}
 }

@@ -39,7 +39,13 @@
 //   - AppClockBucket: time-bucketed keys with MULTI/INCRBY/PEXPIREAT done
 //     right, but windows from the app clock, never aligned to Redis TIME:
 //     skewed app servers count in different windows.
+//   - ServerTimeBucket: the window picked from Redis TIME in one round
+//     trip, counted in another: when a round trip is as long as a window,
+//     the PEXPIREAT of a window that is over deletes the key in the same
+//     transaction, and the admission is counted nowhere.
 //
 // SwallowErrors (seed 003): any error admits the request silently: not
 // Degraded, no error, so the fail mode never applies and nobody can alert.
+// ContentionAdmits: an optimistic strategy whose give-up under contention
+// admits, as if contention were a backend failure.
 package knownbad
