@@ -167,7 +167,7 @@ func checkOptimisticContention(c *checker) {
 		}
 		subject := fmt.Sprintf("p5-%d", i)
 		a, d, errs := hammer(g, m, func(int, int) (limiter.Result, error) {
-			return lim.Allow(c.ctx, subject, l)
+			return c.underLoad(func(ctx context.Context) (limiter.Result, error) { return lim.Allow(ctx, subject, l) })
 		})
 		var contention int64
 		var other []error
