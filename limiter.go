@@ -38,7 +38,10 @@ var (
 	// ErrCorruptCounter is a counter key that holds something other than
 	// the strategy's counter: text that is not a decimal integer, another
 	// type (a key name shared with other data), a value written by another
-	// program. The call that met it wrote nothing to any of its limits.
+	// program. The call that met it leaves every one of its limits as it
+	// was: it wrote nothing (a script checks every counter first) or took
+	// back what it wrote (a strategy without scripts), unless Redis was
+	// lost just then.
 	ErrCorruptCounter = errors.New("limiter: corrupt counter")
 	// ErrUnsuitableStore is a store that lacks an ability the strategy
 	// needs (New checks it); the error also wraps the strategy's own reason,
@@ -193,7 +196,10 @@ func WithFailMode(m FailMode) Option {
 
 // WithTimeout bounds each call: the context passed to the store gets this
 // deadline unless it already has an earlier one. 0 (the default) adds no
-// deadline: the caller's context and the client's own timeouts apply.
+// deadline: the caller's context and the client's own timeouts apply. A
+// strategy that must undo a count it made (strategy.Bucketed taking back a
+// denied request) does that on a context of its own, which may hold the
+// call a little past the deadline when Redis is slow just then.
 func WithTimeout(d time.Duration) Option {
 	return func(l *Limiter) error {
 		if d < 0 {

@@ -20,7 +20,8 @@ import (
 //     Result that is not Degraded. OnError is called before OnDecision.
 //
 // So a healthy call fires OnDecision only, a call that returned an error
-// fires OnError only, and a Degraded decision fires both. The methods run
+// fires OnError only, and a Degraded decision, or one with a Cause, fires
+// both. The methods run
 // synchronously on the caller's goroutine with the caller's context and key
 // (the subject, not the Redis key); they must be safe for concurrent use and
 // fast.

@@ -27,6 +27,7 @@ func checkExactAdmission(c *checker) {
 		return c.underLoad(func(ctx context.Context) (limiter.Result, error) { return lim.Allow(ctx, "p1", l) })
 	})
 	unknown := c.unknownOutcomes("property 1", g*m, errs)
+	c.t.Logf("property 1: %d admitted, %d denied, %d errors; the slowest call took %s", a, d, len(errs), time.Duration(c.slowest.Load()).Round(time.Millisecond))
 	if a > rate || (c.spec.Exact && a+unknown < rate) {
 		c.t.Errorf("property 1: admitted %d (and %d calls whose outcome is unknown) of %d calls with limit %d, want %s %d",
 			a, unknown, g*m, rate, map[bool]string{true: "exactly", false: "at most"}[c.spec.Exact], rate)
@@ -48,16 +49,28 @@ func checkExactAdmission(c *checker) {
 }
 
 // loadTimeout is the deadline of each call of a check that counts under
-// load: long enough for a busy 2-core machine running the race detector,
-// so that a call's outcome is unknown only when something is wrong. (A
-// client's own read timeout still applies where it ignores deadlines.)
-const loadTimeout = 20 * time.Second
+// load. It replaces a client's short read timeout where the adapter lets
+// the deadline decide (redigo, rueidis), and it is long: on a busy 2-core
+// machine running the race detector, an optimistic strategy's call on a key
+// 200 callers contend for may retry for tens of seconds, and an exact check
+// must not turn that into an error. (A client's own read timeout still
+// applies where it ignores deadlines.)
+const loadTimeout = 2 * time.Minute
 
-// underLoad makes call with a context bounded by loadTimeout.
+// underLoad makes call with a context bounded by loadTimeout, and records
+// the slowest call.
 func (c *checker) underLoad(call func(ctx context.Context) (limiter.Result, error)) (limiter.Result, error) {
 	ctx, cancel := context.WithTimeout(c.ctx, loadTimeout)
 	defer cancel()
-	return call(ctx)
+	start := time.Now()
+	r, err := call(ctx)
+	took := int64(time.Since(start))
+	for {
+		cur := c.slowest.Load()
+		if took <= cur || c.slowest.CompareAndSwap(cur, took) {
+			return r, err
+		}
+	}
 }
 
 // unknownOutcomes returns how many of calls' errs left the outcome unknown
@@ -222,19 +235,20 @@ func checkMultiRule(c *checker) {
 	a, _, errs := hammer(32, 4, func(int, int) (limiter.Result, error) {
 		return c.underLoad(func(ctx context.Context) (limiter.Result, error) { return lim.Allow(ctx, "p4-conc", ten, five) })
 	})
-	if unknown := c.unknownOutcomes("property 4", 32*4, errs); unknown > 0 {
-		// Some calls may or may not have counted: both counters must
-		// still agree, between the admitted and the admitted + unknown.
-		c.t.Logf("property 4: concurrent: %d admitted, %d unknown", a, unknown)
-		if c.counter("p4-conc", ten) != c.counter("p4-conc", five) && !c.spec.DeniedConsume {
-			c.t.Errorf("property 4: concurrent: the counters of %s and %s differ", ten, five)
+	unknown := c.unknownOutcomes("property 4", 32*4, errs)
+	if a > 5 || (c.spec.Exact && a+unknown < 5) {
+		c.t.Errorf("property 4: concurrent: admitted %d (and %d calls whose outcome is unknown), want 5", a, unknown)
+	}
+	if unknown == 0 {
+		c.assertCounters("p4-conc", a, ten, five)
+	} else if !c.spec.DeniedConsume {
+		// Some calls may or may not have counted: both counters lie between
+		// the admitted and the admitted + unknown, and agree.
+		n10, n5 := c.counter("p4-conc", ten), c.counter("p4-conc", five)
+		if n10 != n5 || n5 < a || n5 > a+unknown {
+			c.t.Errorf("property 4: concurrent: counters %d and %d, %d admitted and %d unknown: want equal counters in [%d, %d]", n10, n5, a, unknown, a, a+unknown)
 		}
-		return
 	}
-	if a > 5 || (c.spec.Exact && a != 5) {
-		c.t.Errorf("property 4: concurrent: admitted %d, want 5", a)
-	}
-	c.assertCounters("p4-conc", a, ten, five)
 }
 
 func (c *checker) assertCounters(subject string, want int64, ls ...limiter.Limit) {

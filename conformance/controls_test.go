@@ -76,8 +76,13 @@ func TestFixedWindowPassesAll(t *testing.T) {
 		t.Fatalf("%d outcomes, want %d", len(outcomes), want)
 	}
 	for _, o := range outcomes {
+		// Property 32 is for optimistic strategies; the others skip it.
+		notOptimistic := o.Check == "contention-never-admits" && o.Spec != "Optimistic"
+		if o.Skipped && notOptimistic {
+			continue
+		}
 		if !o.Passed {
-			t.Errorf("%s/%s: %v", o.Spec, o.Check, o.Messages)
+			t.Errorf("%s/%s: passed=%v skipped=%v: %v", o.Spec, o.Check, o.Passed, o.Skipped, o.Messages)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -138,6 +139,7 @@ type checker struct {
 	spec      Spec
 	prefix    string
 	maxWindow time.Duration
+	slowest   atomic.Int64 // the slowest call made underLoad, in ns
 }
 
 // limiter returns a Limiter of the spec's strategy on st (the harness's
@@ -208,9 +210,9 @@ func (c *checker) serverTime() time.Time {
 // until it is offset into an epoch-aligned window of length period.
 func (c *checker) alignTo(period, offset time.Duration) {
 	c.t.Helper()
-	ms := c.serverTime().UnixMilli()
-	d := (offset.Milliseconds() - ms%period.Milliseconds() + period.Milliseconds()) % period.Milliseconds()
-	c.h.Advance(time.Duration(d) * time.Millisecond)
+	us, p := c.serverTime().UnixMicro(), period.Microseconds()
+	d := (offset.Microseconds() - us%p + p) % p
+	c.h.Advance(time.Duration(d) * time.Microsecond)
 }
 
 // subjectKeys returns the keys of subject whose counter is not zero (an

@@ -4,7 +4,7 @@
 //
 // A KeyFunc derives each request's subject: the client IP (ClientIP, with
 // trusted proxies for X-Forwarded-For), a header (Header, for an API or app
-// key), several joined (Join, for seed 003's appkey-method), or any func of
+// key), several joined (Join, for an appkey-method, injectively), or any func of
 // yours. The subject's rules are decided in one atomic call; an admitted
 // request reaches the next handler, a denied one gets 429 Too Many Requests
 // with a small application/problem+json body naming the violated rule.

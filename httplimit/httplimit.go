@@ -74,9 +74,10 @@ func WithErrorHandler(f func(w http.ResponseWriter, r *http.Request, err error))
 
 // WithDeniedHandler sets f to answer a denied request, after the rate
 // limit fields are set on w's header. The default answers 429 Too Many
-// Requests (503 Service Unavailable for a Degraded denial, made by
-// FailClosed with Redis down) with a small application/problem+json body
-// naming the violated rule.
+// Requests (503 Service Unavailable for a Degraded denial made by
+// FailClosed with Redis down; a denial because the key was too contended
+// to decide, limiter.ErrContention, stays 429) with a small
+// application/problem+json body naming the violated rule.
 func WithDeniedHandler(f func(w http.ResponseWriter, r *http.Request, d rules.Decision)) Option {
 	return func(m *Middleware) error {
 		if f == nil {
@@ -165,7 +166,7 @@ type problem struct {
 
 func defaultDenied(w http.ResponseWriter, r *http.Request, d rules.Decision) {
 	p := problem{Type: ProblemQuotaExceeded, Title: "Too Many Requests", Status: http.StatusTooManyRequests, Violated: violated(d)}
-	if d.Degraded {
+	if d.Degraded && !errors.Is(d.Cause, limiter.ErrContention) {
 		p = problem{Type: ProblemReducedCapacity, Title: "Service Unavailable", Status: http.StatusServiceUnavailable, Violated: violated(d)}
 	}
 	body, _ := json.Marshal(p)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -432,5 +433,39 @@ func TestWriteHeaders(t *testing.T) {
 	httplimit.WriteHeaders(h, rules.Decision{Result: limiter.Result{Allowed: false, RetryAfter: -1}, Default: true}, true)
 	if len(h) != 0 {
 		t.Errorf("default denial: %v; want no fields", h)
+	}
+}
+
+// contended is a strategy whose every decision gives up under contention.
+type contended struct{}
+
+func (contended) Decide(context.Context, store.Store, limiter.Request) (limiter.Result, error) {
+	return limiter.Result{}, fmt.Errorf("strategy: %w", limiter.ErrContention)
+}
+
+// TestContentionIs429: a request the limiter could not decide because its
+// key was too contended is refused as rate limited (429, Retry-After), in
+// FailOpen and FailClosed: never served, and not a 503 "Redis down".
+func TestContentionIs429(t *testing.T) {
+	m := redistest.NewMini(t)
+	st := dial(t, m.Addr())
+	for _, mode := range []limiter.FailMode{limiter.FailOpen, limiter.FailClosed} {
+		lim, err := limiter.New(st, contended{}, limiter.WithFailMode(mode))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mw, err := httplimit.NewFixed(lim, []limiter.Limit{limiter.PerMinute(5).Named("qpm")}, httplimit.WithKey(httplimit.Header("X-Key")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		served := false
+		h := mw.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served = true }))
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.Header.Set("X-Key", "hot")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if served || rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" {
+			t.Errorf("%s: served=%v, status %d, Retry-After %q; want 429 with Retry-After, not served", mode, served, rec.Code, rec.Header().Get("Retry-After"))
+		}
 	}
 }

@@ -4,7 +4,7 @@
 // or a Redis hash, and reloaded while the service runs without resetting
 // any counter.
 //
-// It is the design of seed 003 made right. The seed keeps, per
+// It is the common hand-written design made right. That design keeps, per
 // appkey-method, a list of limits (per second, per day, ...) in a Redis
 // hash and checks them one by one, each check consuming quota, and admits
 // the request on any error. Here:
@@ -28,7 +28,7 @@
 //	    - {name: qps, rate: 10, period: 1s}
 //	    - {name: qpd, rate: 1000, period: 1d}
 //
-// The same rules in a Redis hash, seed 003's shape (RedisHash):
+// The same rules in a Redis hash, one field per subject (RedisHash):
 //
 //	HSET allRateLimitConfigs app-1-order.create '[{"name":"qps","rate":10,"period":"1s"},{"name":"qpd","rate":1000,"period":"1d"}]'
 //

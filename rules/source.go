@@ -82,9 +82,9 @@ func (f fileSource) Load(context.Context) (*Set, error) {
 	return s, nil
 }
 
-// RedisHash is a Source that reads the rules from a Redis hash in seed
-// 003's shape: one field per subject (the seed's appkey + "-" + method),
-// its value a JSON list of rules (see ParseRules):
+// RedisHash is a Source that reads the rules from a Redis hash: one field
+// per subject (such as an appkey-method), its value a JSON list of rules
+// (see ParseRules):
 //
 //	HSET allRateLimitConfigs app-1-order.create '[{"name":"qps","rate":10,"period":"1s"},{"name":"qpd","rate":1000,"period":"1d"}]'
 //

@@ -2,6 +2,7 @@ package strategy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -13,8 +14,9 @@ import (
 )
 
 // Bucketed counts cost per limit in windows aligned to the Unix epoch, with
-// the window's index in the key (seed 002's "key-MMddHHmm", done right),
-// and no Lua: for servers that forbid or restrict scripting.
+// the window's index in the key (a "key-MMddHHmm" design done right: epoch
+// windows on the server's clock, every key with its expiry), and no Lua:
+// for servers that forbid or restrict scripting.
 //
 // A decision is one round trip,
 //
@@ -48,20 +50,26 @@ import (
 //     leaves no over-count. A compensation that fails (Redis lost between
 //     the two round trips) leaves an over-count that lasts until the
 //     window ends; the call still returns its denial, with the error as
-//     the Result's Cause, which the Limiter's Observer is told;
+//     the Result's Cause, which the Limiter's Observer is told. Work on
+//     the detached context may make a call return up to 1 s after its
+//     deadline, when Redis is slow just then;
 //   - a decision is counted only in the windows that the TIME of its own
 //     transaction names. When the round trip is about as long as a window,
 //     so that the server's TIME names other windows on every one of a few
 //     attempts, the decision is taken back and denied until the current
-//     window ends: never counted in a window that is over, nor in a key
-//     that expires in the same transaction;
+//     window ends, with ErrStaleWindow as the Result's Cause: never counted
+//     in a window that is over, nor in a key that expires in the same
+//     transaction;
 //   - a counter that INCRBY cannot read, or a key of another type, is
 //     limiter.ErrCorruptCounter; the increments of the other limits are
-//     taken back before the call returns;
+//     taken back (on the detached context) before the call returns, so no
+//     counter is left moved unless Redis is lost just then;
 //   - a multi-limit call is all-or-nothing in the same sense: the
 //     increments of a denied call are taken back from every limit;
 //   - round trips: 1 for an admitted request, 2 for a denied one, 1 for a
 //     peek (MULTI, TIME, GET, EXEC), plus one TIME per store on first use;
+//     a decision moved to the server's window takes one more per move (up
+//     to 4 in all, 5 for a stale denial);
 //   - key lifetime: the window's end plus a grace (WithGrace, default 1 s,
 //     capped at one Period), so that Redis nodes whose clocks differ a
 //     little (a failover) never drop a live window early;
@@ -300,9 +308,11 @@ func (b *Bucketed) peek(ctx context.Context, st store.Store, c *serverClock, req
 			if vals[1+i] == nil {
 				continue
 			}
-			if counts[i], err = parseCounter(vals[1+i]); err != nil {
+			if counts[i], err = parseRedisInt(vals[1+i]); err != nil {
 				return limiter.Result{}, fmt.Errorf("strategy: bucketed: GET %s: %w", bs.keys[i], err)
 			}
+			// Below 0 after a take-back met a reset key: nothing counted.
+			counts[i] = max(counts[i], 0)
 		}
 		allowed := true
 		for i, l := range req.Limits {
@@ -320,6 +330,12 @@ func fits(count, cost, rate int64) bool {
 	return cost <= rate && count <= rate-cost
 }
 
+// ErrStaleWindow is the Cause of a Bucketed denial made because the TIME of
+// the decision's own transaction named other windows than the ones it was
+// counted in, on every attempt: a round trip about as long as the window.
+// The request was taken back, counted in no window.
+var ErrStaleWindow = errors.New("strategy: bucketed: the round trip is as long as the window: the decision could not be counted in the server's current window")
+
 // consume increments every limit's bucket in one transaction, moves the
 // decision to the server's buckets when the stamp was wrong, and takes the
 // cost back when any limit is exceeded, when the decision could not be
@@ -329,6 +345,12 @@ func (b *Bucketed) consume(ctx context.Context, st store.Store, c *serverClock, 
 	var prev buckets // the stamp of the previous attempt, to take back
 	var after [limiter.MaxLimits]int64
 	var now int64
+	// From the second attempt on, a transaction also takes back the count
+	// of the attempt before, and a denial is taken back too: they run on a
+	// context detached from the caller's, so that the caller's end cannot
+	// leave a count behind.
+	var dc detached
+	defer dc.cancel()
 	stale := false
 	for attempt := 1; ; attempt++ {
 		cmds := make([]store.Cmd, 0, 3+2*n+2*len(prev.keys))
@@ -345,43 +367,47 @@ func (b *Bucketed) consume(ctx context.Context, st store.Store, c *serverClock, 
 				store.Cmd{Name: "PEXPIREAT", Args: []any{k, b.expireAt(req.Limits[i], bs.idx[i])}})
 		}
 		cmds = append(cmds, store.Cmd{Name: "EXEC"})
+		txCtx := ctx
+		if attempt > 1 {
+			txCtx = dc.from(ctx)
+		}
 		t0 := b.now()
-		vals, err := execVals(ctx, st, cmds)
+		vals, err := execVals(txCtx, st, cmds)
 		t1 := b.now()
 		if err != nil {
 			return limiter.Result{}, err
 		}
-		base := 2 * len(prev.keys)
-		if now, err = parseTime(vals[base]); err != nil {
-			return limiter.Result{}, err
-		}
-		c.observe(t0, t1, now)
 		// A queued command that failed (a counter INCRBY cannot read, a key
 		// of another type) failed alone: EXEC ran the others. Take back
 		// this attempt's increments that were applied, and fail.
+		base := 2 * len(prev.keys)
 		var applied [limiter.MaxLimits]bool
 		var bad error
 		for i, v := range vals {
-			e, ok := v.(error)
-			if !ok {
-				if j := i - base - 1; j >= 0 && j%2 == 0 {
-					applied[j/2] = true
-					if after[j/2], err = store.Int64(v); err != nil && bad == nil {
-						bad = fmt.Errorf("strategy: bucketed: INCRBY %s: %w", bs.keys[j/2], err)
-					}
+			j := i - base - 1 // INCRBY of limit j/2 when j is even
+			if e, ok := v.(error); ok {
+				if bad == nil {
+					bad = fmt.Errorf("strategy: bucketed: %s: %w", cmds[1+i].Name, corruptErr(e))
 				}
 				continue
 			}
-			if bad == nil {
-				bad = fmt.Errorf("strategy: bucketed: %s: %w", cmds[1+i].Name, corruptErr(e))
+			if j >= 0 && j%2 == 0 {
+				applied[j/2] = true
+				if after[j/2], err = store.Int64(v); err != nil && bad == nil {
+					bad = fmt.Errorf("strategy: bucketed: INCRBY %s: %w", bs.keys[j/2], err)
+				}
 			}
 		}
+		if bad == nil {
+			now, bad = parseTime(vals[base])
+		}
 		if bad != nil {
-			if err := b.takeBack(ctx, st, req, bs, applied[:n]); err != nil {
-				return limiter.Result{}, fmt.Errorf("%w (and %v)", bad, err)
+			if err := b.takeBack(dc.from(ctx), st, req, bs, applied[:n]); err != nil {
+				return limiter.Result{}, fmt.Errorf("%w (%v)", bad, err)
 			}
 			return limiter.Result{}, bad
 		}
+		c.observe(t0, t1, now)
 		if bs.matches(req, now) {
 			break
 		}
@@ -414,18 +440,48 @@ func (b *Bucketed) consume(ctx context.Context, st store.Store, c *serverClock, 
 	// whether or not this succeeds; a failure leaves an over-count that
 	// ends with the window, and is the Result's Cause.
 	res := b.bind(req, bs, now, before[:n], before[:n], false, stale)
-	res.Cause = b.takeBack(ctx, st, req, bs, nil)
+	err := b.takeBack(dc.from(ctx), st, req, bs, nil)
+	switch {
+	case stale && err != nil:
+		res.Cause = fmt.Errorf("%w (%v)", ErrStaleWindow, err)
+	case stale:
+		res.Cause = ErrStaleWindow
+	default:
+		res.Cause = err
+	}
 	return res, nil
 }
 
-// compensateTimeout bounds the round trip that takes back a denied
-// request's count. It runs on a context detached from the caller's, whose
-// end (a client gone, a deadline met) must not leave the count behind.
+// compensateTimeout bounds the work a decision does on a context detached
+// from the caller's: taking back a count (a denied request's, a wrong
+// window's). The caller's end (a client gone, a deadline met) must not
+// leave the count behind, so a call may return up to this much later than
+// its context's deadline, when Redis is slow just then.
 const compensateTimeout = time.Second
 
+// detached is a context detached from a call's, bounded by
+// compensateTimeout from its first use; the zero value is ready.
+type detached struct {
+	ctx  context.Context
+	stop context.CancelFunc
+}
+
+// from returns the detached context, made from parent on first use.
+func (d *detached) from(parent context.Context) context.Context {
+	if d.ctx == nil {
+		d.ctx, d.stop = context.WithTimeout(context.WithoutCancel(parent), compensateTimeout)
+	}
+	return d.ctx
+}
+
+func (d *detached) cancel() {
+	if d.stop != nil {
+		d.stop()
+	}
+}
+
 // takeBack takes the cost back from the keys of bs (only those marked in
-// only, unless it is nil) in one transaction, on a context detached from
-// ctx and bounded by compensateTimeout.
+// only, unless it is nil) in one transaction on ctx.
 func (b *Bucketed) takeBack(ctx context.Context, st store.Store, req limiter.Request, bs *buckets, only []bool) error {
 	cmds := make([]store.Cmd, 0, 2+2*len(bs.keys))
 	cmds = append(cmds, store.Cmd{Name: "MULTI"})
@@ -441,10 +497,8 @@ func (b *Bucketed) takeBack(ctx context.Context, st store.Store, req limiter.Req
 		return nil
 	}
 	cmds = append(cmds, store.Cmd{Name: "EXEC"})
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), compensateTimeout)
-	defer cancel()
 	if _, err := execReply(ctx, st, cmds); err != nil {
-		return fmt.Errorf("taking back a denied request's count: %w", err)
+		return fmt.Errorf("taking the count back: %w", err)
 	}
 	return nil
 }
@@ -495,24 +549,27 @@ func execReply(ctx context.Context, st store.Store, cmds []store.Cmd) ([]any, er
 // bind builds the Result at server time nowUs: before[i] is limit i's count
 // without this request, after[i] with it when it was consumed.
 //
-// A stale decision, one that could not be placed in the server's windows,
-// is denied by every limit until the end of the server's current window.
+// In a stale decision, one that could not be counted in the server's
+// windows, each limit whose stamped window is not the server's current one
+// denies until that window ends.
 func (b *Bucketed) bind(req limiter.Request, bs *buckets, nowUs int64, before, after []int64, allowed, stale bool) limiter.Result {
 	var bd limiter.Binder
 	nowMs := nowUs / 1000
 	for i, l := range req.Limits {
 		p := l.Period.Milliseconds()
 		reset := time.Duration(min(max((bs.idx[i]+1)*p-nowMs, 1), p)) * time.Millisecond
+		off := stale && nowMs/p != bs.idx[i]
+		if off {
+			reset = time.Duration(p-nowMs%p) * time.Millisecond
+		}
 		var retry time.Duration
 		switch {
 		case req.Cost > l.Rate:
 			retry = -1
-		case !fits(before[i], req.Cost, l.Rate):
+		case off || !fits(before[i], req.Cost, l.Rate):
 			retry = reset
-		case stale:
-			retry = time.Duration(p-nowMs%p) * time.Millisecond
 		}
-		bd.Add(i, l.Rate-after[i], reset, retry)
+		bd.Add(i, l.Rate-max(after[i], 0), reset, retry)
 	}
 	return bd.Result(allowed)
 }

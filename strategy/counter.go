@@ -2,48 +2,54 @@ package strategy
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/store"
 )
 
-// maxCounterDigits bounds a counter's decimal digits: counters stay below
-// limiter.MaxRate plus a cost, far below 10^16, and exact in Lua's numbers.
-const maxCounterDigits = 16
+// maxCounter is the largest counter a strategy reads: 2^53 - 1, the last
+// integer Lua's numbers hold exactly. Counters stay below limiter.MaxRate
+// plus a cost, far below it.
+const maxCounter = 1<<53 - 1
 
-// parseCounter reads a counter as the strategies write it: a non-negative
-// decimal integer as INCRBY reads it, without sign, spaces, fraction,
-// exponent, hex or leading zero. Anything else is limiter.ErrCorruptCounter,
-// so a decision never rests on a value INCRBY would then refuse.
+// parseCounter reads a counter as FixedWindow and Optimistic write it: a
+// non-negative decimal integer as INCRBY reads it, without sign, spaces,
+// fraction, exponent, hex or leading zero, at most maxCounter. Anything
+// else is limiter.ErrCorruptCounter, so a decision never rests on a value
+// that INCRBY would then refuse.
 func parseCounter(v any) (int64, error) {
+	n, err := parseRedisInt(v)
+	if err == nil && (n < 0 || n > maxCounter) {
+		err = fmt.Errorf("%w: %d is out of range", limiter.ErrCorruptCounter, n)
+	}
+	return n, err
+}
+
+// parseRedisInt reads an integer reply or value the way INCRBY does: an
+// optional minus sign, then "0" or digits without a leading zero, within
+// int64. Anything else is limiter.ErrCorruptCounter; a nil reply is
+// store.ErrNil.
+func parseRedisInt(v any) (int64, error) {
 	switch x := v.(type) {
 	case int64:
-		if x >= 0 {
-			return x, nil
-		}
+		return x, nil
 	case string:
-		if validCounter(x) {
-			var n int64
-			for i := 0; i < len(x); i++ {
-				n = n*10 + int64(x[i]-'0')
+		digits := strings.TrimPrefix(x, "-")
+		if digits == "0" && len(x) == 1 || len(digits) > 0 && digits[0] >= '1' && digits[0] <= '9' && allDigits(digits) {
+			if n, err := strconv.ParseInt(x, 10, 64); err == nil {
+				return n, nil
 			}
-			return n, nil
 		}
 	case nil:
 		return 0, store.ErrNil
 	}
-	return 0, fmt.Errorf("%w: %.40q", limiter.ErrCorruptCounter, fmt.Sprint(v))
+	return 0, fmt.Errorf("%w: %.40q is not an integer", limiter.ErrCorruptCounter, fmt.Sprint(v))
 }
 
-func validCounter(s string) bool {
-	if s == "0" {
-		return true
-	}
-	if len(s) == 0 || len(s) > maxCounterDigits || s[0] < '1' || s[0] > '9' {
-		return false
-	}
-	for i := 1; i < len(s); i++ {
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {
 			return false
 		}

@@ -15,17 +15,32 @@ func TestParseCounter(t *testing.T) {
 	for _, ok := range []struct {
 		in   any
 		want int64
-	}{{"0", 0}, {"7", 7}, {"1234567890123456", 1234567890123456}, {int64(3), 3}} {
+	}{{"0", 0}, {"7", 7}, {"1234567890123456", 1234567890123456}, {"9007199254740991", 1<<53 - 1}, {int64(3), 3}} {
 		if n, err := parseCounter(ok.in); err != nil || n != ok.want {
 			t.Errorf("parseCounter(%q) = %d, %v; want %d", ok.in, n, err, ok.want)
 		}
 	}
-	for _, bad := range []any{"", "1.5", " 3", "3 ", "0x2", "1e0", "+3", "-3", "007", "00", "-0", "12345678901234567", "abc", int64(-1), []any{}} {
+	for _, bad := range []any{"", "1.5", " 3", "3 ", "0x2", "1e0", "+3", "-3", "007", "00", "-0", "12345678901234567", "9999999999999999", "abc", int64(-1), []any{}} {
 		if n, err := parseCounter(bad); !errors.Is(err, limiter.ErrCorruptCounter) {
 			t.Errorf("parseCounter(%#v) = %d, %v; want ErrCorruptCounter", bad, n, err)
 		}
 	}
 	if _, err := parseCounter(nil); !errors.Is(err, store.ErrNil) {
 		t.Errorf("parseCounter(nil) = %v; want store.ErrNil", err)
+	}
+	if n, err := parseCounter("9007199254740992"); !errors.Is(err, limiter.ErrCorruptCounter) {
+		t.Errorf("parseCounter(2^53) = %d, %v; want ErrCorruptCounter (not exact in Lua)", n, err)
+	}
+	// Bucketed reads what INCRBY reads, negatives included (a take-back
+	// that met a key reset in between leaves one).
+	for in, want := range map[string]int64{"-3": -3, "0": 0, "9223372036854775807": 1<<63 - 1} {
+		if n, err := parseRedisInt(in); err != nil || n != want {
+			t.Errorf("parseRedisInt(%q) = %d, %v; want %d", in, n, err, want)
+		}
+	}
+	for _, bad := range []string{"-0", "+3", "007", "-", "", " 1", "9223372036854775808", "1.0"} {
+		if n, err := parseRedisInt(bad); !errors.Is(err, limiter.ErrCorruptCounter) {
+			t.Errorf("parseRedisInt(%q) = %d, %v; want ErrCorruptCounter", bad, n, err)
+		}
 	}
 }

@@ -29,15 +29,15 @@ const (
 )
 
 // Optimistic is the fixed window of FixedWindow without Lua, by optimistic
-// transactions (seed 000 §2.2 done right):
+// transactions (the WATCH/MULTI design done right):
 //
 //	WATCH keys                       (pins one connection)
 //	GET key; PTTL key; ...           (one pipeline, outside MULTI)
 //	decide in Go, as the Lua script does
 //	MULTI; SET key cost PX window | INCRBY key cost; ...; EXEC
 //
-// The reads run outside MULTI: inside it they would only be queued, and
-// the seed's code read nothing. A write of the watched keys by anyone
+// The reads run outside MULTI: inside it they would only be queued, and a
+// GET inside MULTI reads nothing. A write of the watched keys by anyone
 // between the WATCH and the EXEC, their expiry included, aborts the EXEC;
 // the decision is then retried, after a jittered exponential backoff, up
 // to MaxAttempts times, then fails with limiter.ErrContention (nothing

@@ -20,10 +20,10 @@
 //	               scanned on each), shared like -redis; the fault-proxy
 //	               checks are skipped (a Cluster client goes around a proxy)
 //	-checks LIST   comma-separated check names (default: all)
-//	-known-bad     also run the known-bad implementations from the seed
-//	               articles; they are expected to fail, and do not change
-//	               the exit status unless one of them passes a check it must
-//	               fail
+//	-known-bad     also run the known-bad implementations (hand-written
+//	               designs with their bugs); they are expected to fail,
+//	               and do not change the exit status unless one of them
+//	               passes a check it must fail
 //	-v             print every check's messages, not only failures'
 //
 // Exit status: 0 when every check passed or was skipped, 1 when one failed,
@@ -46,7 +46,7 @@
 //	              [-interval D] [-fail-mode error|open|closed] [-prefix P]
 //
 // serve runs a demo HTTP service limited per <X-App-Key>-<path> by rules
-// (seed 003's appkey-method) with RateLimit headers and 429s. The rules come
+// (an appkey-method) with RateLimit headers and 429s. The rules come
 // from a Redis hash (default allRateLimitConfigs, seeded from -rules or the
 // demo rules) or from -rules alone, reloaded every -interval, on an embedded
 // miniredis unless -redis is given.

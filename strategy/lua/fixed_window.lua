@@ -22,7 +22,7 @@
 -- Every counter is read and checked before anything is written: a key that
 -- is not a string (WRONGTYPE) or whose value is not a non-negative decimal
 -- integer as INCRBY reads it (no sign, spaces, fraction, exponent, hex or
--- leading zero) is an error, and the call writes nothing.
+-- leading zero, at most 2^53 - 1) is an error, and the call writes nothing.
 local cost = tonumber(ARGV[1])
 local write = ARGV[2] == '0' and cost > 0
 local n = #KEYS
@@ -36,7 +36,7 @@ for i = 1, n do
   local ttl = window
   local v = redis.call('GET', KEYS[i])
   if v then
-    if #v > 16 or not (v == '0' or string.match(v, '^[1-9]%d*$')) then
+    if #v > 16 or not (v == '0' or string.match(v, '^[1-9]%d*$')) or tonumber(v) > 9007199254740991 then
       return redis.error_reply('ERR limiter corrupt counter: the key of limit ' .. i .. ' holds no counter')
     end
     count = tonumber(v)
