@@ -30,6 +30,34 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// TestConformanceRecommendedOptions runs the checks of deadlines and
+// faults with the options the package documentation recommends:
+// ContextTimeoutEnabled, so that go-redis itself ends a call at its
+// context's deadline (the adapter's own bound steps aside), and no retries.
+func TestConformanceRecommendedOptions(t *testing.T) {
+	dialRecommended := func(_ context.Context, addr string) (store.Store, func(), error) {
+		rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, ContextTimeoutEnabled: true})
+		return goredis.New(rdb), func() { _ = rdb.Close() }, nil
+	}
+	var checks []conformance.Check
+	for _, name := range []string{"crash-between-commands", "lost-reply-counted-once", "slow-reply-past-deadline", "redis-down-or-blackholed", "no-accidental-fail-open"} {
+		ch, ok := conformance.CheckByName(name)
+		if !ok {
+			t.Fatalf("no check %s", name)
+		}
+		checks = append(checks, ch)
+	}
+	for name, mk := range map[string]conformance.HarnessMaker{"miniredis": conformance.Miniredis(dialRecommended), "redis-server": conformance.RedisServer(dialRecommended)} {
+		t.Run(name, func(t *testing.T) {
+			for _, spec := range conformance.Strategies() {
+				for _, ch := range checks {
+					t.Run(spec.Name+"/"+ch.Name, func(t *testing.T) { conformance.RunCheck(t, mk, spec, ch) })
+				}
+			}
+		})
+	}
+}
+
 func dialCluster(_ context.Context, addrs []string) (store.Store, func(), error) {
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 	return goredis.New(rdb), func() { _ = rdb.Close() }, nil

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -211,7 +213,7 @@ func (s *Store) run(ctx context.Context, call *evalCall, a []any) (any, error) {
 	}
 	v, err := cmd.Result()
 	if err != nil {
-		return nil, mapErr(err, call.g.written())
+		return nil, mapErr(ctx, err, call.g.written())
 	}
 	return v, nil
 }
@@ -254,7 +256,7 @@ func (s *Store) doTx(ctx context.Context, cmds []store.Cmd) ([]store.Reply, erro
 	if err := s.bounded(ctx, func() { _, execErr = p.Exec(ctx) }); err != nil {
 		return nil, fmt.Errorf("goredis: %w", err)
 	}
-	rs, err := collect(gcmds, guards)
+	rs, err := collect(ctx, gcmds, guards, execErr)
 	if err != nil {
 		return nil, err
 	}
@@ -271,7 +273,7 @@ func (s *Store) doTx(ctx context.Context, cmds []store.Cmd) ([]store.Reply, erro
 				out[1+i] = store.Reply{Err: r.Err}
 			}
 		}
-		out[len(out)-1].Err = mapErr(execErr, false)
+		out[len(out)-1].Err = mapErr(ctx, execErr, false)
 		return out, nil
 	}
 	vals := make([]any, len(rs))
@@ -292,10 +294,11 @@ func (s *Store) doTx(ctx context.Context, cmds []store.Cmd) ([]store.Reply, erro
 // doPipe runs cmds on p and collects their replies.
 func (s *Store) doPipe(ctx context.Context, p redis.Pipeliner, cmds []store.Cmd) ([]store.Reply, error) {
 	gcmds, guards := queue(ctx, p, cmds)
-	if err := s.bounded(ctx, func() { _, _ = p.Exec(ctx) }); err != nil {
+	var execErr error
+	if err := s.bounded(ctx, func() { _, execErr = p.Exec(ctx) }); err != nil {
 		return nil, fmt.Errorf("goredis: %w", err)
 	}
-	return collect(gcmds, guards)
+	return collect(ctx, gcmds, guards, execErr)
 }
 
 func queue(ctx context.Context, p redis.Pipeliner, cmds []store.Cmd) ([]*redis.Cmd, []*guard) {
@@ -318,7 +321,12 @@ func queue(ctx context.Context, p redis.Pipeliner, cmds []store.Cmd) ([]*redis.C
 	return gcmds, guards
 }
 
-func collect(gcmds []*redis.Cmd, guards []*guard) ([]store.Reply, error) {
+// collect reads the replies of gcmds after their pipeline ran and returned
+// execErr. A command that has neither a value nor an error was never
+// processed: the pipeline failed before it (a connection that could not be
+// set up, such as a wrong password, fails the whole pipeline without
+// touching its commands), and execErr is the call's error, not a nil reply.
+func collect(ctx context.Context, gcmds []*redis.Cmd, guards []*guard, execErr error) ([]store.Reply, error) {
 	written := false
 	for _, g := range guards {
 		written = written || g.written()
@@ -326,11 +334,17 @@ func collect(gcmds []*redis.Cmd, guards []*guard) ([]store.Reply, error) {
 	out := make([]store.Reply, len(gcmds))
 	for i, c := range gcmds {
 		v, err := c.Result()
+		if v == nil && err == nil {
+			if execErr == nil {
+				execErr = errors.New("no reply")
+			}
+			return nil, mapErr(ctx, execErr, written)
+		}
 		if err != nil && !isReply(err) {
-			return nil, mapErr(err, written)
+			return nil, mapErr(ctx, err, written)
 		}
 		if err != nil {
-			out[i].Err = mapErr(err, false)
+			out[i].Err = mapErr(ctx, err, false)
 			continue
 		}
 		out[i].Val = normalise(v)
@@ -360,7 +374,11 @@ func (s *Store) Watch(ctx context.Context, keys []string, fn func(store.Tx) erro
 	if err == nil || (called && err == fnErr) {
 		return err
 	}
-	return mapErr(err, false)
+	// The WATCH failed. Like any command given up on after it may have
+	// been written, its outcome is unknown (it changes no data); one that
+	// never left (a failed dial) is not.
+	var op *net.OpError
+	return mapErr(ctx, err, !(errors.As(err, &op) && op.Op == "dial"))
 }
 
 type txn struct {
@@ -375,8 +393,8 @@ func (t txn) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
 	}
 	p := t.tx.Pipeline()
 	gcmds, guards := queue(ctx, p, cmds)
-	_, _ = p.Exec(ctx)
-	return collect(gcmds, guards)
+	_, execErr := p.Exec(ctx)
+	return collect(ctx, gcmds, guards, execErr)
 }
 
 // Exec runs cmds inside MULTI/EXEC on the pinned connection. Watch bounds
@@ -394,7 +412,7 @@ func (t txn) Exec(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error)
 	if errors.Is(err, redis.TxFailedErr) {
 		return nil, fmt.Errorf("%w: %w", store.ErrTxAborted, err)
 	}
-	return collect(gcmds, guards)
+	return collect(ctx, gcmds, guards, err)
 }
 
 // isReply reports an error that is the server's reply to one command (or a
@@ -409,7 +427,14 @@ func isReply(err error) bool {
 
 // mapErr maps a go-redis error to the store sentinels. written says whether
 // the command reached the wire, so a failure may hide a completed command.
-func mapErr(err error, written bool) error {
+// A failure after ctx ended also wraps ctx's error: with
+// ContextTimeoutEnabled go-redis reports a read cut short by the context's
+// deadline as a network timeout, which must still match
+// context.DeadlineExceeded, as the other adapters' errors do.
+func mapErr(ctx context.Context, err error, written bool) error {
+	if cerr := ended(ctx); cerr != nil && !isReply(err) && !errors.Is(err, cerr) {
+		err = fmt.Errorf("%w (%w)", err, cerr)
+	}
 	switch {
 	case errors.Is(err, redis.Nil):
 		return store.ErrNil
@@ -427,6 +452,19 @@ func mapErr(err error, written bool) error {
 		return fmt.Errorf("goredis: %w: %w", store.ErrUnknownOutcome, err)
 	}
 	return fmt.Errorf("goredis: %w", err)
+}
+
+// ended returns ctx's error, or context.DeadlineExceeded once its deadline
+// has passed: a read deadline set from it expires a moment before the
+// context's own timer fires.
+func ended(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // normalise maps go-redis reply values to the store's types: int64, string,

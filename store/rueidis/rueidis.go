@@ -230,8 +230,10 @@ func replyErr(err error) error {
 // roundTripErr maps an error that is not the server's reply (network,
 // timeout, context, a closed client). The command may have been written
 // and run, so the error wraps store.ErrUnknownOutcome, unless it is one that
-// rueidis only returns before writing: a failed dial or a recycled
-// dedicated connection.
+// rueidis only returns before writing: a failed dial, a recycled dedicated
+// connection, or the server's refusal of the connection's set-up (HELLO,
+// AUTH: a wrong password, a user without the right), which rueidis hands
+// every command of the connection as its error.
 func roundTripErr(err error) error {
 	if notSent(err) {
 		return fmt.Errorf("rueidis: %w", err)
@@ -243,6 +245,9 @@ func notSent(err error) bool {
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
 		return true
+	}
+	if _, ok := rd.IsRedisErr(err); ok {
+		return true // a reply given as a round trip's error: the set-up's
 	}
 	return errors.Is(err, rd.ErrDedicatedClientRecycled) || errors.Is(err, rd.ErrNoAddr)
 }
