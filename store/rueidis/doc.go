@@ -130,4 +130,18 @@
 // more on a new one. rueidis dials a new dedicated connection of a
 // single-server client without the caller's context; Watch still returns at
 // the context's deadline and lets the dial finish in the background.
+//
+// A server held by another client's long script answers BUSY. rueidis
+// (v1.0.79) sends UNSUBSCRIBE on a dedicated connection handed back to its
+// pool, and panics, ending the process, when the server answers that with
+// a BUSY error. So once the server has answered BUSY, Watch closes its
+// dedicated connections instead of handing them back, for 10 s after the
+// last BUSY it saw: during a BUSY spell each Watch dials a connection of
+// its own. A connection handed back in the very instant a script begins
+// to hold the server can still meet it; that race is rueidis's to close.
+// Calls during BUSY fail with the server's error, which names BUSY.
+//
+// A connection whose set-up the server refuses (a password changed on the
+// server, an ACL user disabled) fails its calls with the server's error,
+// not store.ErrUnknownOutcome: nothing of theirs was sent.
 package rueidis

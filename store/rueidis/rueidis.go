@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"sync/atomic"
 
 	rd "github.com/redis/rueidis"
 
@@ -17,6 +18,10 @@ import (
 type Store struct {
 	c     rd.Client
 	texts argcache.Cache[string] // the text of recent integer arguments
+	// busyUntil is when, in Unix nanoseconds, the server last said BUSY
+	// plus busyHold: until then Watch closes its dedicated connections
+	// instead of handing them back (see tx.finish).
+	busyUntil atomic.Int64
 }
 
 var (

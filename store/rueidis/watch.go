@@ -17,6 +17,10 @@ import (
 // time is closed instead of going back to the pool.
 const unwatchTimeout = 2 * time.Second
 
+// busyHold is how long after a BUSY reply Watch keeps closing its
+// dedicated connections instead of handing them back to rueidis.
+const busyHold = 10 * time.Second
+
 // errTxState is returned for a command that would change the transaction
 // state of the pinned connection behind Watch's back.
 var errTxState = errors.New("rueidis: MULTI, EXEC and DISCARD are issued by Tx.Exec only")
@@ -81,7 +85,7 @@ func (s *Store) watch(ctx context.Context, keys []string) (*tx, func(), error) {
 	var err error
 	for attempt := 0; attempt < 2; attempt++ {
 		dc, release := s.c.Dedicate()
-		t := &tx{dc: dc, cluster: s.c.Mode() == rd.ClientModeCluster}
+		t := &tx{dc: dc, s: s, cluster: s.c.Mode() == rd.ClientModeCluster}
 		w := dc.B().Arbitrary("WATCH").Keys(keys[0])
 		for _, k := range keys[1:] {
 			w = w.Args(k)
@@ -94,6 +98,7 @@ func (s *Store) watch(ctx context.Context, keys []string) (*tx, func(), error) {
 			if err = r.Error(); err == nil {
 				return t, release, nil
 			}
+			t.sawError(err)
 			err = fmt.Errorf("rueidis: WATCH: %w", err) // the server's refusal
 			t.finish(ctx, release)
 			return nil, nil, err
@@ -131,6 +136,32 @@ type tx struct {
 	// the watched keys; commands with keys in another slot are refused.
 	cluster bool
 	slot    uint16
+	// s is the Store, told when the server answers BUSY.
+	s *Store
+}
+
+// sawError notes a reply that is the server's error. BUSY (another
+// client's script holds the server) breaks the connection for rueidis:
+// handing a dedicated connection back makes rueidis send UNSUBSCRIBE on
+// it, which the server then answers with a BUSY error where rueidis
+// expects a push message, and rueidis panics ("protocol bug, message
+// handled out of order"), killing the process. So after a BUSY the
+// connection is closed, not handed back, and so is every dedicated
+// connection of the Store for busyHold.
+func (t *tx) sawError(err error) {
+	if re, ok := rd.IsRedisErr(err); ok && strings.HasPrefix(re.Error(), "BUSY") {
+		t.broken = true
+		t.s.busyUntil.Store(time.Now().Add(busyHold).UnixNano())
+	}
+}
+
+// sawErrors applies sawError to every result of a round trip.
+func (t *tx) sawErrors(rs []rd.RedisResult) {
+	for _, r := range rs {
+		if err := r.Error(); err != nil {
+			t.sawError(err)
+		}
+	}
 }
 
 var _ store.Tx = (*tx)(nil)
@@ -147,6 +178,8 @@ func (t *tx) finish(ctx context.Context, release func()) {
 	// a decision that is complete returns at once.
 	switch {
 	case t.broken:
+	case time.Now().UnixNano() < t.s.busyUntil.Load():
+		// The server said BUSY lately: see sawError.
 	case !t.watched:
 		go release()
 		return
@@ -175,6 +208,7 @@ func (t *tx) unwatch(ctx context.Context) bool {
 	uctx, cancel := context.WithTimeout(ctx, unwatchTimeout)
 	defer cancel()
 	if err := t.dc.Do(uctx, t.dc.B().Unwatch().Build()).Error(); err != nil {
+		t.sawError(err)
 		t.broken = true
 		return false
 	}
@@ -197,6 +231,7 @@ func (t *tx) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
 		}
 	}
 	rs := t.dc.DoMulti(ctx, built...)
+	t.sawErrors(rs)
 	for _, r := range rs {
 		if r.NonRedisError() != nil {
 			t.broken = true
@@ -214,6 +249,7 @@ func (t *tx) Exec(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error)
 		return nil, err
 	}
 	rs := t.dc.DoMulti(ctx, built...)
+	t.sawErrors(rs)
 	for _, r := range rs {
 		if err := r.NonRedisError(); err != nil {
 			t.broken = true

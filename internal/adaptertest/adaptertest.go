@@ -1,0 +1,57 @@
+// Package adaptertest holds the tests that every store adapter runs on a
+// real redis-server in a state the conformance harnesses do not make.
+package adaptertest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/internal/redistest"
+	"github.com/quotagate/limiter/store"
+	"github.com/quotagate/limiter/strategy"
+)
+
+// Busy proves st, connected to the private redis-server at addr, while
+// another client's script holds the server (BUSY replies): every
+// strategy's call fails with an error naming BUSY, admits nothing and
+// crashes nothing; once the script is killed, every call succeeds again.
+func Busy(t *testing.T, st store.Store, addr string) {
+	ctx := context.Background()
+	l := limiter.PerMinute(1000)
+	strategies := []limiter.Strategy{strategy.NewFixedWindow(), strategy.NewBucketed(), strategy.NewOptimistic()}
+	lims := make([]*limiter.Limiter, len(strategies))
+	for i, s := range strategies {
+		lim, err := limiter.New(st, s, limiter.WithPrefix(fmt.Sprintf("busy%d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := lim.Allow(ctx, "u", l); err != nil {
+			t.Fatalf("%T before the server was busy: %v", s, err)
+		}
+		lims[i] = lim
+	}
+	end := redistest.Busy(t, addr)
+	for round := 0; round < 3; round++ {
+		for i, lim := range lims {
+			cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			r, err := lim.Allow(cctx, "u", l)
+			cancel()
+			if err == nil || !strings.Contains(err.Error(), "BUSY") {
+				t.Errorf("%T while the server is busy: %+v, %v; want an error naming BUSY", strategies[i], r, err)
+			}
+		}
+	}
+	end()
+	for i, lim := range lims {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		r, err := lim.Allow(cctx, "u", l)
+		cancel()
+		if err != nil || !r.Allowed || r.Remaining != l.Rate-2 {
+			t.Errorf("%T after the script was killed: %+v, %v; want admitted with %d remaining (the busy calls counted nothing)", strategies[i], r, err, l.Rate-2)
+		}
+	}
+}

@@ -1,0 +1,18 @@
+package rueidis_test
+
+import (
+	"testing"
+
+	"github.com/quotagate/limiter/internal/adaptertest"
+	"github.com/quotagate/limiter/internal/redistest"
+)
+
+// TestBusyServer: while another client's script holds the server (BUSY
+// replies), every strategy's call fails with an error naming BUSY and the
+// process does not crash (rueidis v1.0.79 panics when a dedicated
+// connection is handed back during BUSY; the adapter closes it instead);
+// once the script is killed, calls succeed again.
+func TestBusyServer(t *testing.T) {
+	s := redistest.StartServer(t)
+	adaptertest.Busy(t, newStore(t, s.Addr(), nil), s.Addr())
+}
