@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/conformance"
 	"github.com/quotagate/limiter/store"
 )
@@ -57,7 +58,26 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	case *clusterAddrs != "":
 		backend = "cluster at " + *clusterAddrs + " (shared: own prefix, no flush)"
 	}
-	fmt.Fprintf(stdout, "limiter check: %s\n\n", backend)
+	fmt.Fprintf(stdout, "limiter check: %s\n", backend)
+	if *url != "" || *clusterAddrs != "" {
+		// The server's own report: what on it can make a limit fail.
+		ad := adapters()[0]
+		var st store.Store
+		var closeFn func()
+		var err error
+		if *url != "" {
+			st, closeFn, err = ad.single(conn)(ctx, *url)
+		} else {
+			st, closeFn, err = ad.cluster(conn)(ctx, strings.Split(*clusterAddrs, ","))
+		}
+		if err == nil {
+			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			printServer(rctx, stdout, st)
+			cancel()
+			closeFn()
+		}
+	}
+	fmt.Fprintln(stdout)
 
 	start := time.Now()
 	var rows []row
@@ -101,6 +121,27 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 		}
 	}
 	return report(stdout, rows, *verbose, time.Since(start)), nil
+}
+
+// printServer prints limiter.CheckServer's report on st's server.
+func printServer(ctx context.Context, w io.Writer, st store.Store) {
+	r, err := limiter.CheckServer(ctx, st)
+	if err != nil {
+		fmt.Fprintf(w, "server: %v\n", err)
+		return
+	}
+	scripts := "scripts allowed"
+	if !r.Scripting {
+		scripts = "scripts refused"
+	}
+	policy := r.MaxMemoryPolicy
+	if policy == "" {
+		policy = "unknown"
+	}
+	fmt.Fprintf(w, "server: Redis %s, %s, maxmemory %d, maxmemory-policy %s, %s\n", r.Version, r.Mode, r.MaxMemory, policy, scripts)
+	for _, warn := range r.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warn)
+	}
 }
 
 // parseRedisURL reads a -redis URL (redis:// or rediss://).

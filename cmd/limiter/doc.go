@@ -9,7 +9,10 @@
 //
 // With no flags, check runs every check for every strategy and every store
 // adapter (go-redis, rueidis, redigo) on an embedded miniredis, a fresh one
-// per check, and exits 1 if any check fails. Flags:
+// per check, and exits 1 if any check fails. On a Redis of yours (-redis,
+// -cluster) it first prints the server's report (limiter.CheckServer): its
+// version, mode, eviction policy and whether scripts may run, with a
+// warning for what can make a limit fail there. Flags:
 //
 //	-redis URL     run on the Redis at URL (redis://[user:pass@]host:port/db)
 //	               instead; the suite touches only keys under its own random

@@ -156,3 +156,23 @@ func assertReport(t *testing.T, out, skipped string, checks int) {
 		t.Errorf("summary is not %q:\n%s", want, out)
 	}
 }
+
+// TestCheckReportsEvictionRisk: on a server whose maxmemory-policy can evict
+// the limiter's keys, check says so in its header, above the matrix.
+func TestCheckReportsEvictionRisk(t *testing.T) {
+	s := redistest.StartServer(t, "--maxmemory", "100mb", "--maxmemory-policy", "volatile-lru")
+	code, out, errOut := runCmd(t, "check", "-redis", "redis://"+s.Addr(), "-checks", "hostile-costs")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"server: Redis ", "standalone", "maxmemory-policy volatile-lru", "scripts allowed",
+		"warning: maxmemory-policy volatile-lru evicts keys with a TTL first"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if i, j := strings.Index(out, "warning:"), strings.Index(out, "STRATEGY"); i < 0 || j < i {
+		t.Errorf("the warning is not above the matrix:\n%s", out)
+	}
+	assertNoKeys(t, s.Addr())
+}

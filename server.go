@@ -1,0 +1,103 @@
+package limiter
+
+import (
+	"context"
+
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/quotagate/limiter/store"
+)
+
+// ServerReport is what CheckServer learned of a Redis server: the facts a
+// rate limiter's correctness depends on, and warnings where they put it at
+// risk. A field CheckServer could not read (INFO refused by an ACL, a
+// server that lacks the field) is empty or zero.
+type ServerReport struct {
+	// Version is the server's redis_version.
+	Version string
+	// Mode is redis_mode: "standalone", "cluster" or "sentinel".
+	Mode string
+	// MaxMemory is maxmemory in bytes; 0 is no limit.
+	MaxMemory int64
+	// MaxMemoryPolicy is maxmemory-policy, such as "noeviction".
+	MaxMemoryPolicy string
+	// Scripting reports that this connection may run Lua (EVAL): the
+	// server allows it and the user's ACL does; ScriptingErr is the
+	// refusal otherwise.
+	Scripting    bool
+	ScriptingErr error
+	// Warnings say what on this server can make a limit fail, one sentence
+	// each; none when nothing was found.
+	Warnings []string
+}
+
+// CheckServer reports on the Redis server behind st, for an application to
+// log at start-up: its version and mode, its eviction policy (a limiter's
+// counters all carry a TTL, so a volatile-* policy evicts them first, and
+// an allkeys-* policy may evict them: either resets counts and lets a limit
+// be exceeded), and whether this user may run scripts (strategy.FixedWindow
+// needs EVAL and EVALSHA; Bucketed and Optimistic do not). It writes
+// nothing: it runs INFO and a script that returns 1. The error is non-nil
+// only when the server could not be reached at all.
+func CheckServer(ctx context.Context, st store.Store) (ServerReport, error) {
+	var r ServerReport
+	if isNil(st) {
+		return r, ErrNilStore
+	}
+	rs, err := st.Do(ctx, store.Cmd{Name: "INFO", Args: []any{"server"}}, store.Cmd{Name: "INFO", Args: []any{"memory"}})
+	if err != nil {
+		return r, fmt.Errorf("limiter: check server: %w", err)
+	}
+	info := map[string]string{}
+	for _, reply := range rs {
+		text, _ := store.String(reply.Val)
+		for _, line := range strings.Split(text, "\n") {
+			if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+				info[k] = v
+			}
+		}
+	}
+	r.Version, r.Mode, r.MaxMemoryPolicy = info["redis_version"], info["redis_mode"], info["maxmemory_policy"]
+	r.MaxMemory, _ = strconv.ParseInt(info["maxmemory"], 10, 64)
+
+	if _, err := st.Eval(ctx, "return 1", nil, nil); err != nil {
+		r.ScriptingErr = err
+		r.Warnings = append(r.Warnings, fmt.Sprintf("scripts are refused (%v): strategy.FixedWindow cannot run here; Bucketed and Optimistic can", err))
+	} else {
+		r.Scripting = true
+	}
+	switch p := r.MaxMemoryPolicy; {
+	case p == "" || p == "noeviction":
+	case r.MaxMemory == 0:
+		// No memory limit: the policy never applies.
+	case strings.HasPrefix(p, "volatile-"):
+		r.Warnings = append(r.Warnings, fmt.Sprintf("maxmemory-policy %s evicts keys with a TTL first, and every limiter key has one: under memory pressure counters vanish and limits are exceeded; use noeviction (or a Redis of its own)", p))
+	default:
+		r.Warnings = append(r.Warnings, fmt.Sprintf("maxmemory-policy %s may evict limiter keys under memory pressure: counters vanish and limits are exceeded; use noeviction (or a Redis of its own)", p))
+	}
+	if v := r.Version; v != "" && versionBelow(v, 6, 0, 9) {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("Redis %s: strategy.Optimistic needs 6.0.9 or later (an expired watched key must abort EXEC)", v))
+	}
+	return r, nil
+}
+
+// versionBelow reports whether the dotted version v is below major.minor.patch.
+func versionBelow(v string, major, minor, patch int) bool {
+	var got [3]int
+	for i, part := range strings.SplitN(v, ".", 3) {
+		n, err := strconv.Atoi(part)
+		if err != nil {
+			return false
+		}
+		got[i] = n
+	}
+	want := [3]int{major, minor, patch}
+	for i := range got {
+		if got[i] != want[i] {
+			return got[i] < want[i]
+		}
+	}
+	return false
+}

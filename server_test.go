@@ -1,0 +1,77 @@
+package limiter_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/internal/redistest"
+	"github.com/quotagate/limiter/store/goredis"
+)
+
+// TestCheckServer: the report names the version, the eviction policy, and
+// whether this user may run scripts, and warns exactly when a policy can
+// evict limiter keys or scripts are refused.
+func TestCheckServer(t *testing.T) {
+	ctx := context.Background()
+	if _, err := limiter.CheckServer(ctx, nil); !errors.Is(err, limiter.ErrNilStore) {
+		t.Errorf("CheckServer(nil) = %v, want ErrNilStore", err)
+	}
+	cases := []struct {
+		name string
+		args []string
+		warn string // "" for none
+	}{
+		{"default", nil, ""},
+		{"no maxmemory", []string{"--maxmemory-policy", "allkeys-lru"}, ""},
+		{"volatile-lru", []string{"--maxmemory", "100mb", "--maxmemory-policy", "volatile-lru"}, "evicts keys with a TTL first"},
+		{"allkeys-lfu", []string{"--maxmemory", "100mb", "--maxmemory-policy", "allkeys-lfu"}, "may evict limiter keys"},
+	}
+	for _, c := range cases {
+		s := redistest.StartServer(t, c.args...)
+		rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
+		r, err := limiter.CheckServer(ctx, goredis.New(rdb))
+		_ = rdb.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if r.Version == "" || r.Mode != "standalone" || !r.Scripting || r.MaxMemoryPolicy == "" {
+			t.Errorf("%s: report %+v; want a version, standalone, scripting, a policy", c.name, r)
+		}
+		switch {
+		case c.warn == "" && len(r.Warnings) != 0:
+			t.Errorf("%s: warnings %q, want none", c.name, r.Warnings)
+		case c.warn != "" && (len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], c.warn)):
+			t.Errorf("%s: warnings %q, want one saying %q", c.name, r.Warnings, c.warn)
+		}
+	}
+
+	// A user whose ACL forbids scripts.
+	s := redistest.StartServer(t)
+	admin := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
+	defer admin.Close()
+	if err := admin.Do(ctx, "ACL", "SETUSER", "noscripts", "on", ">pw", "~*", "&*", "+@all", "-@scripting").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), Username: "noscripts", Password: "pw", MaxRetries: -1})
+	defer rdb.Close()
+	r, err := limiter.CheckServer(ctx, goredis.New(rdb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Scripting || r.ScriptingErr == nil || !strings.Contains(r.ScriptingErr.Error(), "NOPERM") || len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "FixedWindow") {
+		t.Errorf("a user without scripting: %+v; want Scripting false, a NOPERM error and a warning naming FixedWindow", r)
+	}
+
+	// The embedded miniredis answers what it can; no error.
+	m := redistest.NewMini(t)
+	mdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
+	defer mdb.Close()
+	if r, err := limiter.CheckServer(ctx, goredis.New(mdb)); err != nil || !r.Scripting {
+		t.Errorf("miniredis: %+v, %v", r, err)
+	}
+}
