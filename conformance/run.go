@@ -58,8 +58,15 @@ func runStoreChecks(ctx context.Context, mk HarnessMaker, scs []StoreCheck) []Ou
 	return out
 }
 
+// checkDeadline bounds one check run by Run: far above what any check
+// takes on a busy machine (a minute at most), so that only a hang meets
+// it. A variable so that the package's own test can shorten it.
+var checkDeadline = 5 * time.Minute
+
 // record runs f with a recorder as its testing.TB, on its own goroutine so
-// that FailNow and SkipNow can end it, then runs the cleanups.
+// that FailNow and SkipNow can end it, then runs the cleanups. A check
+// still running at checkDeadline (a call without a deadline on a server
+// that never answers) fails, and is left behind with its cleanups unrun.
 func record(ctx context.Context, f func(testing.TB)) Outcome {
 	r := &recorder{ctx: ctx}
 	start := time.Now()
@@ -73,8 +80,14 @@ func record(ctx context.Context, f func(testing.TB)) Outcome {
 		}()
 		f(r)
 	}()
-	<-done
-	r.runCleanups()
+	timer := time.NewTimer(checkDeadline)
+	defer timer.Stop()
+	select {
+	case <-done:
+		r.runCleanups()
+	case <-timer.C:
+		r.Errorf("the check did not finish within %s: something it waits for never answers (a call without a deadline on a server that does not reply?); it was left running", checkDeadline)
+	}
 	return Outcome{
 		Passed:   !r.Failed() && !r.Skipped(),
 		Skipped:  r.Skipped() && !r.Failed(),
