@@ -2,7 +2,7 @@ package limiter
 
 import (
 	"context"
-
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -40,13 +40,17 @@ type ServerReport struct {
 // be exceeded), and whether this user may run scripts (strategy.FixedWindow
 // needs EVAL and EVALSHA; Bucketed and Optimistic do not). It writes
 // nothing: it runs INFO and a script that returns 1. The error is non-nil
-// only when the server could not be reached at all.
+// only when the server could not be reached or did not answer. On a
+// Cluster the report is of one master.
 func CheckServer(ctx context.Context, st store.Store) (ServerReport, error) {
 	var r ServerReport
 	if isNil(st) {
 		return r, ErrNilStore
 	}
-	rs, err := st.Do(ctx, store.Cmd{Name: "INFO", Args: []any{"server"}}, store.Cmd{Name: "INFO", Args: []any{"memory"}})
+	// One INFO (its default sections hold server and memory): a Cluster
+	// client sends keyless commands to any master, so one command keeps
+	// the report to one node.
+	rs, err := st.Do(ctx, store.Cmd{Name: "INFO"})
 	if err != nil {
 		return r, fmt.Errorf("limiter: check server: %w", err)
 	}
@@ -61,8 +65,14 @@ func CheckServer(ctx context.Context, st store.Store) (ServerReport, error) {
 	}
 	r.Version, r.Mode, r.MaxMemoryPolicy = info["redis_version"], info["redis_mode"], info["maxmemory_policy"]
 	r.MaxMemory, _ = strconv.ParseInt(info["maxmemory"], 10, 64)
+	if len(rs) == 1 && rs[0].Err != nil {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("INFO is refused (%v): the eviction policy is unknown; check that it is noeviction", rs[0].Err))
+	}
 
 	if _, err := st.Eval(ctx, "return 1", nil, nil); err != nil {
+		if errors.Is(err, store.ErrUnknownOutcome) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			return r, fmt.Errorf("limiter: check server: EVAL: %w", err)
+		}
 		r.ScriptingErr = err
 		r.Warnings = append(r.Warnings, fmt.Sprintf("scripts are refused (%v): strategy.FixedWindow cannot run here; Bucketed and Optimistic can", err))
 	} else {

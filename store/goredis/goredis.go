@@ -376,9 +376,12 @@ func (s *Store) Watch(ctx context.Context, keys []string, fn func(store.Tx) erro
 	}
 	// The WATCH failed. Like any command given up on after it may have
 	// been written, its outcome is unknown (it changes no data); one that
-	// never left (a failed dial) is not.
+	// never left (a failed dial, no connection to be had, a closed client)
+	// is not.
 	var op *net.OpError
-	return mapErr(ctx, err, !(errors.As(err, &op) && op.Op == "dial"))
+	unsent := errors.As(err, &op) && op.Op == "dial" ||
+		errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrClosed)
+	return mapErr(ctx, err, !unsent)
 }
 
 type txn struct {

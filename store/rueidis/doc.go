@@ -143,5 +143,9 @@
 //
 // A connection whose set-up the server refuses (a password changed on the
 // server, an ACL user disabled) fails its calls with the server's error,
-// not store.ErrUnknownOutcome: nothing of theirs was sent.
+// not store.ErrUnknownOutcome: nothing of theirs was sent. One exception:
+// with AuthCredentialsFn and a credential refresh (RefreshAfter), rueidis
+// hands a refused re-AUTH's error to the calls already written on that
+// connection, which may have run; leave the refresh off where a lost
+// reply must be told apart.
 package rueidis

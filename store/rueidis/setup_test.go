@@ -30,7 +30,16 @@ func TestConnectionSetupErrors(t *testing.T) {
 	if rs, err := st.Do(ctx, store.Cmd{Name: "CLIENT", Args: []any{"KILL", "TYPE", "normal", "SKIPME", "no"}}); err != nil && !strings.Contains(err.Error(), "EOF") {
 		t.Logf("CLIENT KILL: %v %v", err, rs)
 	}
-	time.Sleep(100 * time.Millisecond)
+	// Wait until the client has noticed and its new connection is refused.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		_, err := st.Do(ctx, store.Cmd{Name: "PING"})
+		if err != nil && strings.Contains(err.Error(), "WRONGPASS") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("PING 5s after the password changed: %v; want WRONGPASS", err)
+		}
+	}
 	for _, s := range []limiter.Strategy{strategy.NewFixedWindow(), strategy.NewBucketed(), strategy.NewOptimistic()} {
 		lim, err := limiter.New(st, s)
 		if err != nil {

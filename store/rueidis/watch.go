@@ -149,7 +149,7 @@ type tx struct {
 // connection is closed, not handed back, and so is every dedicated
 // connection of the Store for busyHold.
 func (t *tx) sawError(err error) {
-	if re, ok := rd.IsRedisErr(err); ok && strings.HasPrefix(re.Error(), "BUSY") {
+	if re, ok := rd.IsRedisErr(err); ok && (re.Error() == "BUSY" || strings.HasPrefix(re.Error(), "BUSY ")) {
 		t.broken = true
 		t.s.busyUntil.Store(time.Now().Add(busyHold).UnixNano())
 	}
@@ -203,17 +203,21 @@ func (t *tx) finish(ctx context.Context, release func()) {
 	}()
 }
 
-// unwatch sends UNWATCH and reports whether the server answered it.
+// unwatch sends UNWATCH and reports whether the server answered it. A PING
+// goes with it, in the same round trip: UNWATCH (like WATCH) is answered
+// even while a script holds the server, PING is not, so a BUSY server is
+// noticed before the connection is handed back (see sawError).
 func (t *tx) unwatch(ctx context.Context) bool {
 	uctx, cancel := context.WithTimeout(ctx, unwatchTimeout)
 	defer cancel()
-	if err := t.dc.Do(uctx, t.dc.B().Unwatch().Build()).Error(); err != nil {
-		t.sawError(err)
+	rs := t.dc.DoMulti(uctx, t.dc.B().Unwatch().Build(), t.dc.B().Ping().Build())
+	t.sawErrors(rs)
+	if err := rs[0].Error(); err != nil {
 		t.broken = true
 		return false
 	}
 	t.watched = false
-	return true
+	return !t.broken
 }
 
 // Do runs cmds outside MULTI on the pinned connection, in one round trip.
