@@ -4,6 +4,7 @@ package adaptertest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -53,6 +54,29 @@ func Busy(t *testing.T, st store.Store, addr string) {
 		cancel()
 		if err != nil || !r.Allowed || r.Remaining != l.Rate-2 {
 			t.Errorf("%T after the script was killed: %+v, %v; want admitted with %d remaining (the busy calls counted nothing)", strategies[i], r, err, l.Rate-2)
+		}
+	}
+}
+
+// Refused proves st, whose connections the server refuses to set up (a
+// wrong password), on every strategy's path (a script, a transaction, a
+// pipeline on a watched connection): each call fails with the server's
+// WRONGPASS, never a nil reply, and never an unknown outcome, since nothing
+// was sent.
+func Refused(t *testing.T, st store.Store) {
+	for _, s := range []limiter.Strategy{strategy.NewFixedWindow(), strategy.NewBucketed(), strategy.NewOptimistic()} {
+		lim, err := limiter.New(st, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		r, err := lim.Allow(ctx, "u", limiter.PerMinute(5))
+		cancel()
+		switch {
+		case err == nil:
+			t.Errorf("%T on a refused connection = %+v, no error", s, r)
+		case errors.Is(err, store.ErrNil) || errors.Is(err, store.ErrUnknownOutcome) || !strings.Contains(err.Error(), "WRONGPASS"):
+			t.Errorf("%T on a refused connection: %v; want the server's WRONGPASS, not a nil reply or an unknown outcome", s, err)
 		}
 	}
 }
