@@ -16,7 +16,7 @@ import (
 )
 
 // readCommands are commands that read a key: queued between MULTI and EXEC
-// they return QUEUED, never the value (seed 000 §2.2.1).
+// they return QUEUED, never the value.
 var readCommands = map[string]bool{
 	"GET": true, "MGET": true, "PTTL": true, "TTL": true, "EXISTS": true, "STRLEN": true,
 	"GETRANGE": true, "TYPE": true, "PEXPIRETIME": true, "EXPIRETIME": true,

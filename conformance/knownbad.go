@@ -32,7 +32,8 @@ type Control struct {
 	VirtualOnly []string
 }
 
-// KnownBad returns the controls from the seed articles. Together they fail
+// KnownBad returns the known-bad controls: hand-written designs with their
+// bugs, and stores that break the store contract. Together they fail
 // every check of the suite, and the suite's tests assert it. Each call
 // returns fresh controls: InlinedLimits gets a new Tag, so that its
 // scripts are new to a server that ran it before.

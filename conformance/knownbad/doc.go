@@ -1,20 +1,18 @@
-// Package knownbad keeps the rate limiters users write by hand, with the bugs
-// of the articles this project started from, as controls for the
-// conformance suite. Each one is wrong in a documented way, and the suite's
-// own tests assert that the suite fails it on the property it violates: that
-// is how we know a check can fail.
+// Package knownbad keeps the rate limiters users commonly write by hand,
+// with their bugs, as controls for the conformance suite. Each one is wrong
+// in a documented way, and the suite's own tests assert that the suite
+// fails it on the property it violates: that is how we know a check can
+// fail.
 //
 // Never use these to limit anything.
 //
-//   - GetThenIncr (seed 000 §2.1, seed 002 first idea): GET, decide in the
-//     app, then SET or INCRBY in another round trip. Races admit too many,
+//   - GetThenIncr: GET, decide in the app, then SET or INCRBY in another
+//     round trip. Races admit too many,
 //     and a key that expires between the GET and the INCRBY comes back
 //     without a TTL, blocking its subject forever.
-//   - IncrThenExpire (seed 002 "simplified"): INCRBY, then PEXPIRE on every
-//     call. The expiry moves on every call, so under steady traffic the
+//   - IncrThenExpire: INCRBY, then PEXPIRE on every call. The expiry moves on every call, so under steady traffic the
 //     window slides forever; denied requests consume.
-//   - RuleByRule (seed 003): each rule checked by its own script, each
-//     consuming, EXPIRE in whole seconds. A request denied by one rule has
+//   - RuleByRule: each rule checked by its own script, each consuming, EXPIRE in whole seconds. A request denied by one rule has
 //     already eaten the others' quota; windows under a second vanish.
 //   - NoScriptFallback: a store that runs EVALSHA and never falls back to EVAL
 //     after the first load, so SCRIPT FLUSH or a restart breaks every call.
@@ -25,15 +23,15 @@
 //   - IgnoresDeadline: a store whose calls ignore the context's deadline, as
 //     go-redis does without ContextTimeoutEnabled: a slow or blackholed Redis
 //     holds each call for seconds.
-//   - UntaggedKeys: keys without a Cluster hash tag, as in the seeds
+//   - UntaggedKeys: keys without a Cluster hash tag, as in hand-written
 //     ("LIMIT:RATE:" + phone): one decision's keys land in different slots.
-//   - GetInsideMulti (seed 000 §2.2.1): the GET issued inside MULTI is only
+//   - GetInsideMulti: the GET issued inside MULTI is only
 //     queued, its reply is QUEUED, so the counter always reads as absent and
 //     every call writes a fresh one: all admitted, the window restarts.
-//   - IncrTwoTrips (seed 002's fix): INCRBY, then PEXPIRE in a second
+//   - IncrTwoTrips: INCRBY, then PEXPIRE in a second
 //     round trip on every call. A connection lost between them leaves a new
 //     counter without TTL; the window slides; denied requests consume.
-//   - BucketNoTTL (seed 002's second idea, key-MMddHHmm): the window in
+//   - BucketNoTTL (key-MMddHHmm): the window in
 //     the key from the app server's local clock and zone, INCRBY, no TTL.
 //     Every key is immortal; zones and skewed clocks count apart.
 //   - AppClockBucket: time-bucketed keys with MULTI/INCRBY/PEXPIREAT done
@@ -44,7 +42,7 @@
 //     the PEXPIREAT of a window that is over deletes the key in the same
 //     transaction, and the admission is counted nowhere.
 //
-// SwallowErrors (seed 003): any error admits the request silently: not
+// SwallowErrors: any error admits the request silently: not
 // Degraded, no error, so the fail mode never applies and nobody can alert.
 // ContentionAdmits: an optimistic strategy whose give-up under contention
 // admits, as if contention were a backend failure.

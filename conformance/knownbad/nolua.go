@@ -10,10 +10,10 @@ import (
 	"github.com/quotagate/limiter/store"
 )
 
-// The designs without Lua that the seeds tried, and got wrong.
+// Hand-written designs without Lua, and how they go wrong.
 
-// GetInsideMulti is seed 000 §2.2.1 (SessionCallback with the GET inside
-// the transaction): MULTI, GET, decide, EXEC. Inside MULTI the GET is only
+// GetInsideMulti is a transaction with the GET inside it (as a
+// SessionCallback that reads in the transaction): MULTI, GET, decide, EXEC. Inside MULTI the GET is only
 // queued; its reply is QUEUED, never the value, so the code always sees
 // "no counter yet" and writes a fresh one, SET cost PX window, on every
 // call: every request is admitted and the window restarts each time.
@@ -63,8 +63,7 @@ func (GetInsideMulti) Decide(ctx context.Context, st store.Store, req limiter.Re
 	return b.Result(allowed), nil
 }
 
-// IncrTwoTrips is seed 002's fix of its first idea as the seed writes
-// it: INCRBY in one round trip, then PEXPIRE in another, on every call,
+// IncrTwoTrips is INCR-then-EXPIRE "fixed" by sending them apart: INCRBY in one round trip, then PEXPIRE in another, on every call,
 // then compare. A connection lost between the two leaves a new counter
 // without TTL, blocking its subject forever; the expiry moves on every call,
 // so the window slides; denied requests consume.
@@ -75,7 +74,7 @@ func (IncrTwoTrips) Decide(ctx context.Context, st store.Store, req limiter.Requ
 	return incrThenExpire(ctx, st, req, true)
 }
 
-// BucketNoTTL is seed 002's second idea: the window in the key
+// BucketNoTTL is the window in the key
 // (key-MMddHHmm, from the app server's local clock and time zone), INCRBY,
 // compare, and no TTL ("a scheduled job cleans up"). Every key is immortal;
 // servers in different time zones, or with skewed clocks, count in
@@ -129,7 +128,7 @@ func (s BucketNoTTL) Decide(ctx context.Context, st store.Store, req limiter.Req
 // AppClockBucket is time-bucketed keys done almost right: MULTI, INCRBY,
 // PEXPIREAT of the window's end, EXEC, and a denied request taken back;
 // but the window comes from the app server's clock alone, never aligned to
-// Redis TIME (seed 002's getDate()). App servers whose clocks differ count
+// Redis TIME (a getDate() on the app server). App servers whose clocks differ count
 // in different windows, so together they admit a multiple of the limit,
 // and a key whose window the app clock thinks current may already be past
 // its expiry on the server.

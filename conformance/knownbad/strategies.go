@@ -13,7 +13,7 @@ import (
 	"github.com/quotagate/limiter/strategy"
 )
 
-// GetThenIncr is seed 000's first design: read, decide in the app, write.
+// GetThenIncr is the first design most write: read, decide in the app, write.
 // Limits are checked one by one.
 type GetThenIncr struct{}
 
@@ -54,7 +54,7 @@ func (GetThenIncr) Decide(ctx context.Context, st store.Store, req limiter.Reque
 	return b.Result(allowed), nil
 }
 
-// IncrThenExpire is seed 002's "simplified" design: INCRBY, then PEXPIRE on
+// IncrThenExpire is the "simplified" design: INCRBY, then PEXPIRE on
 // every call, then compare.
 type IncrThenExpire struct{}
 
@@ -64,8 +64,8 @@ func (IncrThenExpire) Decide(ctx context.Context, st store.Store, req limiter.Re
 }
 
 // incrThenExpire counts with INCRBY and moves the expiry with PEXPIRE on
-// every call, in one pipeline, or in two round trips when twoTrips (seed
-// 002's fix as written), then compares.
+// every call, in one pipeline, or in two round trips when twoTrips, then
+// compares.
 func incrThenExpire(ctx context.Context, st store.Store, req limiter.Request, twoTrips bool) (limiter.Result, error) {
 	var b limiter.Binder
 	allowed := true
@@ -115,7 +115,7 @@ var seed003Lua string
 
 var seed003 = store.NewScript(seed003Lua)
 
-// RuleByRule is seed 003's design: one script per rule, each consuming,
+// RuleByRule is one script per rule, each consuming,
 // stopping at the first rule that rejects.
 type RuleByRule struct{}
 
@@ -158,7 +158,7 @@ func (RuleByRule) Decide(ctx context.Context, st store.Store, req limiter.Reques
 }
 
 // UntaggedKeys is a correct fixed window whose keys lose their hash tag, as
-// the seeds' "LIMIT:RATE:" + phone keys have none: the keys of one decision
+// hand-written "LIMIT:RATE:" + phone keys have none: the keys of one decision
 // land in different Cluster slots, and a multi-key script fails CROSSSLOT.
 type UntaggedKeys struct {
 	Strategy limiter.Strategy

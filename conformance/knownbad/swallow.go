@@ -7,10 +7,9 @@ import (
 	"github.com/quotagate/limiter/store"
 )
 
-// SwallowErrors is seed 003's error handling around a correct strategy: a
-// call that fails for any reason admits the request, silently (the seed
-// logs "出现异常默认放行", on an exception let it through, and returns
-// true). The Result is not marked Degraded and no error reaches the
+// SwallowErrors is the "let it through on any exception" error handling
+// around a correct strategy: a call that fails for any reason admits the
+// request, silently (logs a line and returns true). The Result is not marked Degraded and no error reaches the
 // limiter, so its fail mode never applies and nobody can count or alert:
 // with Redis down, every request passes unlimited.
 type SwallowErrors struct {
