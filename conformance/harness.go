@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"testing"
 	"time"
@@ -52,6 +53,10 @@ type Caps struct {
 	// Cluster: the backend is a Redis Cluster, so keys are checked against
 	// the server's CLUSTER KEYSLOT.
 	Cluster bool
+	// TLS: the backend accepts only TLS connections. A fault proxy can
+	// stand in front of it only when the harness holds the server's
+	// certificate (RedisServerTLS); otherwise Proxy is false.
+	TLS bool
 }
 
 // HarnessMaker makes a Harness for one check. It may call t.Skip (a backend
@@ -72,6 +77,15 @@ type harness struct {
 	caps    Caps
 	mini    *redistest.Mini
 	server  *redistest.Server
+}
+
+// newProxy starts a fault proxy in front of the backend: one that ends and
+// restarts TLS when the harness made the server's certificates.
+func (h *harness) newProxy(t testing.TB) *redistest.Proxy {
+	if h.server != nil && h.server.TLS() != nil {
+		return redistest.NewTLSProxy(t, h.addr, h.server.TLS())
+	}
+	return redistest.NewProxy(t, h.addr)
 }
 
 func (h *harness) Store() store.Store { return h.st }
@@ -153,12 +167,39 @@ func RedisServer(d Dialer) HarnessMaker {
 	}
 }
 
+// TLSDialer returns the Dialer of the adapter under test for a server that
+// accepts only TLS, given the client TLS configuration to use.
+type TLSDialer func(cfg *tls.Config) Dialer
+
+// RedisServerTLS is RedisServer for a redis-server that accepts only TLS,
+// with a CA, server and client certificates generated for each check; d
+// receives a configuration that trusts the CA and presents the client
+// certificate. Its fault proxy ends TLS with the server's certificate and
+// speaks TLS to the server, so the fault checks run over TLS too.
+func RedisServerTLS(d TLSDialer) HarnessMaker {
+	return func(ctx context.Context, t testing.TB) (Harness, error) {
+		s := redistest.StartTLSServer(t)
+		h := &harness{dial: d(s.TLS().ClientConfig()), addr: s.Addr(), server: s, caps: Caps{Restart: true, Private: true, Proxy: true, TLS: true}}
+		return h, h.connect(ctx)
+	}
+}
+
 // RedisAt returns a HarnessMaker that runs each check on the Redis at addr,
 // which the suite shares with others: it touches only keys under its own
 // prefix, flushes nothing and restarts nothing.
 func RedisAt(addr string, d Dialer) HarnessMaker {
 	return func(ctx context.Context, t testing.TB) (Harness, error) {
 		h := &harness{dial: d, addr: addr, caps: Caps{Proxy: true}}
+		return h, h.connect(ctx)
+	}
+}
+
+// RedisAtTLS is RedisAt for a Redis that accepts only TLS (d connects with
+// TLS). The fault proxy checks are skipped: a proxy without the server's
+// certificate cannot see the commands inside the TLS connection.
+func RedisAtTLS(addr string, d Dialer) HarnessMaker {
+	return func(ctx context.Context, t testing.TB) (Harness, error) {
+		h := &harness{dial: d, addr: addr, caps: Caps{TLS: true}}
 		return h, h.connect(ctx)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/conformance"
 	"github.com/quotagate/limiter/internal/redistest"
 	"github.com/quotagate/limiter/store"
 	"github.com/quotagate/limiter/strategy"
@@ -77,6 +78,82 @@ func Refused(t *testing.T, st store.Store) {
 			t.Errorf("%T on a refused connection = %+v, no error", s, r)
 		case errors.Is(err, store.ErrNil) || errors.Is(err, store.ErrUnknownOutcome) || !strings.Contains(err.Error(), "WRONGPASS"):
 			t.Errorf("%T on a refused connection: %v; want the server's WRONGPASS, not a nil reply or an unknown outcome", s, err)
+		}
+	}
+}
+
+// tlsChecks are the checks every adapter runs over TLS: the core
+// accounting and TTL properties, and the fault checks through a proxy that
+// ends and restarts TLS (a lost reply, a cut between commands, a server
+// that blackholes, a restart that empties the script cache).
+var tlsChecks = []string{
+	"exact-admission", "multi-rule-all-or-nothing", "window-never-slides", "bounded-ttls",
+	"lost-reply-counted-once", "crash-between-commands", "redis-down-or-blackholed", "noscript-invisible",
+}
+
+// ConformanceTLS runs tlsChecks for every strategy on a redis-server that
+// accepts only TLS, with stores from d.
+func ConformanceTLS(t *testing.T, d conformance.TLSDialer) {
+	mk := conformance.RedisServerTLS(d)
+	for _, spec := range conformance.Strategies() {
+		for _, name := range tlsChecks {
+			ch, ok := conformance.CheckByName(name)
+			if !ok {
+				t.Fatalf("no check %s", name)
+			}
+			t.Run(spec.Name+"/"+name, func(t *testing.T) { conformance.RunCheck(t, mk, spec, ch) })
+		}
+	}
+}
+
+// IdleClosed proves that a store whose idle connections the server has
+// closed (its timeout setting, here 1 s) makes its next call on a new
+// connection: every strategy's call after the server closed the pool's
+// connections succeeds and counts once, over plain TCP (a store from plain)
+// and over TLS (a store from overTLS), where the client cannot see the
+// closed socket through the TLS connection unless the adapter shows it.
+func IdleClosed(t *testing.T, plain conformance.Dialer, overTLS conformance.TLSDialer) {
+	t.Run("tcp", func(t *testing.T) {
+		t.Parallel()
+		s := redistest.StartServer(t, "--timeout", "1")
+		idleClosed(t, plain, s.Addr())
+	})
+	t.Run("tls", func(t *testing.T) {
+		t.Parallel()
+		s := redistest.StartTLSServer(t, "--timeout", "1")
+		idleClosed(t, overTLS(s.TLS().ClientConfig()), s.Addr())
+	})
+}
+
+func idleClosed(t *testing.T, d conformance.Dialer, addr string) {
+	ctx := context.Background()
+	st, closeFn, err := d(ctx, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(closeFn)
+	l := limiter.PerDay(1000)
+	strategies := []limiter.Strategy{strategy.NewFixedWindow(), strategy.NewBucketed(), strategy.NewOptimistic()}
+	lims := make([]*limiter.Limiter, len(strategies))
+	for i, s := range strategies {
+		lim, err := limiter.New(st, s, limiter.WithPrefix(fmt.Sprintf("idle%d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := lim.Allow(ctx, "u", l); err != nil {
+			t.Fatalf("%T: first call: %v", s, err)
+		}
+		lims[i] = lim
+	}
+	// The server closes a connection idle for more than its timeout on its
+	// next check of clients, within a second or two after that.
+	time.Sleep(3500 * time.Millisecond)
+	for i, lim := range lims {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		r, err := lim.Allow(cctx, "u", l)
+		cancel()
+		if err != nil || !r.Allowed || r.Remaining != l.Rate-2 {
+			t.Errorf("%T after the server closed its idle connections: %+v, %v; want admitted with %d remaining", strategies[i], r, err, l.Rate-2)
 		}
 	}
 }

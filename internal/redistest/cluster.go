@@ -88,7 +88,7 @@ func StartClusterN(n int) (*Cluster, error) {
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Go(func() { c.nodes[i], errs[i] = start(ports.pick, args) })
+		wg.Go(func() { c.nodes[i], errs[i] = start(ports.pick, args, nil) })
 	}
 	wg.Wait()
 	c.nodes = slices.DeleteFunc(c.nodes, func(s *Server) bool { return s == nil })

@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"net"
 	"strings"
@@ -25,6 +26,7 @@ var setupCommands = map[string]bool{
 type Proxy struct {
 	target string
 	ln     net.Listener
+	certs  *TLS // nil: plain TCP on both sides
 	wg     sync.WaitGroup
 
 	mu        sync.Mutex
@@ -53,11 +55,27 @@ func (f *fault) matches(name string) bool {
 // test ends.
 func NewProxy(t testing.TB, target string) *Proxy {
 	t.Helper()
+	return newProxy(t, target, nil)
+}
+
+// NewTLSProxy is NewProxy for a target that accepts only TLS: the proxy
+// ends its clients' TLS with the server certificate of certs (the one the
+// target presents) and speaks TLS to the target as certs' client, so its
+// faults see whole commands and replies as over plain TCP.
+func NewTLSProxy(t testing.TB, target string, certs *TLS) *Proxy {
+	t.Helper()
+	return newProxy(t, target, certs)
+}
+
+func newProxy(t testing.TB, target string, certs *TLS) *Proxy {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Proxy{target: target, ln: ln, conns: map[*proxyConn]struct{}{}, counts: map[string]int{}}
+	if certs != nil {
+		ln = tls.NewListener(ln, certs.ServerConfig())
+	}
+	p := &Proxy{target: target, ln: ln, certs: certs, conns: map[*proxyConn]struct{}{}, counts: map[string]int{}}
 	p.wg.Add(1)
 	go p.serve()
 	t.Cleanup(func() { _ = p.Close() })
@@ -179,7 +197,14 @@ func (p *Proxy) serve() {
 
 func (p *Proxy) handle(cc net.Conn) {
 	defer p.wg.Done()
-	sc, err := net.DialTimeout("tcp", p.target, 5*time.Second)
+	d := &net.Dialer{Timeout: 5 * time.Second}
+	var sc net.Conn
+	var err error
+	if p.certs != nil {
+		sc, err = tls.DialWithDialer(d, "tcp", p.target, p.certs.ClientConfig())
+	} else {
+		sc, err = d.Dial("tcp", p.target)
+	}
 	if err != nil {
 		cc.Close()
 		return

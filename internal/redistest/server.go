@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -30,6 +31,7 @@ type Server struct {
 	dir  string
 	port int
 	args []string
+	tls  *TLS // nil: plain TCP
 
 	mu     sync.Mutex
 	proc   *os.Process
@@ -66,6 +68,32 @@ func StartServer(t testing.TB, extraArgs ...string) *Server {
 	return s
 }
 
+// StartTLSServer is StartServer for a server that accepts only TLS
+// connections, with certificates generated for it (see Server.TLS).
+func StartTLSServer(t testing.TB, extraArgs ...string) *Server {
+	t.Helper()
+	if !Available() {
+		if os.Getenv("REQUIRE_REDIS") == "1" {
+			t.Fatal("redistest: redis-server is not on PATH and REQUIRE_REDIS=1")
+		}
+		t.Skip("redistest: redis-server is not on PATH")
+	}
+	certs, err := GenerateTLS(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := start(freePort, extraArgs, certs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return s
+}
+
 // Start starts a redis-server with extraArgs appended to its command line.
 // It returns an error when redis-server is missing or fails to start; the
 // caller must call Close.
@@ -73,17 +101,17 @@ func Start(extraArgs ...string) (*Server, error) {
 	if !Available() {
 		return nil, errors.New("redistest: redis-server is not on PATH")
 	}
-	return start(freePort, extraArgs)
+	return start(freePort, extraArgs, nil)
 }
 
 // start launches redis-server with args in a fresh temp dir, on a port from
 // pick, and picks another port when the chosen one turns out to be in use.
-func start(pick func() (int, error), args []string) (*Server, error) {
+func start(pick func() (int, error), args []string, certs *TLS) (*Server, error) {
 	dir, err := os.MkdirTemp("", "redistest-")
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{dir: dir, args: args}
+	s := &Server{dir: dir, args: args, tls: certs}
 	for attempt := 1; ; attempt++ {
 		var port int
 		if port, err = pick(); err == nil {
@@ -102,6 +130,20 @@ func start(pick func() (int, error), args []string) (*Server, error) {
 // Addr returns the server address, "127.0.0.1:PORT".
 func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
 
+// TLS returns the certificates of a server started by StartTLSServer, nil
+// for a plain one.
+func (s *Server) TLS() *TLS { return s.tls }
+
+// dial connects to the server at addr as a client, over TLS when it is a
+// TLS server.
+func (s *Server) dial(addr string) (net.Conn, error) {
+	d := &net.Dialer{Timeout: time.Second}
+	if s.tls != nil {
+		return tls.DialWithDialer(d, "tcp", addr, s.tls.ClientConfig())
+	}
+	return d.Dial("tcp", addr)
+}
+
 // Restart stops the server and starts it again on the same port. All data is
 // lost. It returns once the new process answers PING.
 func (s *Server) Restart() error {
@@ -110,7 +152,7 @@ func (s *Server) Restart() error {
 	if s.closed {
 		return errors.New("redistest: Restart on a closed Server")
 	}
-	stop(s.Addr(), s.proc, s.exited)
+	stop(s.dial, s.Addr(), s.proc, s.exited)
 	var err error
 	for range 10 { // the old socket may linger for a moment
 		if err = s.launch(s.port); !errors.Is(err, errPortInUse) {
@@ -129,7 +171,7 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.closed = true
-	stop(s.Addr(), s.proc, s.exited)
+	stop(s.dial, s.Addr(), s.proc, s.exited)
 	return os.RemoveAll(s.dir)
 }
 
@@ -142,11 +184,15 @@ func (s *Server) launch(port int) error {
 		return err
 	}
 	logStart, _ := logf.Seek(0, io.SeekEnd)
-	args := append([]string{
-		"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+	args := []string{"--port", strconv.Itoa(port)}
+	if s.tls != nil {
+		args = s.tls.serverArgs(port)
+	}
+	args = append(append(args,
+		"--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--daemonize", "no",
 		"--dir", s.dir, "--logfile", logPath,
-	}, s.args...)
+	), s.args...)
 	cmd := exec.Command("redis-server", args...)
 	cmd.Stdout, cmd.Stderr = logf, logf // errors before the logfile is opened
 	err = cmd.Start()
@@ -158,8 +204,8 @@ func (s *Server) launch(port int) error {
 	go func() { _ = cmd.Wait(); close(exited) }()
 
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	if err := waitReady(addr, cmd.Process.Pid, exited); err != nil {
-		stop("", cmd.Process, exited) // addr may belong to another process
+	if err := waitReady(s.dial, addr, cmd.Process.Pid, exited); err != nil {
+		stop(s.dial, "", cmd.Process, exited) // addr may belong to another process
 		tail := logTail(logPath, logStart)
 		if strings.Contains(tail, "already in use") {
 			err = errPortInUse
@@ -171,7 +217,7 @@ func (s *Server) launch(port int) error {
 }
 
 // waitReady polls addr until the redis-server with the given pid answers.
-func waitReady(addr string, pid int, exited <-chan struct{}) error {
+func waitReady(dial func(string) (net.Conn, error), addr string, pid int, exited <-chan struct{}) error {
 	deadline := time.Now().Add(startTimeout)
 	for {
 		select {
@@ -179,7 +225,7 @@ func waitReady(addr string, pid int, exited <-chan struct{}) error {
 			return errors.New("redis-server exited during start-up")
 		default:
 		}
-		err := probe(addr, pid)
+		err := probe(dial, addr, pid)
 		if err == nil || errors.Is(err, errPortInUse) {
 			return err
 		}
@@ -192,8 +238,8 @@ func waitReady(addr string, pid int, exited <-chan struct{}) error {
 
 // probe sends a raw PING to addr and checks, with INFO, that the answering
 // server is the process pid (and not one that stole the port).
-func probe(addr string, pid int) error {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
+func probe(dial func(string) (net.Conn, error), addr string, pid int) error {
+	c, err := dial(addr)
 	if err != nil {
 		return err
 	}
@@ -228,7 +274,7 @@ func probe(addr string, pid int) error {
 // stop stops proc and reaps it. If addr is not "", it first sends
 // SHUTDOWN NOSAVE there: unlike SIGTERM, which Redis handles on its next
 // 100ms cron tick, it is immediate. Then SIGTERM, then SIGKILL.
-func stop(addr string, proc *os.Process, exited <-chan struct{}) {
+func stop(dial func(string) (net.Conn, error), addr string, proc *os.Process, exited <-chan struct{}) {
 	if proc == nil {
 		return
 	}
@@ -244,7 +290,7 @@ func stop(addr string, proc *os.Process, exited <-chan struct{}) {
 		return
 	}
 	if addr != "" {
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		if c, err := dial(addr); err == nil {
 			_ = c.SetDeadline(time.Now().Add(time.Second))
 			_, _ = io.WriteString(c, "SHUTDOWN NOSAVE\r\n")
 			_, _ = c.Read(make([]byte, 64)) // returns once the server has gone

@@ -42,9 +42,11 @@ func fakeRedis(t *testing.T) net.Listener {
 	return ln
 }
 
+func plainDial(addr string) (net.Conn, error) { return net.Dial("tcp", addr) }
+
 func TestLaunchOnStolenPort(t *testing.T) {
 	ln := fakeRedis(t)
-	if err := probe(ln.Addr().String(), os.Getpid()); !errors.Is(err, errPortInUse) {
+	if err := probe(plainDial, ln.Addr().String(), os.Getpid()); !errors.Is(err, errPortInUse) {
 		t.Fatalf("probe of a foreign server = %v, want errPortInUse", err)
 	}
 	if !Available() {
@@ -53,7 +55,7 @@ func TestLaunchOnStolenPort(t *testing.T) {
 	s := &Server{dir: t.TempDir()}
 	err := s.launch(ln.Addr().(*net.TCPAddr).Port)
 	if !errors.Is(err, errPortInUse) {
-		stop("", s.proc, s.exited)
+		stop(plainDial, "", s.proc, s.exited)
 		t.Fatalf("launch on a used port = %v, want errPortInUse", err)
 	}
 }

@@ -2,6 +2,8 @@ package redistest_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"net"
 	"runtime"
@@ -125,5 +127,58 @@ func TestStartServerWithoutRedis(t *testing.T) {
 		if r.how != want {
 			t.Errorf("REQUIRE_REDIS=%q: StartServer did %q, want %q", env, r.how, want)
 		}
+	}
+}
+
+func TestTLSServer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := redistest.StartTLSServer(t)
+	certs := s.TLS()
+	if certs == nil {
+		t.Fatal("TLS() = nil for a TLS server")
+	}
+	c := newClient(t, s.Addr(), func(o *redis.Options) { o.TLSConfig = certs.ClientConfig() })
+	if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatalf("SET over TLS: %v", err)
+	}
+	// The plain port is closed: a client without TLS gets no answer.
+	plain := newClient(t, s.Addr(), func(o *redis.Options) { o.DialTimeout, o.ReadTimeout = time.Second, time.Second })
+	if err := plain.Ping(ctx).Err(); err == nil {
+		t.Fatal("PING without TLS succeeded on a TLS-only server")
+	}
+	// A client that does not trust the CA is refused with a certificate error.
+	untrusted := newClient(t, s.Addr(), func(o *redis.Options) { o.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12} })
+	var unknown x509.UnknownAuthorityError
+	if err := untrusted.Ping(ctx).Err(); !errors.As(err, &unknown) {
+		t.Fatalf("PING with an untrusted CA = %v, want x509.UnknownAuthorityError", err)
+	}
+	if err := s.Restart(); err != nil {
+		t.Fatalf("Restart of a TLS server: %v", err)
+	}
+	c2 := newClient(t, s.Addr(), func(o *redis.Options) { o.TLSConfig = certs.ClientConfig() })
+	if err := c2.Ping(ctx).Err(); err != nil {
+		t.Fatalf("PING over TLS after Restart: %v", err)
+	}
+}
+
+func TestTLSProxy(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := redistest.StartTLSServer(t)
+	p := redistest.NewTLSProxy(t, s.Addr(), s.TLS())
+	c := newClient(t, p.Addr(), func(o *redis.Options) { o.TLSConfig = s.TLS().ClientConfig() })
+	if err := c.Incr(ctx, "n").Err(); err != nil {
+		t.Fatalf("INCR through the TLS proxy: %v", err)
+	}
+	p.DropReply("INCR")
+	if err := c.Incr(ctx, "n").Err(); err == nil {
+		t.Fatal("INCR whose reply the proxy dropped succeeded")
+	}
+	if n, err := c.Get(ctx, "n").Int(); err != nil || n != 2 {
+		t.Fatalf("GET n = %d, %v; want 2 (the dropped INCR ran)", n, err)
+	}
+	if got := p.Commands()["INCR"]; got != 2 {
+		t.Fatalf("proxy forwarded %d INCR, want 2", got)
 	}
 }

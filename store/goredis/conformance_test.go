@@ -2,11 +2,13 @@ package goredis_test
 
 import (
 	"context"
+	"crypto/tls"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/quotagate/limiter/conformance"
+	"github.com/quotagate/limiter/internal/adaptertest"
 	"github.com/quotagate/limiter/store"
 	"github.com/quotagate/limiter/store/goredis"
 )
@@ -84,5 +86,16 @@ func TestKnownBadOnCluster(t *testing.T) {
 	}
 	for name := range want {
 		t.Errorf("no control %s", name)
+	}
+}
+
+// TestConformanceTLS runs the core and fault checks on a TLS-only server.
+func TestConformanceTLS(t *testing.T) { adaptertest.ConformanceTLS(t, dialTLS) }
+
+// dialTLS connects a store over TLS with cfg.
+func dialTLS(cfg *tls.Config) conformance.Dialer {
+	return func(_ context.Context, addr string) (store.Store, func(), error) {
+		rdb := redis.NewClient(&redis.Options{Addr: addr, Dialer: goredis.TLSDialer(nil, cfg)})
+		return goredis.New(rdb), func() { _ = rdb.Close() }, nil
 	}
 }

@@ -19,3 +19,7 @@ func TestBusyServer(t *testing.T) {
 	t.Cleanup(closeFn)
 	adaptertest.Busy(t, st, s.Addr())
 }
+
+// TestIdleClosed: after the server closes idle connections, the next call
+// of every strategy succeeds, over TCP and over TLS.
+func TestIdleClosed(t *testing.T) { adaptertest.IdleClosed(t, dial, dialTLS) }

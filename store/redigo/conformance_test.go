@@ -2,6 +2,7 @@ package redigo_test
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/quotagate/limiter/conformance"
+	"github.com/quotagate/limiter/internal/adaptertest"
 	"github.com/quotagate/limiter/store"
 	"github.com/quotagate/limiter/store/redigo"
 )
@@ -55,4 +57,27 @@ func dialCluster(_ context.Context, addrs []string) (store.Store, func(), error)
 		return nil, nil, err
 	}
 	return redigo.New(redigo.Cluster(c)), func() { _ = c.Close() }, nil
+}
+
+// TestConformanceTLS runs the core and fault checks on a TLS-only server.
+func TestConformanceTLS(t *testing.T) { adaptertest.ConformanceTLS(t, dialTLS) }
+
+// dialTLS connects a store over TLS with cfg.
+func dialTLS(cfg *tls.Config) conformance.Dialer {
+	return func(_ context.Context, addr string) (store.Store, func(), error) {
+		nd := &net.Dialer{Timeout: time.Second, KeepAlive: time.Minute}
+		p := &redis.Pool{
+			DialContext: func(ctx context.Context) (redis.Conn, error) {
+				return redigo.Dial(ctx, nd, "tcp", addr,
+					redis.DialReadTimeout(time.Second), redis.DialWriteTimeout(time.Second),
+					redis.DialUseTLS(true), redis.DialTLSConfig(cfg))
+			},
+			TestOnBorrow: redigo.TestOnBorrow,
+			MaxActive:    16,
+			MaxIdle:      16,
+			Wait:         true,
+			IdleTimeout:  time.Minute,
+		}
+		return redigo.New(p), func() { _ = p.Close() }, nil
+	}
 }

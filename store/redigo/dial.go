@@ -2,12 +2,13 @@ package redigo
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+
+	"github.com/quotagate/limiter/internal/sockpeek"
 )
 
 // Dial connects to the Redis server at address like redis.DialContext(ctx,
@@ -34,12 +35,8 @@ func Dial(ctx context.Context, nd *net.Dialer, network, address string, options 
 	if err != nil || nc == nil {
 		return c, err
 	}
-	return &conn{Conn: c, p: newPeeker(nc)}, nil
+	return &conn{Conn: c, p: sockpeek.New(nc)}, nil
 }
-
-// errUnsolicited is data waiting on an idle connection: a reply nobody will
-// read, or a server's goodbye. Either way the connection is not reused.
-var errUnsolicited = errors.New("data waiting on an idle connection")
 
 // TestOnBorrow is a redis.Pool TestOnBorrow for connections made by Dial: it
 // looks at the idle connection's socket without blocking and rejects it
@@ -53,7 +50,7 @@ var errUnsolicited = errors.New("data waiting on an idle connection")
 // and platforms other than Unix, pass unchecked.
 func TestOnBorrow(c redis.Conn, _ time.Time) error {
 	if cc, ok := c.(*conn); ok {
-		if err := cc.p.peek(); err != nil {
+		if err := cc.p.Peek(); err != nil {
 			return fmt.Errorf("redigo: idle connection unusable: %w", err)
 		}
 	}
@@ -65,7 +62,7 @@ func TestOnBorrow(c redis.Conn, _ time.Time) error {
 // the pool and the Store use for deadlines.
 type conn struct {
 	redis.Conn
-	p *peeker
+	p *sockpeek.Peeker
 }
 
 var (

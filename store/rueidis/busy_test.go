@@ -16,3 +16,7 @@ func TestBusyServer(t *testing.T) {
 	s := redistest.StartServer(t)
 	adaptertest.Busy(t, newStore(t, s.Addr(), nil), s.Addr())
 }
+
+// TestIdleClosed: after the server closes idle connections, the next call
+// of every strategy succeeds, over TCP and over TLS.
+func TestIdleClosed(t *testing.T) { adaptertest.IdleClosed(t, dial, dialTLS) }

@@ -2,11 +2,13 @@ package rueidis_test
 
 import (
 	"context"
+	"crypto/tls"
 	"testing"
 
 	"github.com/redis/rueidis"
 
 	"github.com/quotagate/limiter/conformance"
+	"github.com/quotagate/limiter/internal/adaptertest"
 	"github.com/quotagate/limiter/store"
 	rueidisstore "github.com/quotagate/limiter/store/rueidis"
 )
@@ -59,4 +61,21 @@ func dialCluster(_ context.Context, addrs []string) (store.Store, func(), error)
 		return nil, nil, err
 	}
 	return rueidisstore.New(c), c.Close, nil
+}
+
+// TestConformanceTLS runs the core and fault checks on a TLS-only server.
+func TestConformanceTLS(t *testing.T) { adaptertest.ConformanceTLS(t, dialTLS) }
+
+// dialTLS connects a store over TLS with cfg.
+func dialTLS(cfg *tls.Config) conformance.Dialer {
+	return func(_ context.Context, addr string) (store.Store, func(), error) {
+		opt := options(addr)
+		opt.ForceSingleClient = true
+		opt.TLSConfig = cfg
+		c, err := rueidis.NewClient(opt)
+		if err != nil {
+			return nil, nil, err
+		}
+		return rueidisstore.New(c), c.Close, nil
+	}
 }
