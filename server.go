@@ -87,27 +87,38 @@ func CheckServer(ctx context.Context, st store.Store) (ServerReport, error) {
 	default:
 		r.Warnings = append(r.Warnings, fmt.Sprintf("maxmemory-policy %s may evict limiter keys under memory pressure: counters vanish and limits are exceeded; use noeviction (or a Redis of its own)", p))
 	}
-	if v := r.Version; v != "" && versionBelow(v, 6, 0, 9) {
+	if v := r.Version; v != "" && !r.VersionAtLeast("6.0.9") {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("Redis %s: strategy.Optimistic needs 6.0.9 or later (an expired watched key must abort EXEC)", v))
 	}
 	return r, nil
 }
 
-// versionBelow reports whether the dotted version v is below major.minor.patch.
-func versionBelow(v string, major, minor, patch int) bool {
-	var got [3]int
-	for i, part := range strings.SplitN(v, ".", 3) {
-		n, err := strconv.Atoi(part)
-		if err != nil {
-			return false
-		}
-		got[i] = n
+// VersionAtLeast reports whether the server's Version is min ("6.0.9") or
+// later. An unknown or unparsable version is taken to be recent enough.
+func (r ServerReport) VersionAtLeast(min string) bool {
+	got, ok1 := parseVersion(r.Version)
+	want, ok2 := parseVersion(min)
+	if !ok1 || !ok2 {
+		return true
 	}
-	want := [3]int{major, minor, patch}
 	for i := range got {
 		if got[i] != want[i] {
-			return got[i] < want[i]
+			return got[i] > want[i]
 		}
 	}
-	return false
+	return true
+}
+
+// parseVersion reads a dotted version of up to three numbers.
+func parseVersion(v string) ([3]int, bool) {
+	var out [3]int
+	parts := strings.SplitN(v, ".", 3)
+	for i, part := range parts {
+		n, err := strconv.Atoi(part)
+		if err != nil {
+			return out, false
+		}
+		out[i] = n
+	}
+	return out, v != ""
 }

@@ -35,7 +35,21 @@ func TestSuiteFailsKnownBad(t *testing.T) {
 		}
 		mk := conformance.Miniredis(conformance.WrapDialer(dial, ctl.Wrap))
 		ran := map[string]bool{}
-		for _, o := range conformance.RunControl(context.Background(), mk, ctl, nil) {
+		outcomes := conformance.RunControl(context.Background(), mk, ctl, nil)
+		if len(ctl.ServerOnly) > 0 {
+			// Checks that need a private redis-server: they skip on
+			// miniredis and must fail on a real server.
+			var only []conformance.Check
+			for _, name := range ctl.ServerOnly {
+				ch, _ := conformance.CheckByName(name)
+				only = append(only, ch)
+			}
+			outcomes = slices.DeleteFunc(outcomes, func(o conformance.Outcome) bool {
+				return slices.Contains(ctl.ServerOnly, o.Check) && o.Skipped
+			})
+			outcomes = append(outcomes, conformance.RunControl(context.Background(), conformance.RedisServer(conformance.WrapDialer(dial, ctl.Wrap)), ctl, only)...)
+		}
+		for _, o := range outcomes {
 			ran[o.Check] = true
 			if o.Passed || o.Skipped {
 				t.Errorf("%s: check %s passed (skipped=%v); the suite must fail it", label, o.Check, o.Skipped)

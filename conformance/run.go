@@ -63,28 +63,24 @@ func runStoreChecks(ctx context.Context, mk HarnessMaker, scs []StoreCheck) []Ou
 // it. A variable so that the package's own test can shorten it.
 var checkDeadline = 5 * time.Minute
 
-// record runs f with a recorder as its testing.TB, on its own goroutine so
-// that FailNow and SkipNow can end it, then runs the cleanups. A check
-// still running at checkDeadline (a call without a deadline on a server
-// that never answers) fails, and is left behind with its cleanups unrun.
+// record runs f with a recorder as its testing.TB, then its cleanups, each
+// on a goroutine of its own so that FailNow and SkipNow (in the check or in
+// a cleanup) end only it. A check still running at checkDeadline (a call
+// without a deadline on a server that never answers) fails, and is left
+// behind with its cleanups.
 func record(ctx context.Context, f func(testing.TB)) Outcome {
 	r := &recorder{ctx: ctx}
 	start := time.Now()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		defer func() {
-			if p := recover(); p != nil {
-				r.Errorf("panic: %v", p)
-			}
-		}()
-		f(r)
+		r.guarded(func() { f(r) })
+		r.runCleanups()
 	}()
 	timer := time.NewTimer(checkDeadline)
 	defer timer.Stop()
 	select {
 	case <-done:
-		r.runCleanups()
 	case <-timer.C:
 		r.Errorf("the check did not finish within %s: something it waits for never answers (a call without a deadline on a server that does not reply?); it was left running", checkDeadline)
 	}
@@ -126,13 +122,30 @@ func (r *recorder) messages() []string {
 	return append([]string(nil), r.msgs...)
 }
 
+// guarded runs fn on a goroutine of its own and waits for it: a FailNow,
+// SkipNow or panic ends fn, not the caller; a panic is recorded as a
+// failure.
+func (r *recorder) guarded(fn func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() {
+			if p := recover(); p != nil {
+				r.Errorf("panic: %v", p)
+			}
+		}()
+		fn()
+	}()
+	<-done
+}
+
 func (r *recorder) runCleanups() {
 	r.mu.Lock()
 	cs := r.cleanups
 	r.cleanups = nil
 	r.mu.Unlock()
 	for i := len(cs) - 1; i >= 0; i-- {
-		cs[i]()
+		r.guarded(cs[i])
 	}
 }
 

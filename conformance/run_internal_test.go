@@ -28,3 +28,18 @@ func TestRecordBoundsAHang(t *testing.T) {
 		t.Errorf("a quick check = %+v; want passed", o)
 	}
 }
+
+// A cleanup that fails fatally (a shared server that cannot be reached to
+// delete the check's keys) fails the check and ends only itself: the other
+// cleanups run and the caller goes on.
+func TestRecordFatalCleanup(t *testing.T) {
+	ran := false
+	o := record(context.Background(), func(tb testing.TB) {
+		tb.Cleanup(func() { ran = true })
+		tb.Cleanup(func() { tb.Fatal("cleanup: server unreachable") })
+		tb.Cleanup(func() { panic("boom") })
+	})
+	if o.Passed || !ran || len(o.Messages) != 2 || !strings.Contains(o.Messages[0], "panic: boom") || o.Messages[1] != "cleanup: server unreachable" {
+		t.Errorf("record = %+v (first cleanup ran: %v); want failed with both messages, every cleanup run", o, ran)
+	}
+}

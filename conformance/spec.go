@@ -54,6 +54,21 @@ type Spec struct {
 	// (aligned to Redis TIME): it returns the strategy reading now instead
 	// (property 13 skews it). Nil: the strategy never reads the app clock.
 	Clocked func(now func() time.Time) limiter.Strategy
+	// Scripts: the strategy runs Lua (EVAL, EVALSHA), which a server or an
+	// ACL may refuse.
+	Scripts bool
+	// MinVersion is the oldest Redis version the strategy is correct on
+	// ("6.0.9"); "" for any.
+	MinVersion string
+}
+
+// Runs reports whether the strategy can run on the server r describes: it
+// may run scripts if it needs them, and the server is recent enough.
+func (s Spec) Runs(r limiter.ServerReport) bool {
+	if s.Scripts && !r.Scripting {
+		return false
+	}
+	return s.MinVersion == "" || r.Version == "" || r.VersionAtLeast(s.MinVersion)
 }
 
 // FixedWindow is the Spec of strategy.FixedWindow.
@@ -66,6 +81,7 @@ func FixedWindow() Spec {
 		Window:     true,
 		Commit:     "EVALSHA",
 		RoundTrips: 1,
+		Scripts:    true,
 	}
 }
 
@@ -103,6 +119,7 @@ func Optimistic() Spec {
 		Window:     true,
 		Commit:     "EXEC",
 		RoundTrips: 3,
+		MinVersion: "6.0.9",
 		Optimistic: func(n int) limiter.Strategy {
 			return strategy.NewOptimistic(strategy.WithMaxAttempts(n))
 		},

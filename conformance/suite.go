@@ -46,6 +46,7 @@ func Checks() []Check {
 		{15, "boundary-bursts", checkBoundaryBursts},
 		{16, "noscript-invisible", checkNoScript},
 		{17, "scripts-are-constants", checkScriptsConstant},
+		{18, "server-conditions", checkServerConditions},
 		{19, "lost-reply-counted-once", checkLostReply},
 		{20, "slow-reply-past-deadline", checkSlowReply},
 		{21, "redis-down-or-blackholed", checkRedisDown},

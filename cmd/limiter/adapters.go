@@ -27,6 +27,15 @@ type connOptions struct {
 	tls                *tls.Config
 }
 
+// goredisDialer is go-redis's dialer for o: nil (go-redis's own) over
+// plain TCP, goredis.TLSDialer over TLS.
+func (o connOptions) goredisDialer() func(context.Context, string, string) (net.Conn, error) {
+	if o.tls == nil {
+		return nil
+	}
+	return goredis.TLSDialer(&net.Dialer{Timeout: 5 * time.Second}, o.tls)
+}
+
 // adapter is one store adapter of the matrix: how to connect it to a single
 // server and to a Cluster.
 type adapter struct {
@@ -53,14 +62,14 @@ func adapters() []adapter {
 
 func goredisSingle(o connOptions) conformance.Dialer {
 	return func(_ context.Context, addr string) (store.Store, func(), error) {
-		rdb := redis.NewClient(&redis.Options{Addr: addr, Username: o.username, Password: o.password, DB: o.db, TLSConfig: o.tls})
+		rdb := redis.NewClient(&redis.Options{Addr: addr, Username: o.username, Password: o.password, DB: o.db, Dialer: o.goredisDialer()})
 		return goredis.New(rdb), func() { _ = rdb.Close() }, nil
 	}
 }
 
 func goredisCluster(o connOptions) conformance.ClusterDialer {
 	return func(_ context.Context, addrs []string) (store.Store, func(), error) {
-		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, Username: o.username, Password: o.password, TLSConfig: o.tls})
+		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, Username: o.username, Password: o.password, Dialer: o.goredisDialer()})
 		return goredis.New(rdb), func() { _ = rdb.Close() }, nil
 	}
 }

@@ -31,6 +31,8 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	names := fs.String("checks", "", "comma-separated check names (default: all)")
 	bad := fs.Bool("known-bad", false, "also run the known-bad controls, which must fail")
 	verbose := fs.Bool("v", false, "print every check's messages")
+	var tf tlsFlags
+	tf.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return 0, fmt.Errorf("%w: %w", errUsage, err)
 	}
@@ -52,11 +54,23 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 		if err != nil {
 			return 0, err
 		}
+		if conn.tls, err = tf.config(o.tls); err != nil {
+			return 0, err
+		}
+		o.tls = conn.tls
 		conn = o
-		backend = "redis at " + addr + " (shared: own prefix, no flush, no restart)"
+		backend = "redis at " + addr + over(conn) + " (shared: own prefix, no flush, no restart)"
 		*url = addr
 	case *clusterAddrs != "":
-		backend = "cluster at " + *clusterAddrs + " (shared: own prefix, no flush)"
+		if tf.set() {
+			tf.cluster = true
+		}
+		if conn.tls, err = tf.config(nil); err != nil {
+			return 0, err
+		}
+		backend = "cluster at " + *clusterAddrs + over(conn) + " (shared: own prefix, no flush)"
+	case tf.set():
+		return 0, fmt.Errorf("%w: the -tls options need -redis rediss://... or -cluster", errUsage)
 	}
 	fmt.Fprintf(stdout, "limiter check: %s\n", backend)
 	if *url != "" || *clusterAddrs != "" {
@@ -72,9 +86,13 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 		}
 		if err == nil {
 			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			printServer(rctx, stdout, st)
+			err = printServer(rctx, stdout, st)
 			cancel()
 			closeFn()
+		}
+		if err != nil {
+			// Every check would fail the same way: say why once.
+			return 1, fmt.Errorf("cannot use the server: %w", err)
 		}
 	}
 	fmt.Fprintln(stdout)
@@ -85,6 +103,8 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 		maker := func(wrap func(store.Store) store.Store) conformance.HarnessMaker {
 			d := conformance.WrapDialer(ad.single(conn), wrap)
 			switch {
+			case *url != "" && conn.tls != nil:
+				return conformance.RedisAtTLS(*url, d)
 			case *url != "":
 				return conformance.RedisAt(*url, d)
 			case *clusterAddrs != "":
@@ -123,12 +143,21 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	return report(stdout, rows, *verbose, time.Since(start)), nil
 }
 
-// printServer prints limiter.CheckServer's report on st's server.
-func printServer(ctx context.Context, w io.Writer, st store.Store) {
+// over names the transport of conn for the report's first line.
+func over(conn connOptions) string {
+	if conn.tls != nil {
+		return " over TLS"
+	}
+	return ""
+}
+
+// printServer prints limiter.CheckServer's report on st's server: what it
+// is, what on it can make a limit fail, and which of the module's
+// strategies can run there.
+func printServer(ctx context.Context, w io.Writer, st store.Store) error {
 	r, err := limiter.CheckServer(ctx, st)
 	if err != nil {
-		fmt.Fprintf(w, "server: %v\n", err)
-		return
+		return err
 	}
 	scripts := "scripts allowed"
 	if !r.Scripting {
@@ -139,9 +168,17 @@ func printServer(ctx context.Context, w io.Writer, st store.Store) {
 		policy = "unknown"
 	}
 	fmt.Fprintf(w, "server: Redis %s, %s, maxmemory %d, maxmemory-policy %s, %s\n", r.Version, r.Mode, r.MaxMemory, policy, scripts)
+	var works []string
+	for _, spec := range conformance.Strategies() {
+		if spec.Runs(r) {
+			works = append(works, spec.Name)
+		}
+	}
+	fmt.Fprintf(w, "strategies here: %s\n", strings.Join(works, ", "))
 	for _, warn := range r.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warn)
 	}
+	return nil
 }
 
 // parseRedisURL reads a -redis URL (redis:// or rediss://).

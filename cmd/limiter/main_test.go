@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -175,4 +176,63 @@ func TestCheckReportsEvictionRisk(t *testing.T) {
 		t.Errorf("the warning is not above the matrix:\n%s", out)
 	}
 	assertNoKeys(t, s.Addr())
+}
+
+// TestCheckOverTLS runs check on a TLS-only server given by a rediss://
+// URL: with -tls-ca the checks pass, the fault-proxy checks are skipped
+// with their reason, and the header names TLS and the eviction risk; with
+// an untrusted certificate check ends promptly, naming the certificate.
+func TestCheckOverTLS(t *testing.T) {
+	s := redistest.StartTLSServer(t, "--maxmemory", "100mb", "--maxmemory-policy", "volatile-lru")
+	url := "rediss://" + s.Addr()
+	certs := s.TLS()
+
+	t.Run("trusted", func(t *testing.T) {
+		code, out, errOut := runCmd(t, "check", "-redis", url, "-tls-ca", certs.CAFile, "-v",
+			"-checks", "exact-admission,multi-rule-all-or-nothing,lost-reply-counted-once")
+		if code != 0 {
+			t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+		}
+		for _, want := range []string{"over TLS", "maxmemory-policy volatile-lru", "warning: maxmemory-policy volatile-lru evicts keys with a TTL first",
+			"strategies here: FixedWindow, Bucketed, Optimistic", "no fault proxy on this TLS backend"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("output lacks %q:\n%s", want, out)
+			}
+		}
+		assertReport(t, out, "P19 lost-reply-counted-once", 3)
+	})
+	t.Run("client-certificate", func(t *testing.T) {
+		code, out, errOut := runCmd(t, "check", "-redis", url, "-tls-ca", certs.CAFile,
+			"-tls-cert", certs.ClientCertFile, "-tls-key", certs.ClientKeyFile, "-checks", "exact-admission")
+		if code != 0 {
+			t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+		}
+	})
+	t.Run("insecure", func(t *testing.T) {
+		code, out, errOut := runCmd(t, "check", "-redis", url, "-tls-insecure", "-checks", "exact-admission")
+		if code != 0 {
+			t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+		}
+	})
+	t.Run("untrusted", func(t *testing.T) {
+		start := time.Now()
+		code, out, errOut := runCmd(t, "check", "-redis", url, "-checks", "exact-admission")
+		if code != 1 || !strings.Contains(out+errOut, "certificate") {
+			t.Errorf("exit %d, want 1 with an error naming the certificate\n%s\n%s", code, out, errOut)
+		}
+		if took := time.Since(start); took > 30*time.Second {
+			t.Errorf("check with an untrusted certificate took %v", took)
+		}
+	})
+	t.Run("usage", func(t *testing.T) {
+		for _, args := range [][]string{
+			{"-redis", "redis://" + s.Addr(), "-tls-ca", certs.CAFile}, // TLS options need rediss://
+			{"-redis", url, "-tls-cert", certs.ClientCertFile},         // a certificate without its key
+			{"-redis", url, "-tls-ca", "/nonexistent/ca.pem"},
+		} {
+			if code, out, errOut := runCmd(t, append([]string{"check"}, args...)...); code != 2 {
+				t.Errorf("%q: exit %d, want 2\n%s\n%s", args, code, out, errOut)
+			}
+		}
+	})
 }

@@ -4,9 +4,13 @@ package adaptertest
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -88,7 +92,7 @@ func Refused(t *testing.T, st store.Store) {
 // that blackholes, a restart that empties the script cache).
 var tlsChecks = []string{
 	"exact-admission", "multi-rule-all-or-nothing", "window-never-slides", "bounded-ttls",
-	"lost-reply-counted-once", "crash-between-commands", "redis-down-or-blackholed", "noscript-invisible",
+	"lost-reply-counted-once", "crash-between-commands", "redis-down-or-blackholed", "noscript-invisible", "server-conditions",
 }
 
 // ConformanceTLS runs tlsChecks for every strategy on a redis-server that
@@ -155,5 +159,72 @@ func idleClosed(t *testing.T, d conformance.Dialer, addr string) {
 		if err != nil || !r.Allowed || r.Remaining != l.Rate-2 {
 			t.Errorf("%T after the server closed its idle connections: %+v, %v; want admitted with %d remaining", strategies[i], r, err, l.Rate-2)
 		}
+	}
+}
+
+// Unreachable proves the errors of a store that cannot connect: a refused
+// connection (a port nobody listens on, a store from plain) and a
+// certificate the client does not trust (a store from overTLS with an
+// empty configuration). Every strategy's call fails within its deadline
+// with an error that keeps the cause (syscall.ECONNREFUSED, the x509
+// error), matches context.DeadlineExceeded when it ended at the deadline,
+// and is not store.ErrUnknownOutcome: nothing was sent.
+func Unreachable(t *testing.T, plain conformance.Dialer, overTLS conformance.TLSDialer) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	s := redistest.StartTLSServer(t)
+	cases := []struct {
+		name  string
+		d     conformance.Dialer
+		addr  string
+		cause func(error) bool
+	}{
+		{"refused", plain, closed, func(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }},
+		{"untrusted", overTLS(&tls.Config{MinVersion: tls.VersionTLS12}), s.Addr(), func(err error) bool {
+			var cert *tls.CertificateVerificationError
+			var unknown x509.UnknownAuthorityError
+			return errors.As(err, &cert) || errors.As(err, &unknown)
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			st, closeFn, err := c.d(context.Background(), c.addr)
+			if err != nil {
+				if !c.cause(err) {
+					t.Fatalf("dial: %v, want the cause", err)
+				}
+				return // the client refuses to be made: the cause is plain
+			}
+			t.Cleanup(closeFn)
+			for _, s := range []limiter.Strategy{strategy.NewFixedWindow(), strategy.NewBucketed(), strategy.NewOptimistic()} {
+				lim, err := limiter.New(st, s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				start := time.Now()
+				r, err := lim.Allow(ctx, "u", limiter.PerMinute(5))
+				took := time.Since(start)
+				dl := ctx.Err() != nil
+				cancel()
+				switch {
+				case err == nil:
+					t.Errorf("%T: %+v, no error", s, r)
+				case !c.cause(err):
+					t.Errorf("%T: %v; the cause is not in the chain", s, err)
+				case errors.Is(err, store.ErrUnknownOutcome):
+					t.Errorf("%T: %v; an unknown outcome, but nothing was sent", s, err)
+				case dl && !errors.Is(err, context.DeadlineExceeded):
+					t.Errorf("%T: ended at the deadline with %v, which does not match context.DeadlineExceeded", s, err)
+				case took > 3*time.Second:
+					t.Errorf("%T: returned after %v with a 2s deadline", s, took)
+				}
+			}
+		})
 	}
 }

@@ -34,5 +34,14 @@
 // store.ErrUnknownOutcome. Setting ContextTimeoutEnabled: true avoids that
 // goroutine per call. ClusterClient redirections (MOVED, ASK) re-send a command;
 // one that was refused with MOVED did not run, but the adapter cannot tell
-// that from the outside and reports ErrUnknownOutcome, which is safe.
+// that from the outside and reports ErrUnknownOutcome, which is safe. A
+// call given up on before its commands were written is not an unknown
+// outcome: its commands are sealed and will never be sent. Such an error,
+// and one from go-redis's own deadline while it retries a dial, keeps the
+// client's last failure to connect (refused, a certificate) in its chain:
+// New adds a dial hook to the client (once per client) to remember it.
+//
+// TLS: use Dialer: TLSDialer(netDialer, tlsConfig) rather than TLSConfig,
+// so that go-redis notices an idle TLS connection the server has closed
+// (see TLSDialer).
 package goredis

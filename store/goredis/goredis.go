@@ -2,11 +2,13 @@ package goredis
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -24,6 +26,8 @@ type Store struct {
 	enforce bool
 	// boxes holds recent integer arguments as interface values.
 	boxes argcache.Boxes
+	// dials remembers the client's last failure to connect.
+	dials *dialErrors
 }
 
 var (
@@ -38,7 +42,7 @@ func New(c redis.UniversalClient) *Store {
 	if c == nil {
 		return nil
 	}
-	return &Store{c: c, enforce: !contextTimeouts(c)}
+	return &Store{c: c, enforce: !contextTimeouts(c), dials: dialErrorsOf(c)}
 }
 
 // contextTimeouts reports whether c honours context deadlines on its own.
@@ -59,15 +63,18 @@ func (s *Store) bounds(ctx context.Context) bool { return s.enforce && ctx.Done(
 
 // errAbandoned marks a call the adapter stopped waiting for at its
 // context's deadline.
-var errAbandoned = errors.New("goredis: gave up waiting for the reply at the context's deadline")
+var errAbandoned = errors.New("gave up at the context's deadline")
 
 // bounded runs f, which sends and receives one round trip, and returns when
 // it does or when ctx is done, whichever comes first. Without
 // ContextTimeoutEnabled go-redis waits for its own ReadTimeout (3 s by
-// default) whatever the context says; the caller's deadline wins here. A
-// call given up on may still reach the server, so its error wraps
-// store.ErrUnknownOutcome.
-func (s *Store) bounded(ctx context.Context, f func()) error {
+// default) whatever the context says; the caller's deadline wins here.
+// unsent, called when the call is given up on, reports whether nothing
+// that changes data was written and never will be (the call's guards are
+// sealed); otherwise the call may still reach the server, and its error
+// wraps store.ErrUnknownOutcome. The error keeps the last failure to
+// connect (refused, a certificate), if one was seen.
+func (s *Store) bounded(ctx context.Context, unsent func() bool, f func()) error {
 	if !s.bounds(ctx) {
 		f()
 		return nil
@@ -81,7 +88,11 @@ func (s *Store) bounded(ctx context.Context, f func()) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("%w: %w: %w", store.ErrUnknownOutcome, errAbandoned, ctx.Err())
+		err := s.dials.explain(ctx.Err())
+		if unsent() {
+			return fmt.Errorf("%w: %w", errAbandoned, err)
+		}
+		return fmt.Errorf("%w: %w: %w", store.ErrUnknownOutcome, errAbandoned, err)
 	}
 }
 
@@ -93,16 +104,32 @@ var errResend = errors.New("goredis: command already written once; not re-sendin
 
 // guard is an argument that can be written to the wire once. A second write
 // (a client retry after a lost reply) fails, so the command cannot run twice.
+// A guard abandoned at its call's deadline before it was written is sealed:
+// it refuses to be written at all, so the call's outcome is known (nothing
+// ran) although its goroutine goes on.
 type guard struct {
-	writes atomic.Int32
-	val    any
-	buf    [20]byte
+	state atomic.Int32 // guardFresh, guardWritten or guardSealed
+	val   any
+	buf   [20]byte
 }
+
+const (
+	guardFresh int32 = iota
+	guardWritten
+	guardSealed
+)
+
+// errSealed is returned by a guard asked to write its command after the
+// caller gave up on it.
+var errSealed = errors.New("goredis: the caller gave up on this command before it was written; not sending")
 
 // MarshalBinary implements encoding.BinaryMarshaler, which go-redis calls
 // each time it writes the argument.
 func (g *guard) MarshalBinary() ([]byte, error) {
-	if g.writes.Add(1) > 1 {
+	if !g.state.CompareAndSwap(guardFresh, guardWritten) {
+		if g.state.Load() == guardSealed {
+			return nil, errSealed
+		}
 		return nil, errResend
 	}
 	switch v := g.val.(type) {
@@ -132,7 +159,23 @@ func (g *guard) String() string {
 	return fmt.Sprint(g.val)
 }
 
-func (g *guard) written() bool { return g.writes.Load() > 0 }
+func (g *guard) written() bool { return g.state.Load() == guardWritten }
+
+// seal makes g refuse to be written from now on and reports whether it was
+// not written before.
+func (g *guard) seal() bool {
+	return g.state.CompareAndSwap(guardFresh, guardSealed) || g.state.Load() == guardSealed
+}
+
+// sealAll seals every guard and reports whether none had been written: then
+// none of their commands ever will be.
+func sealAll(guards []*guard) bool {
+	unsent := true
+	for _, g := range guards {
+		unsent = g.seal() && unsent
+	}
+	return unsent
+}
 
 // EvalSha implements store.Store.
 func (s *Store) EvalSha(ctx context.Context, sha string, keys []string, args []any) (any, error) {
@@ -208,12 +251,12 @@ func (s *Store) run(ctx context.Context, call *evalCall, a []any) (any, error) {
 	cmd := redis.NewCmd(ctx, a...)
 	if !s.bounds(ctx) {
 		_ = s.c.Process(ctx, cmd) // the hot path: no closure to allocate
-	} else if err := s.bounded(ctx, func() { _ = s.c.Process(ctx, cmd) }); err != nil {
+	} else if err := s.bounded(ctx, call.g.seal, func() { _ = s.c.Process(ctx, cmd) }); err != nil {
 		return nil, fmt.Errorf("goredis: %w", err)
 	}
 	v, err := cmd.Result()
 	if err != nil {
-		return nil, mapErr(ctx, err, call.g.written())
+		return nil, s.mapErr(ctx, err, call.g.written())
 	}
 	return v, nil
 }
@@ -253,10 +296,10 @@ func (s *Store) doTx(ctx context.Context, cmds []store.Cmd) ([]store.Reply, erro
 	p := s.c.TxPipeline()
 	gcmds, guards := queue(ctx, p, inner)
 	var execErr error
-	if err := s.bounded(ctx, func() { _, execErr = p.Exec(ctx) }); err != nil {
+	if err := s.bounded(ctx, func() bool { return sealAll(guards) }, func() { _, execErr = p.Exec(ctx) }); err != nil {
 		return nil, fmt.Errorf("goredis: %w", err)
 	}
-	rs, err := collect(ctx, gcmds, guards, execErr)
+	rs, err := s.collect(ctx, gcmds, guards, execErr)
 	if err != nil {
 		return nil, err
 	}
@@ -273,7 +316,7 @@ func (s *Store) doTx(ctx context.Context, cmds []store.Cmd) ([]store.Reply, erro
 				out[1+i] = store.Reply{Err: r.Err}
 			}
 		}
-		out[len(out)-1].Err = mapErr(ctx, execErr, false)
+		out[len(out)-1].Err = s.mapErr(ctx, execErr, false)
 		return out, nil
 	}
 	vals := make([]any, len(rs))
@@ -295,10 +338,10 @@ func (s *Store) doTx(ctx context.Context, cmds []store.Cmd) ([]store.Reply, erro
 func (s *Store) doPipe(ctx context.Context, p redis.Pipeliner, cmds []store.Cmd) ([]store.Reply, error) {
 	gcmds, guards := queue(ctx, p, cmds)
 	var execErr error
-	if err := s.bounded(ctx, func() { _, execErr = p.Exec(ctx) }); err != nil {
+	if err := s.bounded(ctx, func() bool { return sealAll(guards) }, func() { _, execErr = p.Exec(ctx) }); err != nil {
 		return nil, fmt.Errorf("goredis: %w", err)
 	}
-	return collect(ctx, gcmds, guards, execErr)
+	return s.collect(ctx, gcmds, guards, execErr)
 }
 
 func queue(ctx context.Context, p redis.Pipeliner, cmds []store.Cmd) ([]*redis.Cmd, []*guard) {
@@ -326,7 +369,7 @@ func queue(ctx context.Context, p redis.Pipeliner, cmds []store.Cmd) ([]*redis.C
 // processed: the pipeline failed before it (a connection that could not be
 // set up, such as a wrong password, fails the whole pipeline without
 // touching its commands), and execErr is the call's error, not a nil reply.
-func collect(ctx context.Context, gcmds []*redis.Cmd, guards []*guard, execErr error) ([]store.Reply, error) {
+func (s *Store) collect(ctx context.Context, gcmds []*redis.Cmd, guards []*guard, execErr error) ([]store.Reply, error) {
 	written := false
 	for _, g := range guards {
 		written = written || g.written()
@@ -338,13 +381,13 @@ func collect(ctx context.Context, gcmds []*redis.Cmd, guards []*guard, execErr e
 			if execErr == nil {
 				execErr = errors.New("no reply")
 			}
-			return nil, mapErr(ctx, execErr, written)
+			return nil, s.mapErr(ctx, execErr, written)
 		}
 		if err != nil && !isReply(err) {
-			return nil, mapErr(ctx, err, written)
+			return nil, s.mapErr(ctx, err, written)
 		}
 		if err != nil {
-			out[i].Err = mapErr(ctx, err, false)
+			out[i].Err = s.mapErr(ctx, err, false)
 			continue
 		}
 		out[i].Val = normalise(v)
@@ -362,10 +405,11 @@ func collect(ctx context.Context, gcmds []*redis.Cmd, guards []*guard, execErr e
 func (s *Store) Watch(ctx context.Context, keys []string, fn func(store.Tx) error) error {
 	var fnErr, err error
 	called := false
-	if berr := s.bounded(ctx, func() {
+	ws := &watchState{}
+	if berr := s.bounded(ctx, ws.abandon, func() {
 		err = s.c.Watch(ctx, func(tx *redis.Tx) error {
 			called = true
-			fnErr = fn(txn{s, tx})
+			fnErr = fn(txn{s, tx, ws})
 			return fnErr
 		}, keys...)
 	}); berr != nil {
@@ -378,15 +422,54 @@ func (s *Store) Watch(ctx context.Context, keys []string, fn func(store.Tx) erro
 	// been written, its outcome is unknown (it changes no data); one that
 	// never left (a failed dial, no connection to be had, a closed client)
 	// is not.
+	return s.mapErr(ctx, err, !notSent(err))
+}
+
+// notSent reports a failure to get a connection at all: a dial refused, a
+// TLS handshake that failed (a certificate), no connection to be had, a
+// closed client. The command was never written.
+func notSent(err error) bool {
 	var op *net.OpError
-	unsent := errors.As(err, &op) && op.Op == "dial" ||
+	var cert *tls.CertificateVerificationError
+	var alert tls.AlertError
+	var hdr tls.RecordHeaderError
+	return errors.As(err, &op) && op.Op == "dial" ||
+		errors.As(err, &cert) || errors.As(err, &alert) || errors.As(err, &hdr) ||
 		errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrClosed)
-	return mapErr(ctx, err, !unsent)
+}
+
+// watchState lets a Watch given up on at its deadline know whether its
+// transaction's EXEC was sent, and keeps it from being sent afterwards.
+type watchState struct {
+	mu        sync.Mutex
+	abandoned bool
+	execSent  bool
+}
+
+// abandon gives the Watch up and reports whether no EXEC was sent (the
+// reads and WATCH it may have sent change no data).
+func (w *watchState) abandon() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.abandoned = true
+	return !w.execSent
+}
+
+// sending marks the EXEC as sent, unless the Watch was given up on.
+func (w *watchState) sending() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.abandoned {
+		return false
+	}
+	w.execSent = true
+	return true
 }
 
 type txn struct {
 	s  *Store
 	tx *redis.Tx
+	ws *watchState
 }
 
 // Do runs cmds on the pinned connection outside MULTI. Watch bounds it.
@@ -397,7 +480,7 @@ func (t txn) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
 	p := t.tx.Pipeline()
 	gcmds, guards := queue(ctx, p, cmds)
 	_, execErr := p.Exec(ctx)
-	return collect(ctx, gcmds, guards, execErr)
+	return t.s.collect(ctx, gcmds, guards, execErr)
 }
 
 // Exec runs cmds inside MULTI/EXEC on the pinned connection. Watch bounds
@@ -405,6 +488,9 @@ func (t txn) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
 func (t txn) Exec(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("goredis: %w", err) // nothing sent
+	}
+	if !t.ws.sending() {
+		return nil, fmt.Errorf("goredis: %w", errAbandoned) // nothing sent
 	}
 	var gcmds []*redis.Cmd
 	var guards []*guard
@@ -415,7 +501,7 @@ func (t txn) Exec(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error)
 	if errors.Is(err, redis.TxFailedErr) {
 		return nil, fmt.Errorf("%w: %w", store.ErrTxAborted, err)
 	}
-	return collect(ctx, gcmds, guards, err)
+	return t.s.collect(ctx, gcmds, guards, err)
 }
 
 // isReply reports an error that is the server's reply to one command (or a
@@ -434,9 +520,12 @@ func isReply(err error) bool {
 // ContextTimeoutEnabled go-redis reports a read cut short by the context's
 // deadline as a network timeout, which must still match
 // context.DeadlineExceeded, as the other adapters' errors do.
-func mapErr(ctx context.Context, err error, written bool) error {
+func (s *Store) mapErr(ctx context.Context, err error, written bool) error {
 	if cerr := ended(ctx); cerr != nil && !isReply(err) && !errors.Is(err, cerr) {
 		err = fmt.Errorf("%w (%w)", err, cerr)
+	}
+	if !isReply(err) && !written {
+		err = s.dials.explain(err)
 	}
 	switch {
 	case errors.Is(err, redis.Nil):

@@ -23,3 +23,7 @@ func TestBusyServer(t *testing.T) {
 // TestIdleClosed: after the server closes idle connections, the next call
 // of every strategy succeeds, over TCP and over TLS.
 func TestIdleClosed(t *testing.T) { adaptertest.IdleClosed(t, dial, dialTLS) }
+
+// TestUnreachable: a refused connection and an untrusted certificate are
+// errors that keep their cause and are not unknown outcomes.
+func TestUnreachable(t *testing.T) { adaptertest.Unreachable(t, dial, dialTLS) }
