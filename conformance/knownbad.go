@@ -60,7 +60,7 @@ func KnownBad() []Control {
 		{Spec: claims("IncrTwoTrips", knownbad.IncrTwoTrips{}),
 			MustFail: []string{"exact-admission", "crash-between-commands", "window-never-slides"}},
 		{Spec: claimsBucketed("BucketNoTTL", func(now func() time.Time) limiter.Strategy { return knownbad.BucketNoTTL{Now: now} }),
-			MustFail: []string{"forced-leak", "leak-under-load", "self-repair", "bounded-ttls", "app-clock-skew", "epoch-not-time-zones"}},
+			MustFail: []string{"forced-leak", "leak-under-load", "self-repair", "bounded-ttls", "app-clock-skew", "epoch-not-time-zones", "cardinality-bounded"}},
 		{Spec: claimsBucketed("AppClockBucket", func(now func() time.Time) limiter.Strategy { return knownbad.AppClockBucket{Now: now} }),
 			MustFail:    []string{"window-never-slides", "app-clock-skew", "boundary-bursts", "cancel-between-round-trips"},
 			VirtualOnly: []string{"window-never-slides", "boundary-bursts"}},

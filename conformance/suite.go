@@ -51,6 +51,7 @@ func Checks() []Check {
 		{20, "slow-reply-past-deadline", checkSlowReply},
 		{21, "redis-down-or-blackholed", checkRedisDown},
 		{22, "same-slot-for-hostile-subjects", checkSameSlot},
+		{25, "cardinality-bounded", checkCardinality},
 		{26, "no-accidental-fail-open", checkNoAccidentalFailOpen},
 		{27, "replies-slower-than-window", checkSlowerThanWindow},
 		{28, "cancel-between-round-trips", checkCancelBetweenRoundTrips},

@@ -1,0 +1,62 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/quotagate/limiter"
+)
+
+const (
+	// cardinalitySubjects is how many distinct subjects property 25 decides
+	// once each: enough that a key or a per-subject allocation kept for
+	// ever shows, few enough for a 2-core machine to do in seconds.
+	cardinalitySubjects = 10000
+	// cardinalityHeap is how much the client's live heap may grow over
+	// them: a few hundred bytes per subject kept would pass it.
+	cardinalityHeap = 32 << 20
+)
+
+// Property 25: cardinality is bounded. Many distinct subjects with 1 s
+// windows, each decided once: shortly after the window every key is gone
+// (SCAN finds none under the prefix), and the client's live heap is back
+// near where it began.
+func checkCardinality(c *checker) {
+	l := limiter.PerSecond(1)
+	c.window(l)
+	lim := c.limiter(nil)
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const workers = 8
+	per := cardinalitySubjects / workers
+	allowed, _, errs := hammer(workers, per, func(w, i int) (limiter.Result, error) {
+		return c.underLoad(func(ctx context.Context) (limiter.Result, error) {
+			return lim.Allow(ctx, fmt.Sprintf("p25-%d-%d", w, i), l)
+		})
+	})
+	unknown := c.unknownOutcomes("property 25", cardinalitySubjects, errs)
+	// A subject decided once in a fresh window is admitted (Bucketed: unless
+	// its aligned window ended between its read and its write).
+	if !c.spec.Aligned && allowed+unknown != cardinalitySubjects {
+		c.t.Errorf("property 25: %d of %d fresh subjects admitted (and %d unknown outcomes)", allowed, cardinalitySubjects, unknown)
+	}
+	c.h.Advance(l.Period + time.Second + c.spec.TTLSlack)
+	var left []string
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if left = c.keys(); len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(left) > 0 {
+		c.t.Errorf("property 25: %d keys of %d subjects with 1s windows remain well after their window, e.g. %q", len(left), cardinalitySubjects, left[0])
+	}
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > cardinalityHeap {
+		c.t.Errorf("property 25: the live heap grew by %d MiB over %d subjects (at most %d MiB): something is kept per subject", grew>>20, cardinalitySubjects, cardinalityHeap>>20)
+	}
+}
