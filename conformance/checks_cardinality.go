@@ -27,10 +27,19 @@ func checkCardinality(c *checker) {
 	l := limiter.PerSecond(1)
 	c.window(l)
 	lim := c.limiter(nil)
+	const workers = 8
+	// A warm-up with the same concurrency grows the client's connection
+	// pools (rueidis keeps a buffer of about 1 MiB per connection) before
+	// the heap is measured: what is measured is what the subjects add.
+	_, _, warmErrs := hammer(workers, 100, func(w, i int) (limiter.Result, error) {
+		return c.underLoad(func(ctx context.Context) (limiter.Result, error) {
+			return lim.Allow(ctx, fmt.Sprintf("p25-warm-%d-%d", w, i), l)
+		})
+	})
+	c.unknownOutcomes("property 25: warm-up", workers*100, warmErrs)
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
-	const workers = 8
 	per := cardinalitySubjects / workers
 	allowed, _, errs := hammer(workers, per, func(w, i int) (limiter.Result, error) {
 		return c.underLoad(func(ctx context.Context) (limiter.Result, error) {
@@ -53,10 +62,15 @@ func checkCardinality(c *checker) {
 	if len(left) > 0 {
 		c.t.Errorf("property 25: %d keys of %d subjects with 1s windows remain well after their window, e.g. %q", len(left), cardinalitySubjects, left[0])
 	}
+	if c.h.Caps().VirtualClock {
+		return // the embedded server's memory is in this process's heap too
+	}
 	runtime.GC()
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)
-	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > cardinalityHeap {
+	grew := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+	c.t.Logf("property 25: live heap %+d KiB over %d subjects", grew>>10, cardinalitySubjects)
+	if grew > cardinalityHeap {
 		c.t.Errorf("property 25: the live heap grew by %d MiB over %d subjects (at most %d MiB): something is kept per subject", grew>>20, cardinalitySubjects, cardinalityHeap>>20)
 	}
 }

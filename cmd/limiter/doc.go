@@ -11,13 +11,23 @@
 // adapter (go-redis, rueidis, redigo) on an embedded miniredis, a fresh one
 // per check, and exits 1 if any check fails. On a Redis of yours (-redis,
 // -cluster) it first prints the server's report (limiter.CheckServer): its
-// version, mode, eviction policy and whether scripts may run, with a
-// warning for what can make a limit fail there. Flags:
+// version, mode, eviction policy, whether scripts may run and which
+// strategies can run there, with a warning for what can make a limit fail;
+// when the server cannot be used at all (refused, a certificate not
+// trusted, a wrong password) it says why and exits 1. Every check is
+// bounded (5 min): one that hangs fails saying so. Flags:
 //
 //	-redis URL     run on the Redis at URL (redis://[user:pass@]host:port/db)
 //	               instead; the suite touches only keys under its own random
 //	               prefix, deletes them afterwards, and never flushes or
 //	               restarts the server (the checks that need to are skipped)
+//	               or rediss://... for TLS, with:
+//	-tls-ca FILE   the CA that signed the server's certificate (PEM)
+//	-tls-cert FILE, -tls-key FILE
+//	               a client certificate and its key (PEM)
+//	-tls-insecure  do not verify the server's certificate (testing only)
+//	               (over TLS the fault-proxy checks are skipped: a proxy
+//	               cannot see inside TLS without the server's key)
 //	-cluster ADDRS run on the Redis Cluster whose masters are at ADDRS
 //	               (host:port,host:port,...; list every master: keys are
 //	               scanned on each), shared like -redis; the fault-proxy

@@ -12,7 +12,7 @@ func main() {
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
 
-const usage = `usage: limiter check [-redis URL | -cluster HOST:PORT,...] [-checks NAMES] [-known-bad] [-v]
+const usage = `usage: limiter check [-redis URL | -cluster HOST:PORT,...] [-tls-ca FILE] [-tls-cert FILE -tls-key FILE] [-tls-insecure] [-checks NAMES] [-known-bad] [-v]
        limiter bench [-redis URL] [-adapters NAMES] [-callers N,...] [-rounds N] [-round D]
        limiter serve [-addr ADDR] [-redis URL] [-rules FILE] [-hash KEY] [-interval D] [-fail-mode MODE] [-prefix P]`
 
