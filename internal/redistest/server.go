@@ -50,27 +50,19 @@ func Available() bool {
 // environment variable REQUIRE_REDIS=1, in which case it calls t.Fatal.
 func StartServer(t testing.TB, extraArgs ...string) *Server {
 	t.Helper()
-	if !Available() {
-		if os.Getenv("REQUIRE_REDIS") == "1" {
-			t.Fatal("redistest: redis-server is not on PATH and REQUIRE_REDIS=1")
-		}
-		t.Skip("redistest: redis-server is not on PATH")
-	}
-	s, err := Start(extraArgs...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return s
+	return startFor(t, extraArgs, nil)
 }
 
 // StartTLSServer is StartServer for a server that accepts only TLS
 // connections, with certificates generated for it (see Server.TLS).
 func StartTLSServer(t testing.TB, extraArgs ...string) *Server {
+	t.Helper()
+	return startFor(t, extraArgs, func() (*TLS, error) { return GenerateTLS(t.TempDir()) })
+}
+
+// startFor starts a server for t (TLS when certs is not nil), skipping or
+// failing without redis-server, and stops it when t ends.
+func startFor(t testing.TB, extraArgs []string, certs func() (*TLS, error)) *Server {
 	t.Helper()
 	if !Available() {
 		if os.Getenv("REQUIRE_REDIS") == "1" {
@@ -78,11 +70,14 @@ func StartTLSServer(t testing.TB, extraArgs ...string) *Server {
 		}
 		t.Skip("redistest: redis-server is not on PATH")
 	}
-	certs, err := GenerateTLS(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
+	var c *TLS
+	if certs != nil {
+		var err error
+		if c, err = certs(); err != nil {
+			t.Fatal(err)
+		}
 	}
-	s, err := start(freePort, extraArgs, certs)
+	s, err := start(freePort, extraArgs, c)
 	if err != nil {
 		t.Fatal(err)
 	}
