@@ -54,10 +54,9 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 		if err != nil {
 			return 0, err
 		}
-		if conn.tls, err = tf.config(o.tls); err != nil {
+		if o.tls, err = tf.config(o.tls); err != nil {
 			return 0, err
 		}
-		o.tls = conn.tls
 		conn = o
 		backend = "redis at " + addr + over(conn) + " (shared: own prefix, no flush, no restart)"
 		*url = addr

@@ -29,18 +29,7 @@ func Busy(t *testing.T, st store.Store, addr string) {
 	ctx := context.Background()
 	// A day: Bucketed's epoch-aligned window does not end during the test.
 	l := limiter.PerDay(1000)
-	strategies := []limiter.Strategy{strategy.NewFixedWindow(), strategy.NewBucketed(), strategy.NewOptimistic()}
-	lims := make([]*limiter.Limiter, len(strategies))
-	for i, s := range strategies {
-		lim, err := limiter.New(st, s, limiter.WithPrefix(fmt.Sprintf("busy%d", i)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := lim.Allow(ctx, "u", l); err != nil {
-			t.Fatalf("%T before the server was busy: %v", s, err)
-		}
-		lims[i] = lim
-	}
+	strategies, lims := admitted(t, st, "busy", l)
 	end := redistest.Busy(t, addr)
 	for round := 0; round < 3; round++ {
 		for i, lim := range lims {
@@ -63,13 +52,37 @@ func Busy(t *testing.T, st store.Store, addr string) {
 	}
 }
 
+// strategies returns one of each strategy the module ships.
+func strategies() []limiter.Strategy {
+	return []limiter.Strategy{strategy.NewFixedWindow(), strategy.NewBucketed(), strategy.NewOptimistic()}
+}
+
+// admitted returns a Limiter on st for each strategy, under prefix and its
+// index, after one call of each for subject "u" at l, which must succeed.
+func admitted(t *testing.T, st store.Store, prefix string, l limiter.Limit) ([]limiter.Strategy, []*limiter.Limiter) {
+	t.Helper()
+	ss := strategies()
+	lims := make([]*limiter.Limiter, len(ss))
+	for i, s := range ss {
+		lim, err := limiter.New(st, s, limiter.WithPrefix(fmt.Sprintf("%s%d", prefix, i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := lim.Allow(context.Background(), "u", l); err != nil {
+			t.Fatalf("%T: first call, on a healthy server: %v", s, err)
+		}
+		lims[i] = lim
+	}
+	return ss, lims
+}
+
 // Refused proves st, whose connections the server refuses to set up (a
 // wrong password), on every strategy's path (a script, a transaction, a
 // pipeline on a watched connection): each call fails with the server's
 // WRONGPASS, never a nil reply, and never an unknown outcome, since nothing
 // was sent.
 func Refused(t *testing.T, st store.Store) {
-	for _, s := range []limiter.Strategy{strategy.NewFixedWindow(), strategy.NewBucketed(), strategy.NewOptimistic()} {
+	for _, s := range strategies() {
 		lim, err := limiter.New(st, s)
 		if err != nil {
 			t.Fatal(err)
@@ -137,18 +150,7 @@ func idleClosed(t *testing.T, d conformance.Dialer, addr string) {
 	}
 	t.Cleanup(closeFn)
 	l := limiter.PerDay(1000)
-	strategies := []limiter.Strategy{strategy.NewFixedWindow(), strategy.NewBucketed(), strategy.NewOptimistic()}
-	lims := make([]*limiter.Limiter, len(strategies))
-	for i, s := range strategies {
-		lim, err := limiter.New(st, s, limiter.WithPrefix(fmt.Sprintf("idle%d", i)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := lim.Allow(ctx, "u", l); err != nil {
-			t.Fatalf("%T: first call: %v", s, err)
-		}
-		lims[i] = lim
-	}
+	strategies, lims := admitted(t, st, "idle", l)
 	// The server closes a connection idle for more than its timeout on its
 	// next check of clients, within a second or two after that.
 	time.Sleep(3500 * time.Millisecond)
@@ -201,7 +203,7 @@ func Unreachable(t *testing.T, plain conformance.Dialer, overTLS conformance.TLS
 				return // the client refuses to be made: the cause is plain
 			}
 			t.Cleanup(closeFn)
-			for _, s := range []limiter.Strategy{strategy.NewFixedWindow(), strategy.NewBucketed(), strategy.NewOptimistic()} {
+			for _, s := range strategies() {
 				lim, err := limiter.New(st, s)
 				if err != nil {
 					t.Fatal(err)
