@@ -17,7 +17,12 @@
 // FailMode: return the error, fail open, or fail closed with the Result
 // marked Degraded).
 //
-// The algorithm is a Strategy (package strategy), written once against the
+// Wait and WaitN block until a request is admitted, sleeping each denial's
+// RetryAfter, or return at once when no wait can help (ErrNeverAdmitted,
+// ErrWaitTooLong).
+//
+// The algorithm is a Strategy (package strategy: fixed windows, GCRA),
+// written once against the
 // small store.Store contract (package store) that adapters implement for
 // each Redis client (package store/goredis, ...). Keys are laid out as
 // prefix:{subject}:rule, so all keys of a decision share one Redis Cluster

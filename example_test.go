@@ -2,7 +2,9 @@ package limiter_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -75,4 +77,34 @@ func ExampleWithFailMode() {
 	fmt.Println(r.Allowed, r.Degraded, r.Cause != nil, err)
 	// Output:
 	// true true true <nil>
+}
+
+// A worker sends at most 10 messages per second, 2 at once: Wait blocks
+// until the next one may go.
+func ExampleLimiter_Wait() {
+	mr, _ := miniredis.Run()
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1})
+	defer rdb.Close()
+
+	lim, err := limiter.New(goredis.New(rdb), strategy.NewGCRA(), limiter.WithPrefix("mail"))
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	l := limiter.Limit{Rate: 10, Period: time.Second, Burst: 2}
+	start := time.Now()
+	for i := 0; i < 3; i++ {
+		if _, err := lim.Wait(ctx, "worker-1", l); err != nil {
+			panic(err)
+		}
+	}
+	// The burst of 2 went at once; the third waited one emission interval.
+	fmt.Println(time.Since(start) >= 95*time.Millisecond)
+	r, err := lim.WaitN(ctx, "worker-1", 3, l)
+	fmt.Println(r.RetryAfter, errors.Is(err, limiter.ErrNeverAdmitted))
+	// Output:
+	// true
+	// -1ns true
 }

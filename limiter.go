@@ -47,6 +47,13 @@ var (
 	// needs (New checks it); the error also wraps the strategy's own reason,
 	// typically store.ErrNotSupported.
 	ErrUnsuitableStore = errors.New("limiter: store unsuitable for the strategy")
+	// ErrNeverAdmitted is Wait's answer to a cost that no wait can admit:
+	// it exceeds a limit (the denial's RetryAfter is -1).
+	ErrNeverAdmitted = errors.New("limiter: the cost exceeds a limit and is never admitted")
+	// ErrWaitTooLong is Wait's answer when the denial's RetryAfter ends
+	// after the context's deadline: Wait returns at once instead of
+	// sleeping into a deadline it cannot meet.
+	ErrWaitTooLong = errors.New("limiter: the wait would outlast the context's deadline")
 )
 
 // FailMode says what a call does when Redis cannot decide it (connection
@@ -164,7 +171,8 @@ type Limiter struct {
 	keys     keyBuilder
 	failMode FailMode
 	timeout  time.Duration
-	obs      Observer // nil: none (observer.go)
+	obs      Observer                                         // nil: none (observer.go)
+	sleep    func(ctx context.Context, d time.Duration) error // Wait's (wait.go); nil: a timer
 }
 
 // Option configures a Limiter.
@@ -357,6 +365,11 @@ func (l *Limiter) request(buf *callBuf, key string, cost int64, dry bool, limits
 //
 //go:noinline
 func (l *Limiter) failed(err error, first Limit) (Result, error) {
+	if errors.Is(err, ErrInvalidLimit) || errors.Is(err, ErrInvalidCost) {
+		// A strategy's own bound on the input (checked before any I/O):
+		// bad input is an error in every fail mode.
+		return Result{}, err
+	}
 	if l.failMode != FailError && errors.Is(err, ErrContention) {
 		// Redis answered and the key is hot: never an admission.
 		return Result{Allowed: false, Degraded: true, Cause: err, Limit: first, RetryAfter: min(first.Period, time.Second)}, nil

@@ -176,11 +176,8 @@ func checkBoundaryBursts(c *checker) {
 	}
 	total := time.Duration(steps) * step
 	for k := 1; time.Duration(k)*period <= total; k++ {
-		bound := int64(k)*rate + l.Burst
-		if c.spec.Window {
-			bound = int64(k+1) * rate
-		}
 		iv := time.Duration(k) * period
+		bound := c.spec.MaxAdmitted(l, iv)
 		worst, at := 0, time.Duration(0)
 		for i := range adm {
 			n := 0

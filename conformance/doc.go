@@ -20,8 +20,11 @@
 //	}
 //
 // and a strategy with RunStrategyTests and a Spec that declares its
-// guarantees; the suite holds it to exactly those. Run is the same suite
-// without the testing package (the limiter command reports with it).
+// guarantees; the suite holds it to exactly those. The Spec's shape drives
+// the checks: a fixed window (Window, Aligned), a strategy whose quota
+// comes back continuously (Refills, as GCRA), or an algorithm's own bound
+// on admissions in any interval (Bound). Run is the same suite without the
+// testing package (the limiter command reports with it).
 //
 // Each check is shown to fail: KnownBad lists the hand-written designs from
 // the articles this project started from (package knownbad), each with the

@@ -97,7 +97,33 @@ func KnownBad() []Control {
 			MustFail: []string{"replies-slower-than-window"}},
 		{Spec: contentionAdmits(),
 			MustFail: []string{"contention-never-admits"}},
+		{Spec: stampLog(),
+			MustFail: []string{"exact-admission", "weighted-costs", "boundary-bursts"},
+			// Concurrent calls on a real clock fall in distinct
+			// microseconds; units of one call (a cost above 1) collide
+			// everywhere.
+			VirtualOnly: []string{"exact-admission", "boundary-bursts"}},
+		{Spec: appClockGCRA(),
+			MustFail: []string{"multi-rule-all-or-nothing", "self-repair", "app-clock-skew", "corrupt-counter", "period-change"}},
 	}
+}
+
+// stampLog is SlidingLog's Spec for a sliding log whose members are
+// timestamps.
+func stampLog() Spec {
+	spec := SlidingLog()
+	spec.Name, spec.Strategy = "StampLog", knownbad.StampLog{}
+	return spec
+}
+
+// appClockGCRA is GCRA's Spec for a GCRA that takes "now" from the app
+// server's clock.
+func appClockGCRA() Spec {
+	spec := GCRA()
+	spec.Name = "AppClockGCRA"
+	spec.Strategy = knownbad.AppClockGCRA{}
+	spec.Clocked = func(now func() time.Time) limiter.Strategy { return knownbad.AppClockGCRA{Now: now} }
+	return spec
 }
 
 // RunControl runs the checks ctl must fail (those among only, when only is

@@ -83,6 +83,12 @@ func record(ctx context.Context, f func(testing.TB)) Outcome {
 	case <-done:
 	case <-timer.C:
 		r.Errorf("the check did not finish within %s: something it waits for never answers (a call without a deadline on a server that does not reply?); it was left running", checkDeadline)
+		r.mu.Lock()
+		abandon := r.abandon
+		r.mu.Unlock()
+		for _, f := range abandon {
+			f()
+		}
 	}
 	return Outcome{
 		Passed:   !r.Failed() && !r.Skipped(),
@@ -104,6 +110,15 @@ type recorder struct {
 	skipped  bool
 	msgs     []string
 	cleanups []func()
+	abandon  []func() // called when the check is left running
+}
+
+// onAbandon registers f to be called if the check is left running past
+// its deadline.
+func (r *recorder) onAbandon(f func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.abandon = append(r.abandon, f)
 }
 
 func (r *recorder) add(failed, skipped bool, msg string) {

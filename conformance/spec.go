@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"math"
 	"time"
 
 	"github.com/quotagate/limiter"
@@ -60,6 +61,47 @@ type Spec struct {
 	// MinVersion is the oldest Redis version the strategy is correct on
 	// ("6.0.9"); "" for any.
 	MinVersion string
+	// Refills: quota comes back continuously, one unit every Period/Rate
+	// (GCRA, token bucket), instead of all at once when a window ends. A
+	// fresh limit admits Burst at once (Rate when Burst is 0); checks that
+	// count allow for what came back while they ran.
+	Refills bool
+	// Bound is the most the strategy admits for l in any interval of
+	// length d, the algorithm's documented bound that property 15 holds it
+	// to. Nil derives it from the shape: a fixed window admits at most
+	// (k+1)·Rate in k Periods (k = ⌈d/Period⌉), a refilling strategy
+	// Burst + ⌊d·Rate/Period⌋.
+	Bound func(l limiter.Limit, d time.Duration) int64
+}
+
+// MaxAdmitted is the most the strategy admits for l in any interval of
+// length d: Bound when set, else the bound of its shape.
+func (s Spec) MaxAdmitted(l limiter.Limit, d time.Duration) int64 {
+	switch {
+	case s.Bound != nil:
+		return s.Bound(l, d)
+	case s.Refills:
+		// the part of a Period in floating point: Rate may be up to 2^50
+		return burst(l) + int64(d/l.Period)*l.Rate + int64(float64(d%l.Period)*float64(l.Rate)/float64(l.Period))
+	}
+	return (int64((d+l.Period-1)/l.Period) + 1) * l.Rate
+}
+
+// burst is the most a fresh limit admits at once: Burst, or Rate when 0.
+func burst(l limiter.Limit) int64 {
+	if l.Burst > 0 {
+		return l.Burst
+	}
+	return l.Rate
+}
+
+// refilled is the most quota a refilling strategy can get back for l in
+// d: 0 for a window, whose checks stay inside one window.
+func (s Spec) refilled(l limiter.Limit, d time.Duration) int64 {
+	if !s.Refills {
+		return 0
+	}
+	return s.MaxAdmitted(l, d) - burst(l)
 }
 
 // Runs reports whether the strategy can run on the server r describes: it
@@ -126,7 +168,48 @@ func Optimistic() Spec {
 	}
 }
 
+// GCRA is the Spec of strategy.GCRA: exact, on the server's clock, quota
+// refilled one unit every Period/Rate.
+func GCRA() Spec {
+	return Spec{
+		Name:       "GCRA",
+		Strategy:   strategy.NewGCRA(),
+		Exact:      true,
+		Refills:    true,
+		Commit:     "EVALSHA",
+		RoundTrips: 1,
+		Scripts:    true,
+	}
+}
+
+// SlidingLog is the Spec of strategy.SlidingLog: exact, at most Rate in
+// any interval one Period long.
+func SlidingLog() Spec {
+	return Spec{
+		Name:       "SlidingLog",
+		Strategy:   strategy.NewSlidingLog(),
+		Exact:      true,
+		Commit:     "EVALSHA",
+		RoundTrips: 1,
+		Scripts:    true,
+		Bound:      SlidingBound,
+	}
+}
+
+// SlidingBound is the bound of an exact sliding window: at most Rate in
+// any interval one Period long, so ⌈d/Period⌉·Rate in any interval d.
+func SlidingBound(l limiter.Limit, d time.Duration) int64 {
+	return int64((d+l.Period-1)/l.Period) * l.Rate
+}
+
 // Strategies returns the Specs of every strategy this module ships.
 func Strategies() []Spec {
-	return []Spec{FixedWindow(), Bucketed(), Optimistic()}
+	return []Spec{FixedWindow(), Bucketed(), Optimistic(), GCRA(), SlidingLog()}
+}
+
+// refillTime is how long a refilling strategy takes to get back used units
+// of l: used·Period/Rate, rounded up to a millisecond.
+func refillTime(l limiter.Limit, used int64) time.Duration {
+	ns := math.Ceil(float64(used) * float64(l.Period) / float64(l.Rate))
+	return (time.Duration(ns) + time.Millisecond - 1).Truncate(time.Millisecond)
 }

@@ -1,5 +1,7 @@
 // Package strategy holds the rate-limiting algorithms, each written once
-// against store.Store so it runs on every adapter.
+// against store.Store so it runs on every adapter: fixed windows in three
+// forms (FixedWindow in Lua, Bucketed and Optimistic without Lua) and GCRA
+// (a smooth rate with an explicit burst, in Lua on the server's clock).
 //
 // Every strategy declares its guarantees in its doc comment, and the
 // conformance suite holds it to them:

@@ -221,3 +221,86 @@ func (s InlinedLimits) Decide(ctx context.Context, st store.Store, req limiter.R
 	}
 	return b.Result(nums[0] == 1), nil
 }
+
+//go:embed lua/gcra_app_clock.lua
+var gcraAppClockLua string
+
+var gcraAppClock = store.NewScript(gcraAppClockLua)
+
+// AppClockGCRA is GCRA on the app server's clock: the caller passes "now"
+// to the script, one limit at a time.
+type AppClockGCRA struct {
+	// Now is the app clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Decide implements limiter.Strategy, wrongly.
+func (s AppClockGCRA) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	now := time.Now
+	if s.Now != nil {
+		now = s.Now
+	}
+	var b limiter.Binder
+	allowed := true
+	for i, l := range req.Limits {
+		burst := l.Burst
+		if burst == 0 {
+			burst = l.Rate
+		}
+		cost := req.Cost
+		if req.DryRun {
+			cost = 0
+		}
+		v, err := gcraAppClock.Run(ctx, st, []string{req.Keys[i]}, []any{now().UnixMilli(), max(l.Period.Milliseconds()/l.Rate, 1), burst, cost})
+		if err != nil {
+			return limiter.Result{}, err
+		}
+		nums, err := store.Int64s(v)
+		if err != nil || len(nums) != 4 {
+			return limiter.Result{}, fmt.Errorf("knownbad: reply %v: %w", v, err)
+		}
+		allowed = allowed && nums[0] == 1
+		retry := time.Duration(nums[3]) * time.Millisecond
+		if nums[3] < 0 {
+			retry = -1
+		}
+		b.Add(i, nums[1], time.Duration(nums[2])*time.Millisecond, retry)
+	}
+	return b.Result(allowed), nil
+}
+
+//go:embed lua/sliding_log_stamp.lua
+var stampLogLua string
+
+var stampLog = store.NewScript(stampLogLua)
+
+// StampLog is a sliding log whose member is the request's timestamp, one
+// limit at a time: same-instant units collapse into one member.
+type StampLog struct{}
+
+// Decide implements limiter.Strategy, wrongly.
+func (StampLog) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	var b limiter.Binder
+	allowed := true
+	for i, l := range req.Limits {
+		cost := req.Cost
+		if req.DryRun {
+			cost = 0
+		}
+		v, err := stampLog.Run(ctx, st, []string{req.Keys[i]}, []any{l.Rate, l.Period.Milliseconds(), cost})
+		if err != nil {
+			return limiter.Result{}, err
+		}
+		nums, err := store.Int64s(v)
+		if err != nil || len(nums) != 4 {
+			return limiter.Result{}, fmt.Errorf("knownbad: reply %v: %w", v, err)
+		}
+		allowed = allowed && nums[0] == 1
+		retry := time.Duration(nums[3]) * time.Millisecond
+		if nums[3] < 0 {
+			retry = -1
+		}
+		b.Add(i, nums[1], time.Duration(nums[2])*time.Millisecond, retry)
+	}
+	return b.Result(allowed), nil
+}

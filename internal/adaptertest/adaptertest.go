@@ -18,7 +18,6 @@ import (
 	"github.com/quotagate/limiter/conformance"
 	"github.com/quotagate/limiter/internal/redistest"
 	"github.com/quotagate/limiter/store"
-	"github.com/quotagate/limiter/strategy"
 )
 
 // Busy proves st, connected to the private redis-server at addr, while
@@ -54,7 +53,11 @@ func Busy(t *testing.T, st store.Store, addr string) {
 
 // strategies returns one of each strategy the module ships.
 func strategies() []limiter.Strategy {
-	return []limiter.Strategy{strategy.NewFixedWindow(), strategy.NewBucketed(), strategy.NewOptimistic()}
+	var ss []limiter.Strategy
+	for _, spec := range conformance.Strategies() {
+		ss = append(ss, spec.Strategy)
+	}
+	return ss
 }
 
 // admitted returns a Limiter on st for each strategy, under prefix and its
@@ -109,8 +112,10 @@ var tlsChecks = []string{
 }
 
 // ConformanceTLS runs tlsChecks for every strategy on a redis-server that
-// accepts only TLS, with stores from d.
+// accepts only TLS, with stores from d, in parallel with the package's
+// other parallel tests (each check has a server of its own).
 func ConformanceTLS(t *testing.T, d conformance.TLSDialer) {
+	t.Parallel()
 	mk := conformance.RedisServerTLS(d)
 	for _, spec := range conformance.Strategies() {
 		for _, name := range tlsChecks {

@@ -257,6 +257,7 @@ func BenchmarkStrategies(b *testing.B) {
 		{"FixedWindow", strategy.NewFixedWindow()},
 		{"Bucketed", strategy.NewBucketed()},
 		{"Optimistic", strategy.NewOptimistic()},
+		{"GCRA", strategy.NewGCRA()},
 	}
 	for _, sp := range strategies {
 		for _, load := range []string{"admitted", "denied"} {
@@ -268,6 +269,11 @@ func BenchmarkStrategies(b *testing.B) {
 					b.Fatal(err)
 				}
 				l, want := limiter.PerSecond(e.rate), true
+				if sp.name == "GCRA" {
+					// GCRA holds at most one unit per microsecond; a
+					// burst no run uses up.
+					l = limiter.Per(1<<30, limiter.MaxPeriod)
+				}
 				if load == "denied" {
 					l, want = limiter.PerDay(1), false
 				}

@@ -20,14 +20,22 @@ func dial(_ context.Context, addr string) (store.Store, func(), error) {
 	return goredis.New(rdb), func() { _ = rdb.Close() }, nil
 }
 
+// TestConformance runs the store checks and every check of every strategy
+// on miniredis, on redis-server and on a Cluster. The three run in
+// parallel: each check has a server of its own, or, on the shared Cluster,
+// keys of its own.
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	t.Run("miniredis", func(t *testing.T) {
+		t.Parallel()
 		conformance.RunStoreTests(t, conformance.Miniredis(dial))
 	})
 	t.Run("redis-server", func(t *testing.T) {
+		t.Parallel()
 		conformance.RunStoreTests(t, conformance.RedisServer(dial))
 	})
 	t.Run("cluster", func(t *testing.T) {
+		t.Parallel()
 		conformance.RunStoreTests(t, conformance.RedisCluster(t, dialCluster, dial))
 	})
 }

@@ -1,0 +1,106 @@
+package strategy
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"time"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/store"
+)
+
+//go:embed lua/gcra.lua
+var gcraLua string
+
+var gcraScript = store.NewScript(gcraLua)
+
+// GCRAScript returns the script GCRA runs, for tools that preload it
+// (SCRIPT LOAD) or benchmark it raw.
+func GCRAScript() *store.Script { return gcraScript }
+
+// MaxRefill is the longest time GCRA may take to refill a whole burst
+// (Burst × Period / Rate): 100 years, which keeps its arithmetic on whole
+// microseconds exact.
+const MaxRefill = 100 * 365 * 24 * time.Hour
+
+// GCRA is the generic cell rate algorithm: a limit of Rate per Period
+// admits one unit of cost every Period/Rate (the emission interval) on
+// average, and up to Burst at once (Rate when Burst is 0). Quota comes back
+// smoothly, one unit per emission interval, instead of all at once at a
+// window's end.
+//
+// Guarantees:
+//   - atomic: one Lua script, one round trip, all limits of a call decided
+//     together; a request denied by any limit consumes nothing from any;
+//   - exact: in any interval of length d, at most Burst + ⌊d·Rate/Period⌋
+//     is admitted, however many callers contend (no boundary bursts);
+//   - RetryAfter and ResetAfter are exact to the millisecond (rounded up):
+//     a denied request retried after RetryAfter fits, unless others took
+//     the quota first; a cost above Burst is never admitted (RetryAfter -1);
+//   - state: one key per limit holding the theoretical arrival time as an
+//     integer count of microseconds, so there is no floating-point drift;
+//     the key expires when the limit is full again (never later than the
+//     time to refill the whole burst);
+//   - a key that holds anything else is limiter.ErrCorruptCounter, and the
+//     call writes nothing to any limit;
+//   - time source: the Redis server's TIME, never the app server's clock;
+//   - the emission interval is rounded up to a whole microsecond, so the
+//     rate is never exceeded; a limit of more than one unit per
+//     microsecond, or whose burst takes longer than MaxRefill to refill, is
+//     limiter.ErrInvalidLimit, returned before any I/O;
+//   - keys per decision: one per limit, in one Cluster slot;
+//   - Redis 5.0 or later (or a server that runs Lua, such as miniredis).
+type GCRA struct{}
+
+// NewGCRA returns the GCRA strategy.
+func NewGCRA() GCRA { return GCRA{} }
+
+// Decide implements limiter.Strategy.
+func (GCRA) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	n := len(req.Limits)
+	pb := intBufs.Get().(*intBuf)
+	ints := pb[:]
+	if len(ints) < 2+2*n+1+3*n {
+		ints = make([]int64, 2+2*n+1+3*n)
+	}
+	args := ints[: 2+2*n : 2+2*n]
+	args[0], args[1] = req.Cost, 0
+	if req.DryRun {
+		args[1] = 1
+	}
+	for i, l := range req.Limits {
+		interval, burst, err := gcraParams(l)
+		if err != nil {
+			intBufs.Put(pb)
+			return limiter.Result{}, err
+		}
+		args[2+2*i], args[3+2*i] = interval, burst
+	}
+	nums, err := gcraScript.RunInt64s(ctx, st, req.Keys, args, ints[len(args):len(args)])
+	if err != nil {
+		return limiter.Result{}, fmt.Errorf("strategy: gcra: %w", corruptErr(err))
+	}
+	res, err := bindInts(nums, n)
+	intBufs.Put(pb)
+	return res, err
+}
+
+// gcraParams returns l's emission interval in whole microseconds (rounded
+// up) and its burst, or limiter.ErrInvalidLimit when GCRA cannot hold l
+// exactly.
+func gcraParams(l limiter.Limit) (interval, burst int64, err error) {
+	us := l.Period.Microseconds()
+	if l.Rate > us {
+		return 0, 0, fmt.Errorf("%w: %s: GCRA admits at most one unit per microsecond", limiter.ErrInvalidLimit, l)
+	}
+	interval = (us + l.Rate - 1) / l.Rate
+	burst = l.Burst
+	if burst == 0 {
+		burst = l.Rate
+	}
+	if burst > MaxRefill.Microseconds()/interval {
+		return 0, 0, fmt.Errorf("%w: %s with burst %d takes more than %s to refill", limiter.ErrInvalidLimit, l, burst, MaxRefill)
+	}
+	return interval, burst, nil
+}

@@ -1,0 +1,223 @@
+package strategy_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/internal/redistest"
+	"github.com/quotagate/limiter/store/goredis"
+	"github.com/quotagate/limiter/strategy"
+)
+
+// TestGCRAExact walks a limit of 10/s (burst 10) on miniredis' virtual
+// clock: the burst, then one unit every 100 ms, with the exact RetryAfter,
+// ResetAfter and Remaining, the state in whole microseconds and the key
+// living until the limit is full again.
+func TestGCRAExact(t *testing.T) {
+	m, st := newMini(t)
+	lim := newLim(t, st, strategy.NewGCRA())
+	ctx := context.Background()
+	l := limiter.PerSecond(10)
+	for i := range 10 {
+		r, err := lim.Allow(ctx, "g", l)
+		if err != nil || !r.Allowed || r.Remaining != int64(9-i) || r.ResetAfter != time.Duration(i+1)*100*time.Millisecond {
+			t.Fatalf("call %d: %+v, %v; want admitted, %d remaining, reset in %dms", i, r, err, 9-i, (i+1)*100)
+		}
+	}
+	key, _ := limiter.Key("t", "g", l)
+	if got := pttl(t, m, key); got != time.Second {
+		t.Errorf("TTL after the burst = %s, want 1s (until the limit is full again)", got)
+	}
+	v, _ := m.Get(key)
+	if want := strconv.FormatInt(m.Now().Add(time.Second).UnixMicro(), 10); v != want {
+		t.Errorf("state = %q, want the TAT %q in microseconds", v, want)
+	}
+	r, err := lim.Allow(ctx, "g", l)
+	if err != nil || r.Allowed || r.RetryAfter != 100*time.Millisecond || r.Remaining != 0 {
+		t.Fatalf("11th call: %+v, %v; want denied, retry after 100ms", r, err)
+	}
+	m.Advance(99 * time.Millisecond)
+	if r, err := lim.Allow(ctx, "g", l); err != nil || r.Allowed || r.RetryAfter != time.Millisecond {
+		t.Fatalf("after 99ms: %+v, %v; want denied, retry after 1ms", r, err)
+	}
+	m.Advance(time.Millisecond)
+	if r, err := lim.Allow(ctx, "g", l); err != nil || !r.Allowed || r.Remaining != 0 {
+		t.Fatalf("after 100ms: %+v, %v; want admitted with 0 remaining", r, err)
+	}
+	m.Advance(550 * time.Millisecond)
+	if r, err := lim.Peek(ctx, "g", l); err != nil || !r.Allowed || r.Remaining != 5 || r.ResetAfter != 450*time.Millisecond {
+		t.Fatalf("peek after 550ms: %+v, %v; want 5 remaining, full in 450ms", r, err)
+	}
+	if r, err := lim.AllowN(ctx, "g", 11, l); err != nil || r.Allowed || r.RetryAfter != -1 {
+		t.Fatalf("cost 11 with burst 10: %+v, %v; want never (RetryAfter -1)", r, err)
+	}
+	if r, err := lim.AllowN(ctx, "g", 7, l); err != nil || r.Allowed || r.RetryAfter != 150*time.Millisecond {
+		t.Fatalf("cost 7 with 5 left: %+v, %v; want retry after 150ms (5.5 left)", r, err)
+	}
+	m.Advance(time.Second)
+	if r, err := lim.AllowN(ctx, "g", 10, l); err != nil || !r.Allowed {
+		t.Fatalf("a full burst after the limit refilled: %+v, %v", r, err)
+	}
+}
+
+// TestGCRABurst: Burst apart from Rate; several limits all or nothing.
+func TestGCRABurst(t *testing.T) {
+	m, st := newMini(t)
+	lim := newLim(t, st, strategy.NewGCRA())
+	ctx := context.Background()
+	l := limiter.Limit{Rate: 1, Period: time.Second, Burst: 3}
+	daily := limiter.Limit{Rate: 4, Period: 24 * time.Hour, Name: "daily"}
+	for i := range 3 {
+		if r, err := lim.Allow(ctx, "b", l, daily); err != nil || !r.Allowed {
+			t.Fatalf("call %d: %+v, %v", i, r, err)
+		}
+	}
+	r, err := lim.Allow(ctx, "b", l, daily)
+	if err != nil || r.Allowed || r.Index != 0 || r.RetryAfter != time.Second {
+		t.Fatalf("4th call: %+v, %v; want denied by the 1/s limit, retry after 1s", r, err)
+	}
+	m.Advance(time.Second)
+	if r, err := lim.Allow(ctx, "b", l, daily); err != nil || !r.Allowed || r.Remaining != 0 {
+		t.Fatalf("after 1s: %+v, %v; want admitted with 0 left", r, err)
+	}
+	m.Advance(10 * time.Second)
+	r, err = lim.Allow(ctx, "b", l, daily)
+	if err != nil || r.Allowed || r.Index != 1 || r.RetryAfter != 6*time.Hour-11*time.Second {
+		t.Fatalf("daily exhausted: %+v, %v; want denied by daily, retry after 6h-11s", r, err)
+	}
+	// The denial consumed nothing from the 1/s limit: 3 at once fit.
+	if r, err := lim.AllowN(ctx, "b", 3, l); err != nil || !r.Allowed {
+		t.Fatalf("the 1/s limit after a denial by daily: %+v, %v; want a full burst", r, err)
+	}
+}
+
+// TestGCRAFarDates: the state stays exact at any date to 2100 and for
+// emission intervals from 1 µs to 31 days.
+func TestGCRAFarDates(t *testing.T) {
+	ctx := context.Background()
+	for _, at := range []time.Time{time.Date(2099, 12, 31, 23, 59, 59, 999999000, time.UTC), time.Date(2030, 1, 1, 0, 0, 0, 1000, time.UTC)} {
+		for _, l := range []limiter.Limit{
+			limiter.Per(1000, time.Millisecond),          // 1 µs
+			limiter.Per(3, time.Second),                  // 333 333.3… µs, rounded up
+			limiter.Per(1, limiter.MaxPeriod),            // 31 days
+			{Rate: 1, Period: time.Hour, Burst: 1 << 20}, // 120 years... refused below
+		} {
+			m, st := newMini(t)
+			m.Advance(at.Sub(m.Now()))
+			lim := newLim(t, st, strategy.NewGCRA())
+			r, err := lim.Allow(ctx, "d", l)
+			if l.Burst != 0 {
+				if !errors.Is(err, limiter.ErrInvalidLimit) || len(m.Keys()) != 0 {
+					t.Fatalf("%s: %+v, %v; want ErrInvalidLimit and nothing written", l, r, err)
+				}
+				continue
+			}
+			if err != nil || !r.Allowed {
+				t.Fatalf("%s at %s: %+v, %v", l, at, r, err)
+			}
+			interval := (l.Period.Microseconds() + l.Rate - 1) / l.Rate
+			key, _ := limiter.Key("t", "d", l)
+			v, _ := m.Get(key)
+			if want := strconv.FormatInt(at.UnixMicro()+interval, 10); v != want {
+				t.Errorf("%s at %s: state %q, want %q", l, at, v, want)
+			}
+			if _, err := lim.AllowN(ctx, "d", l.Rate-1, l); err != nil {
+				t.Fatal(err)
+			}
+			r, err = lim.Allow(ctx, "d", l)
+			want := time.Duration(interval) * time.Microsecond
+			want = (want + time.Millisecond - 1).Truncate(time.Millisecond)
+			if err != nil || r.Allowed || r.RetryAfter != want {
+				t.Errorf("%s at %s: call past the burst: %+v, %v; want denied, retry after %s", l, at, r, err, want)
+			}
+		}
+	}
+}
+
+// TestGCRAInvalid: limits GCRA cannot hold exactly are refused before any
+// I/O, in every fail mode.
+func TestGCRAInvalid(t *testing.T) {
+	m, st := newMini(t)
+	ctx := context.Background()
+	for _, mode := range []limiter.FailMode{limiter.FailError, limiter.FailOpen, limiter.FailClosed} {
+		lim, err := limiter.New(st, strategy.NewGCRA(), limiter.WithFailMode(mode))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range []limiter.Limit{
+			limiter.Per(1001, time.Millisecond),
+			{Rate: 1, Period: limiter.MaxPeriod, Burst: 1200},
+		} {
+			if r, err := lim.Allow(ctx, "x", l); !errors.Is(err, limiter.ErrInvalidLimit) {
+				t.Errorf("fail mode %s, %s burst %d: %+v, %v; want ErrInvalidLimit", mode, l, l.Burst, r, err)
+			}
+		}
+	}
+	if keys := m.Keys(); len(keys) != 0 {
+		t.Errorf("refused calls wrote %q", keys)
+	}
+}
+
+// TestGCRACorrupt: a key that holds no GCRA state is ErrCorruptCounter and
+// nothing is written to any limit.
+func TestGCRACorrupt(t *testing.T) {
+	m, st := newMini(t)
+	lim := newLim(t, st, strategy.NewGCRA())
+	ctx := context.Background()
+	a, b := limiter.PerSecond(5), limiter.PerMinute(50)
+	ka, _ := limiter.Key("t", "c", a)
+	kb, _ := limiter.Key("t", "c", b)
+	for _, bad := range []string{"1.5", "-3", "+3", "007", "abc", "", "12345678901234567"} {
+		if err := m.Set(kb, bad); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := lim.Allow(ctx, "c", a, b); !errors.Is(err, limiter.ErrCorruptCounter) {
+			t.Errorf("state %q: %+v, %v; want ErrCorruptCounter", bad, r, err)
+		}
+		if m.Exists(ka) {
+			t.Fatalf("state %q: the other limit's key was written", bad)
+		}
+		if v, _ := m.Get(kb); v != bad {
+			t.Fatalf("state %q became %q", bad, v)
+		}
+	}
+}
+
+// TestGCRARealServer: on a real redis-server the script writes the TAT as
+// a whole number of microseconds (Lua's number formatting keeps every
+// digit) that the next call reads back.
+func TestGCRARealServer(t *testing.T) {
+	srv := redistest.StartServer(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	lim := newLim(t, goredis.New(rdb), strategy.NewGCRA())
+	ctx := context.Background()
+	l := limiter.Per(3, time.Hour) // interval 1 200 000 000 µs
+	before, err := rdb.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		r, err := lim.Allow(ctx, "real", l)
+		if err != nil || r.Allowed != (i < 3) {
+			t.Fatalf("call %d: %+v, %v", i, r, err)
+		}
+	}
+	after, _ := rdb.Time(ctx).Result()
+	key, _ := limiter.Key("t", "real", l)
+	v, err := rdb.Get(ctx, key).Result()
+	tat, perr := strconv.ParseInt(v, 10, 64)
+	lo, hi := before.UnixMicro()+3*1200000000, after.UnixMicro()+3*1200000000
+	if err != nil || perr != nil || strconv.FormatInt(tat, 10) != v || tat < lo || tat > hi {
+		t.Fatalf("state %q (%v, %v), want an integer in [%d, %d]", v, err, perr, lo, hi)
+	}
+	if ttl := rdb.PTTL(ctx, key).Val(); ttl <= time.Hour-time.Minute || ttl > time.Hour {
+		t.Errorf("PTTL %s, want about 1h (until full again)", ttl)
+	}
+}

@@ -1,0 +1,148 @@
+package limiter_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/internal/redistest"
+	"github.com/quotagate/limiter/store"
+	"github.com/quotagate/limiter/store/goredis"
+	"github.com/quotagate/limiter/strategy"
+)
+
+// virtualSleep is a Wait sleep that moves m's clock instead of sleeping,
+// and records each sleep.
+type virtualSleep struct {
+	m     *redistest.Mini
+	mu    sync.Mutex
+	slept []time.Duration
+}
+
+func (v *virtualSleep) sleep(ctx context.Context, d time.Duration) error {
+	v.mu.Lock()
+	v.slept = append(v.slept, d)
+	v.mu.Unlock()
+	v.m.Advance(d)
+	return ctx.Err()
+}
+
+func waitLimiter(t *testing.T, s limiter.Strategy) (*virtualSleep, *limiter.Limiter) {
+	t.Helper()
+	m, st := newMini(t)
+	v := &virtualSleep{m: m}
+	lim, err := limiter.New(st, s, limiter.WithSleep(v.sleep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v, lim
+}
+
+// TestWaitSleepsRetryAfter: on miniredis' virtual clock, Wait sleeps the
+// denial's RetryAfter (within the 1 ms jitter) and is then admitted, for a
+// window and for GCRA.
+func TestWaitSleepsRetryAfter(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		s    limiter.Strategy
+		l    limiter.Limit
+		want time.Duration
+	}{
+		{strategy.NewFixedWindow(), limiter.Per(2, 10*time.Second), 10 * time.Second},
+		{strategy.NewGCRA(), limiter.Per(2, 10*time.Second), 5 * time.Second},
+	} {
+		v, lim := waitLimiter(t, tc.s)
+		for range 2 {
+			if r, err := lim.Allow(ctx, "w", tc.l); err != nil || !r.Allowed {
+				t.Fatalf("%T: %+v, %v", tc.s, r, err)
+			}
+		}
+		den, err := lim.Peek(ctx, "w", tc.l)
+		if err != nil || den.Allowed || den.RetryAfter != tc.want {
+			t.Fatalf("%T: peek = %+v, %v; want denied, retry after %s", tc.s, den, err, tc.want)
+		}
+		r, err := lim.Wait(ctx, "w", tc.l)
+		if err != nil || !r.Allowed {
+			t.Fatalf("%T: Wait = %+v, %v; want admitted", tc.s, r, err)
+		}
+		if len(v.slept) != 1 || v.slept[0] < tc.want || v.slept[0] > tc.want+time.Millisecond {
+			t.Errorf("%T: Wait slept %v; want once, %s (+ at most 1ms of jitter)", tc.s, v.slept, tc.want)
+		}
+	}
+}
+
+// TestWaitReturnsAtOnce: a cost above the limit and a RetryAfter past the
+// deadline return at once, with the denial and their sentinel, without
+// sleeping; a context that ends during the sleep ends the wait with its
+// error.
+func TestWaitReturnsAtOnce(t *testing.T) {
+	v, lim := waitLimiter(t, strategy.NewGCRA())
+	ctx := context.Background()
+	l := limiter.PerSecond(2)
+	if r, err := lim.WaitN(ctx, "big", 3, l); !errors.Is(err, limiter.ErrNeverAdmitted) || r.RetryAfter != -1 {
+		t.Errorf("WaitN(3) on 2/s = %+v, %v; want ErrNeverAdmitted", r, err)
+	}
+	if _, err := lim.AllowN(ctx, "w", 2, l); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 400*time.Millisecond)
+	defer cancel()
+	if r, err := lim.Wait(short, "w", l); !errors.Is(err, limiter.ErrWaitTooLong) || r.Allowed || r.RetryAfter != 500*time.Millisecond {
+		t.Errorf("Wait with 400ms left for a 500ms RetryAfter = %+v, %v; want ErrWaitTooLong", r, err)
+	}
+	if len(v.slept) != 0 {
+		t.Errorf("slept %v before giving up; want no sleep", v.slept)
+	}
+	if _, err := lim.Wait(ctx, "bad", limiter.Limit{}); !errors.Is(err, limiter.ErrInvalidLimit) {
+		t.Errorf("Wait with a zero limit: %v; want ErrInvalidLimit", err)
+	}
+}
+
+// TestWaitNeverSleepsPastDeadline: with a real timer, a wait that fits the
+// deadline is admitted before it, and a context canceled during the sleep
+// returns its error promptly.
+func TestWaitNeverSleepsPastDeadline(t *testing.T) {
+	srv := redistest.StartServer(t)
+	st := dialServer(t, srv.Addr())
+	lim, err := limiter.New(st, strategy.NewGCRA())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := limiter.Per(1, 200*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := lim.Allow(ctx, "w", l); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	r, err := lim.Wait(ctx, "w", l)
+	if took := time.Since(start); err != nil || !r.Allowed || took > 4*time.Second {
+		t.Fatalf("Wait = %+v, %v after %s; want admitted after about 200ms", r, err, took)
+	}
+	// The next slot is 10 s away, within the deadline; the context is
+	// canceled after 50 ms: Wait returns then, not at the slot.
+	long := limiter.Per(1, 10*time.Second)
+	if _, err := lim.Allow(ctx, "long", long); err != nil {
+		t.Fatal(err)
+	}
+	canceled, cancel2 := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel2()
+	time.AfterFunc(50*time.Millisecond, cancel2)
+	start = time.Now()
+	r, err = lim.Wait(canceled, "long", long)
+	if took := time.Since(start); !errors.Is(err, context.Canceled) || r.Allowed || r.RetryAfter <= 0 || took > 5*time.Second {
+		t.Errorf("Wait canceled after 50ms = %+v, %v after %s; want the denial and context.Canceled long before the slot", r, err, took)
+	}
+}
+
+func dialServer(t *testing.T, addr string) store.Store {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return goredis.New(rdb)
+}
