@@ -27,8 +27,8 @@ const (
 // the Period, so changing Rate keeps the current window's count. Two limits
 // of one call need distinct names (or periods).
 //
-// Burst is used by strategies that allow bursts above a smooth rate (GCRA,
-// token bucket); window strategies ignore it.
+// Burst is the most cost admitted at once by strategies with a smooth rate
+// (strategy.GCRA); 0 means Rate. Window and log strategies ignore it.
 type Limit struct {
 	Rate   int64
 	Period time.Duration

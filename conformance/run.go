@@ -22,6 +22,8 @@ type Outcome struct {
 	Passed, Skipped bool
 	// Messages are the check's error, fatal, skip and log lines.
 	Messages []string
+	// SkipReason is why the check skipped ("" when it ran).
+	SkipReason string
 	// Elapsed is how long the check ran.
 	Elapsed time.Duration
 }
@@ -91,10 +93,11 @@ func record(ctx context.Context, f func(testing.TB)) Outcome {
 		}
 	}
 	return Outcome{
-		Passed:   !r.Failed() && !r.Skipped(),
-		Skipped:  r.Skipped() && !r.Failed(),
-		Messages: r.messages(),
-		Elapsed:  time.Since(start),
+		Passed:     !r.Failed() && !r.Skipped(),
+		Skipped:    r.Skipped() && !r.Failed(),
+		Messages:   r.messages(),
+		SkipReason: r.reason(),
+		Elapsed:    time.Since(start),
 	}
 }
 
@@ -111,6 +114,8 @@ type recorder struct {
 	msgs     []string
 	cleanups []func()
 	abandon  []func() // called when the check is left running
+
+	skipReason string
 }
 
 // onAbandon registers f to be called if the check is left running past
@@ -129,6 +134,15 @@ func (r *recorder) add(failed, skipped bool, msg string) {
 	if msg != "" {
 		r.msgs = append(r.msgs, msg)
 	}
+}
+
+func (r *recorder) reason() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.skipped || r.failed {
+		return ""
+	}
+	return r.skipReason
 }
 
 func (r *recorder) messages() []string {
@@ -179,9 +193,18 @@ func (r *recorder) Fail()                             { r.add(true, false, "") }
 func (r *recorder) FailNow()                          { r.Fail(); runtime.Goexit() }
 func (r *recorder) Fatal(args ...any)                 { r.Error(args...); runtime.Goexit() }
 func (r *recorder) Fatalf(format string, args ...any) { r.Errorf(format, args...); runtime.Goexit() }
-func (r *recorder) Skip(args ...any)                  { r.add(false, true, fmt.Sprint(args...)); runtime.Goexit() }
+func (r *recorder) Skip(args ...any)                  { r.skip(fmt.Sprint(args...)) }
 func (r *recorder) Skipf(format string, args ...any) {
-	r.add(false, true, fmt.Sprintf(format, args...))
+	r.skip(fmt.Sprintf(format, args...))
+}
+
+func (r *recorder) skip(reason string) {
+	r.mu.Lock()
+	if r.skipReason == "" {
+		r.skipReason = reason
+	}
+	r.mu.Unlock()
+	r.add(false, true, reason)
 	runtime.Goexit()
 }
 func (r *recorder) SkipNow() { r.add(false, true, ""); runtime.Goexit() }

@@ -211,7 +211,7 @@ func selectChecks(names string) ([]conformance.Check, error) {
 // report prints the table and returns the exit status.
 func report(w io.Writer, rows []row, verbose bool, took time.Duration) int {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "STRATEGY\tADAPTER\tCHECK\tRESULT\tTIME")
+	fmt.Fprintln(tw, "STRATEGY\tADAPTER\tCHECK\tRESULT\tTIME\tNOTE")
 	passed, failed, skipped, caught := 0, 0, 0, 0
 	var details []string
 	for _, r := range rows {
@@ -236,7 +236,11 @@ func report(w io.Writer, rows []row, verbose bool, took time.Duration) int {
 		if r.ID > 0 {
 			name = fmt.Sprintf("P%02d %s", r.ID, r.Check)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Spec, r.adapter, name, verdict, r.Elapsed.Round(time.Millisecond))
+		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s", r.Spec, r.adapter, name, verdict, r.Elapsed.Round(time.Millisecond))
+		if r.SkipReason != "" {
+			line += "\t" + r.SkipReason // why it skipped
+		}
+		fmt.Fprintln(tw, line)
 		if len(r.Messages) > 0 && (verbose || (!r.Passed && !r.Skipped && !r.expected)) {
 			details = append(details, fmt.Sprintf("%s/%s/%s:\n  %s", r.Spec, r.adapter, r.Check, strings.Join(r.Messages, "\n  ")))
 		}

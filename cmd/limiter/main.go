@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -23,12 +24,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	commands := map[string]func(context.Context, []string, io.Writer, io.Writer) (int, error){
 		"check": check, "bench": bench, "serve": serve,
 	}
+	if len(args) > 0 && (args[0] == "help" || args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		fmt.Fprintln(stdout, usage)
+		return 0
+	}
 	if len(args) == 0 || commands[args[0]] == nil {
 		fmt.Fprintln(stderr, usage)
 		return 2
 	}
 	command := commands[args[0]]
 	code, err := command(ctx, args[1:], stdout, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0 // -h: the command's flags were printed
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "limiter:", err)
 		if errors.Is(err, errUsage) {
