@@ -1,6 +1,6 @@
 module github.com/quotagate/limiter/benchmarks
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/go-redis/redis_rate/v10 v10.0.1

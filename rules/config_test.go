@@ -37,13 +37,14 @@ const goodJSON = `{
 
 func wantGood(t *testing.T, s *rules.Set) {
 	t.Helper()
+	closed := limiter.FailClosed
 	want := &rules.Set{
 		Subjects: map[string][]limiter.Limit{
 			"app-1-order.create": {limiter.PerSecond(10).Named("qps"), limiter.PerDay(1000).Named("qpd")},
 			"app-2-order.query":  {limiter.Per(5, 500*time.Millisecond)},
 		},
 		Default:  rules.LimitUnknown(limiter.PerSecond(2).Named("qps")),
-		FailMode: new(limiter.FailClosed),
+		FailMode: &closed,
 	}
 	if len(s.Subjects) != 2 || s.FailMode == nil || *s.FailMode != *want.FailMode || s.Default.Action != rules.Limit ||
 		len(s.Default.Limits) != 1 || s.Default.Limits[0] != want.Default.Limits[0] {
@@ -163,7 +164,7 @@ func TestValidateGoLiteral(t *testing.T) {
 		{rules.Set{Default: rules.Default{Action: rules.Allow, Limits: []limiter.Limit{limiter.PerSecond(1)}}}, `default`},
 		{rules.Set{Default: rules.Default{Action: 9}}, `default`},
 		{rules.Set{Default: rules.LimitUnknown()}, `default`},
-		{rules.Set{FailMode: new(limiter.FailMode(7))}, `fail_mode`},
+		{rules.Set{FailMode: failMode(limiter.FailMode(7))}, `fail_mode`},
 	}
 	for _, c := range cases {
 		err := c.set.Validate()
@@ -370,9 +371,9 @@ func TestSetFailMode(t *testing.T) {
 		want    string // error, open, closed
 	}{
 		{limiter.FailError, nil, "error"},
-		{limiter.FailError, new(limiter.FailOpen), "open"},
-		{limiter.FailError, new(limiter.FailClosed), "closed"},
-		{limiter.FailOpen, new(limiter.FailError), "error"},
+		{limiter.FailError, failMode(limiter.FailOpen), "open"},
+		{limiter.FailError, failMode(limiter.FailClosed), "closed"},
+		{limiter.FailOpen, failMode(limiter.FailError), "error"},
 		{limiter.FailClosed, nil, "closed"},
 	} {
 		m := redistest.NewMini(t)
@@ -430,3 +431,6 @@ func TestFormatPeriod(t *testing.T) {
 		}
 	}
 }
+
+// failMode returns a pointer to a copy of m.
+func failMode(m limiter.FailMode) *limiter.FailMode { return &m }

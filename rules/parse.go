@@ -111,7 +111,7 @@ func setFromTree(v any) (*Set, error) {
 			if !ok || !known {
 				return nil, &ConfigError{Field: "fail_mode", Err: fmt.Errorf("%s: want \"error\", \"open\" or \"closed\"", describe(val))}
 			}
-			s.FailMode = new(m)
+			s.FailMode = &m
 		case "subjects":
 			subjects, err := object("subjects", val)
 			if err != nil {

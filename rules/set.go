@@ -241,7 +241,8 @@ func (s *Set) clone() *Set {
 	}
 	c.Default.Limits = append([]limiter.Limit(nil), s.Default.Limits...)
 	if s.FailMode != nil {
-		c.FailMode = new(*s.FailMode)
+		m := *s.FailMode
+		c.FailMode = &m
 	}
 	return c
 }
