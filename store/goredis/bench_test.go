@@ -258,6 +258,7 @@ func BenchmarkStrategies(b *testing.B) {
 		{"Bucketed", strategy.NewBucketed()},
 		{"Optimistic", strategy.NewOptimistic()},
 		{"GCRA", strategy.NewGCRA()},
+		{"SlidingLog", strategy.NewSlidingLog()},
 	}
 	for _, sp := range strategies {
 		for _, load := range []string{"admitted", "denied"} {
@@ -269,10 +270,15 @@ func BenchmarkStrategies(b *testing.B) {
 					b.Fatal(err)
 				}
 				l, want := limiter.PerSecond(e.rate), true
-				if sp.name == "GCRA" {
+				switch sp.name {
+				case "GCRA":
 					// GCRA holds at most one unit per microsecond; a
 					// burst no run uses up.
 					l = limiter.Per(1<<30, limiter.MaxPeriod)
+				case "SlidingLog":
+					// its largest rate, in a window each key's log
+					// holds a few hundred units of
+					l = limiter.PerSecond(strategy.SlidingLogMaxRate)
 				}
 				if load == "denied" {
 					l, want = limiter.PerDay(1), false

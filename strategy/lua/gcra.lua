@@ -27,12 +27,36 @@
 -- A key lives until its limit is full again (PX), so an idle subject
 -- leaves nothing behind; a writing call that is denied gives a key found
 -- without that TTL its TTL back.
-if redis.replicate_commands then
-  redis.replicate_commands() -- writes after TIME (Redis < 5 only)
-end
+-- (Redis 5 and later replicate a script's effects, so writing after TIME
+-- needs no redis.replicate_commands.)
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local now = t[1] * 1000000 + t[2]
 local cost = tonumber(ARGV[1])
+
+-- The common call, one limit that admits, without tables. Anything else
+-- (a denial, a corrupt state, several limits) takes the general path below.
+if #KEYS == 1 then
+  local interval, burst = tonumber(ARGV[3]), tonumber(ARGV[4])
+  local tat = now
+  local v = redis.call('GET', KEYS[1])
+  if v and #v <= 16 and string.match(v, '^[1-9]%d*$') then
+    tat = tonumber(v)
+    if tat < now then
+      tat = now
+    elseif tat - now > burst * interval then
+      tat = now + burst * interval
+    end
+  elseif v then
+    tat = nil
+  end
+  if tat and cost <= burst and tat + cost * interval - now <= burst * interval then
+    if ARGV[2] == '0' and cost > 0 then
+      tat = tat + cost * interval
+      redis.call('SET', KEYS[1], tat, 'PX', math.floor((tat - now + 999) / 1000))
+    end
+    return {1, math.floor((burst * interval - (tat - now)) / interval), math.floor((tat - now + 999) / 1000), 0}
+  end
+end
 local write = ARGV[2] == '0' and cost > 0
 local n = #KEYS
 local tats, news, exists, clamped = {}, {}, {}, {}

@@ -23,9 +23,8 @@
 -- not a sorted set is an error, and the call writes nothing. A writing call
 -- trims what left the window and leaves each log expiring one window after
 -- its newest member, so an idle subject leaves nothing behind.
-if redis.replicate_commands then
-  redis.replicate_commands() -- writes after TIME (Redis < 5 only)
-end
+-- (Redis 5 and later replicate a script's effects, so writing after TIME
+-- needs no redis.replicate_commands.)
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local cost = tonumber(ARGV[1])
