@@ -21,10 +21,10 @@
 // RetryAfter, or return at once when no wait can help (ErrNeverAdmitted,
 // ErrWaitTooLong).
 //
-// The algorithm is a Strategy (package strategy: fixed windows, GCRA),
-// written once against the
-// small store.Store contract (package store) that adapters implement for
-// each Redis client (package store/goredis, ...). Keys are laid out as
+// The algorithm is a Strategy (package strategy: fixed windows, GCRA, a
+// token bucket, a sliding log), written once against the small store.Store
+// contract (package store) that adapters implement for each Redis client
+// (package store/goredis, ...). Keys are laid out as
 // prefix:{subject}:rule, so all keys of a decision share one Redis Cluster
 // hash slot whatever the subject holds.
 //

@@ -28,7 +28,8 @@ const (
 // of one call need distinct names (or periods).
 //
 // Burst is the most cost admitted at once by strategies with a smooth rate
-// (strategy.GCRA); 0 means Rate. Window and log strategies ignore it.
+// (strategy.GCRA, strategy.TokenBucket); 0 means Rate. Window and log
+// strategies ignore it.
 type Limit struct {
 	Rate   int64
 	Period time.Duration

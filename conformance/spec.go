@@ -182,6 +182,20 @@ func GCRA() Spec {
 	}
 }
 
+// TokenBucket is the Spec of strategy.TokenBucket: exact, on the server's
+// clock, refilled Rate tokens per Period.
+func TokenBucket() Spec {
+	return Spec{
+		Name:       "TokenBucket",
+		Strategy:   strategy.NewTokenBucket(),
+		Exact:      true,
+		Refills:    true,
+		Commit:     "EVALSHA",
+		RoundTrips: 1,
+		Scripts:    true,
+	}
+}
+
 // SlidingLog is the Spec of strategy.SlidingLog: exact, at most Rate in
 // any interval one Period long.
 func SlidingLog() Spec {
@@ -204,7 +218,7 @@ func SlidingBound(l limiter.Limit, d time.Duration) int64 {
 
 // Strategies returns the Specs of every strategy this module ships.
 func Strategies() []Spec {
-	return []Spec{FixedWindow(), Bucketed(), Optimistic(), GCRA(), SlidingLog()}
+	return []Spec{FixedWindow(), Bucketed(), Optimistic(), GCRA(), TokenBucket(), SlidingLog()}
 }
 
 // refillTime is how long a refilling strategy takes to get back used units

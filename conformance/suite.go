@@ -67,6 +67,7 @@ func Checks() []Check {
 		{ID: 30, Name: "period-change", run: checkPeriodChange},
 		{ID: 31, Name: "denials-bind", run: checkDenialsBind},
 		{ID: 32, Name: "contention-never-admits", run: checkContentionNeverAdmits},
+		{ID: 35, Name: "retry-after-honoured", run: checkRetryHonoured},
 	}
 	for i := range cs {
 		cs[i].alone = aloneChecks[cs[i].ID]

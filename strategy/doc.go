@@ -1,7 +1,8 @@
 // Package strategy holds the rate-limiting algorithms, each written once
 // against store.Store so it runs on every adapter: fixed windows in three
-// forms (FixedWindow in Lua, Bucketed and Optimistic without Lua) and GCRA
-// (a smooth rate with an explicit burst, in Lua on the server's clock).
+// forms (FixedWindow in Lua, Bucketed and Optimistic without Lua), GCRA and
+// TokenBucket (a smooth rate with an explicit burst) and SlidingLog (the
+// exact sliding window), the last three in Lua on the server's clock.
 //
 // Every strategy declares its guarantees in its doc comment, and the
 // conformance suite holds it to them:

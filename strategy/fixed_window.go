@@ -48,11 +48,23 @@ func NewFixedWindow() FixedWindow { return FixedWindow{} }
 
 // Decide implements limiter.Strategy.
 func (FixedWindow) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	return decideInts(ctx, st, req, fixedWindowScript, "fixed window", fixedWindowParams)
+}
+
+// fixedWindowParams returns the script's arguments for l: its rate and
+// window in milliseconds.
+func fixedWindowParams(l limiter.Limit) (rate, window int64, err error) {
+	return l.Rate, l.Period.Milliseconds(), nil
+}
+
+// decideInts runs script, whose arguments are {cost, peek, a_1, b_1, a_2,
+// ...} with (a_i, b_i) = params(limit i) and whose reply is {allowed,
+// remaining, reset_ms, retry_ms, ...}, with one pooled buffer for the
+// arguments and the reply: stores keep neither after a call (the
+// store.Store contract). After a failed call the buffer is left to the
+// garbage collector, in case a store's abandoned work still holds it.
+func decideInts(ctx context.Context, st store.Store, req limiter.Request, script *store.Script, name string, params func(limiter.Limit) (int64, int64, error)) (limiter.Result, error) {
 	n := len(req.Limits)
-	// One pooled buffer holds the arguments and the reply: stores keep
-	// neither after a call (the store.Store contract). After a failed call
-	// it is left to the garbage collector, in case a store's abandoned work
-	// still holds it.
 	pb := intBufs.Get().(*intBuf)
 	ints := pb[:]
 	if len(ints) < 2+2*n+1+3*n {
@@ -64,12 +76,16 @@ func (FixedWindow) Decide(ctx context.Context, st store.Store, req limiter.Reque
 		args[1] = 1
 	}
 	for i, l := range req.Limits {
-		args[2+2*i] = l.Rate
-		args[3+2*i] = l.Period.Milliseconds()
+		a, b, err := params(l)
+		if err != nil {
+			intBufs.Put(pb)
+			return limiter.Result{}, err
+		}
+		args[2+2*i], args[3+2*i] = a, b
 	}
-	nums, err := fixedWindowScript.RunInt64s(ctx, st, req.Keys, args, ints[len(args):len(args)])
+	nums, err := script.RunInt64s(ctx, st, req.Keys, args, ints[len(args):len(args)])
 	if err != nil {
-		return limiter.Result{}, fmt.Errorf("strategy: fixed window: %w", corruptErr(err))
+		return limiter.Result{}, fmt.Errorf("strategy: %s: %w", name, corruptErr(err))
 	}
 	res, err := bindInts(nums, n)
 	intBufs.Put(pb)

@@ -58,32 +58,7 @@ func NewGCRA() GCRA { return GCRA{} }
 
 // Decide implements limiter.Strategy.
 func (GCRA) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
-	n := len(req.Limits)
-	pb := intBufs.Get().(*intBuf)
-	ints := pb[:]
-	if len(ints) < 2+2*n+1+3*n {
-		ints = make([]int64, 2+2*n+1+3*n)
-	}
-	args := ints[: 2+2*n : 2+2*n]
-	args[0], args[1] = req.Cost, 0
-	if req.DryRun {
-		args[1] = 1
-	}
-	for i, l := range req.Limits {
-		interval, burst, err := gcraParams(l)
-		if err != nil {
-			intBufs.Put(pb)
-			return limiter.Result{}, err
-		}
-		args[2+2*i], args[3+2*i] = interval, burst
-	}
-	nums, err := gcraScript.RunInt64s(ctx, st, req.Keys, args, ints[len(args):len(args)])
-	if err != nil {
-		return limiter.Result{}, fmt.Errorf("strategy: gcra: %w", corruptErr(err))
-	}
-	res, err := bindInts(nums, n)
-	intBufs.Put(pb)
-	return res, err
+	return decideInts(ctx, st, req, gcraScript, "gcra", gcraParams)
 }
 
 // gcraParams returns l's emission interval in whole microseconds (rounded

@@ -240,18 +240,28 @@ func (s AppClockGCRA) Decide(ctx context.Context, st store.Store, req limiter.Re
 	if s.Now != nil {
 		now = s.Now
 	}
-	var b limiter.Binder
-	allowed := true
-	for i, l := range req.Limits {
+	return oneLimitAtATime(ctx, st, req, gcraAppClock, func(l limiter.Limit, cost int64) []any {
 		burst := l.Burst
 		if burst == 0 {
 			burst = l.Rate
 		}
+		return []any{now().UnixMilli(), max(l.Period.Milliseconds()/l.Rate, 1), burst, cost}
+	})
+}
+
+// oneLimitAtATime runs script once per limit, each deciding and consuming
+// on its own (the mistake of rule-by-rule designs), with args(limit, cost)
+// as ARGV (cost 0 for a peek); each reply is {allowed, remaining,
+// reset_ms, retry_ms}.
+func oneLimitAtATime(ctx context.Context, st store.Store, req limiter.Request, script *store.Script, args func(l limiter.Limit, cost int64) []any) (limiter.Result, error) {
+	var b limiter.Binder
+	allowed := true
+	for i, l := range req.Limits {
 		cost := req.Cost
 		if req.DryRun {
 			cost = 0
 		}
-		v, err := gcraAppClock.Run(ctx, st, []string{req.Keys[i]}, []any{now().UnixMilli(), max(l.Period.Milliseconds()/l.Rate, 1), burst, cost})
+		v, err := script.Run(ctx, st, []string{req.Keys[i]}, args(l, cost))
 		if err != nil {
 			return limiter.Result{}, err
 		}
@@ -280,27 +290,7 @@ type StampLog struct{}
 
 // Decide implements limiter.Strategy, wrongly.
 func (StampLog) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
-	var b limiter.Binder
-	allowed := true
-	for i, l := range req.Limits {
-		cost := req.Cost
-		if req.DryRun {
-			cost = 0
-		}
-		v, err := stampLog.Run(ctx, st, []string{req.Keys[i]}, []any{l.Rate, l.Period.Milliseconds(), cost})
-		if err != nil {
-			return limiter.Result{}, err
-		}
-		nums, err := store.Int64s(v)
-		if err != nil || len(nums) != 4 {
-			return limiter.Result{}, fmt.Errorf("knownbad: reply %v: %w", v, err)
-		}
-		allowed = allowed && nums[0] == 1
-		retry := time.Duration(nums[3]) * time.Millisecond
-		if nums[3] < 0 {
-			retry = -1
-		}
-		b.Add(i, nums[1], time.Duration(nums[2])*time.Millisecond, retry)
-	}
-	return b.Result(allowed), nil
+	return oneLimitAtATime(ctx, st, req, stampLog, func(l limiter.Limit, cost int64) []any {
+		return []any{l.Rate, l.Period.Milliseconds(), cost}
+	})
 }

@@ -258,6 +258,7 @@ func BenchmarkStrategies(b *testing.B) {
 		{"Bucketed", strategy.NewBucketed()},
 		{"Optimistic", strategy.NewOptimistic()},
 		{"GCRA", strategy.NewGCRA()},
+		{"TokenBucket", strategy.NewTokenBucket()},
 		{"SlidingLog", strategy.NewSlidingLog()},
 	}
 	for _, sp := range strategies {
@@ -271,9 +272,9 @@ func BenchmarkStrategies(b *testing.B) {
 				}
 				l, want := limiter.PerSecond(e.rate), true
 				switch sp.name {
-				case "GCRA":
-					// GCRA holds at most one unit per microsecond; a
-					// burst no run uses up.
+				case "GCRA", "TokenBucket":
+					// at most one unit per microsecond (GCRA), a burst
+					// no run uses up
 					l = limiter.Per(1<<30, limiter.MaxPeriod)
 				case "SlidingLog":
 					// its largest rate, in a window each key's log

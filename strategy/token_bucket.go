@@ -1,0 +1,80 @@
+package strategy
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/store"
+)
+
+//go:embed lua/token_bucket.lua
+var tokenBucketLua string
+
+var tokenBucketScript = store.NewScript(tokenBucketLua)
+
+// TokenBucketScript returns the script TokenBucket runs, for tools that
+// preload it (SCRIPT LOAD) or benchmark it raw.
+func TokenBucketScript() *store.Script { return tokenBucketScript }
+
+// maxBucketUnits bounds Burst × Period in microseconds, the token bucket's
+// largest scaled value, so that its integer arithmetic stays exact in
+// Lua's numbers (below 2^53 with room for a refill).
+const maxBucketUnits = 1 << 51
+
+// TokenBucket is the token bucket: a bucket of Burst tokens (Rate when
+// Burst is 0) that refills Rate tokens per Period, continuously; a request
+// takes its cost in tokens or is denied. It admits as GCRA does; it keeps
+// the tokens and the time of the last refill (a hash per limit) instead of
+// a theoretical arrival time.
+//
+// Guarantees:
+//   - atomic: one Lua script, one round trip, all limits of a call decided
+//     together; a request denied by any limit consumes nothing from any;
+//   - exact: in any interval of length d, at most Burst + ⌊d·Rate/Period⌋
+//     is admitted, however many callers contend;
+//   - integer state: tokens are kept in units of 1/Period-in-µs of a token
+//     and refilled by Rate units per microsecond, so the arithmetic is
+//     exact and never drifts; Burst × Period (in µs) above 2^51 is
+//     limiter.ErrInvalidLimit, returned before any I/O;
+//   - RetryAfter and ResetAfter are exact to the millisecond (rounded up);
+//     a cost above Burst is never admitted (RetryAfter -1);
+//   - a key that holds anything but a bucket is limiter.ErrCorruptCounter,
+//     and the call writes nothing to any limit;
+//   - expiry: a bucket expires when it is full again; a writing call, even
+//     a denied one, stores the refilled bucket with that expiry (a full
+//     bucket is deleted);
+//   - time source: the Redis server's TIME, never the app server's clock;
+//   - keys per decision: one per limit, in one Cluster slot;
+//   - Redis 5.0 or later (or a server that runs Lua, such as miniredis).
+type TokenBucket struct{}
+
+// NewTokenBucket returns the TokenBucket strategy.
+func NewTokenBucket() TokenBucket { return TokenBucket{} }
+
+// Decide implements limiter.Strategy.
+func (TokenBucket) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	n := len(req.Limits)
+	args := make([]int64, 2+3*n, 2+3*n+1+3*n)
+	args[0] = req.Cost
+	if req.DryRun {
+		args[1] = 1
+	}
+	for i, l := range req.Limits {
+		burst := l.Burst
+		if burst == 0 {
+			burst = l.Rate
+		}
+		us := l.Period.Microseconds()
+		if burst > maxBucketUnits/us {
+			return limiter.Result{}, fmt.Errorf("%w: %s with burst %d: a token bucket holds at most 2^51 units (burst × period in µs)", limiter.ErrInvalidLimit, l, burst)
+		}
+		args[2+3*i], args[3+3*i], args[4+3*i] = l.Rate, us, burst
+	}
+	nums, err := tokenBucketScript.RunInt64s(ctx, st, req.Keys, args, args[len(args):len(args)])
+	if err != nil {
+		return limiter.Result{}, fmt.Errorf("strategy: token bucket: %w", corruptErr(err))
+	}
+	return bindInts(nums, n)
+}

@@ -1,0 +1,130 @@
+package strategy_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/internal/redistest"
+	"github.com/quotagate/limiter/store/goredis"
+	"github.com/quotagate/limiter/strategy"
+)
+
+// TestTokenBucketExact walks a bucket of 3 tokens refilled 1 per 300 ms on
+// miniredis' virtual clock: exact RetryAfter, ResetAfter, Remaining, the
+// integer state and the expiry when full.
+func TestTokenBucketExact(t *testing.T) {
+	m, st := newMini(t)
+	lim := newLim(t, st, strategy.NewTokenBucket())
+	ctx := context.Background()
+	l := limiter.Limit{Rate: 10, Period: 3 * time.Second, Burst: 3} // a token every 300 ms
+	key, _ := limiter.Key("t", "b", l)
+	if r, err := lim.AllowN(ctx, "b", 3, l); err != nil || !r.Allowed || r.Remaining != 0 || r.ResetAfter != 900*time.Millisecond {
+		t.Fatalf("AllowN(3) = %+v, %v; want admitted, 0 left, full in 900ms", r, err)
+	}
+	if ttl := pttl(t, m, key); ttl != 900*time.Millisecond {
+		t.Errorf("TTL %s, want 900ms (until full)", ttl)
+	}
+	if s := m.HGet(key, "s"); s != "0" {
+		t.Errorf("scaled tokens %q, want 0", s)
+	}
+	r, err := lim.Allow(ctx, "b", l)
+	if err != nil || r.Allowed || r.RetryAfter != 300*time.Millisecond {
+		t.Fatalf("empty bucket = %+v, %v; want retry after 300ms", r, err)
+	}
+	m.Advance(299 * time.Millisecond)
+	if r, err := lim.Allow(ctx, "b", l); err != nil || r.Allowed || r.RetryAfter != time.Millisecond {
+		t.Fatalf("after 299ms = %+v, %v; want retry after 1ms", r, err)
+	}
+	m.Advance(time.Millisecond)
+	if r, err := lim.Allow(ctx, "b", l); err != nil || !r.Allowed || r.Remaining != 0 {
+		t.Fatalf("after 300ms = %+v, %v; want admitted", r, err)
+	}
+	if r, err := lim.AllowN(ctx, "b", 4, l); err != nil || r.Allowed || r.RetryAfter != -1 {
+		t.Fatalf("cost 4 in a bucket of 3 = %+v, %v; want never", r, err)
+	}
+	m.Advance(450 * time.Millisecond)
+	if r, err := lim.Peek(ctx, "b", l); err != nil || !r.Allowed || r.Remaining != 1 || r.ResetAfter != 450*time.Millisecond {
+		t.Fatalf("peek after 450ms = %+v, %v; want 1.5 tokens (1 whole), full in 450ms", r, err)
+	}
+	m.Advance(time.Second)
+	if r, err := lim.AllowN(ctx, "b", 3, l); err != nil || !r.Allowed {
+		t.Fatalf("a full bucket = %+v, %v", r, err)
+	}
+	if last, _ := strconv.ParseInt(m.HGet(key, "t"), 10, 64); last != m.Now().UnixMicro() {
+		t.Errorf("t = %d, want the server time %d in µs", last, m.Now().UnixMicro())
+	}
+	m.Advance(900 * time.Millisecond)
+	if m.Exists(key) {
+		t.Errorf("a full bucket's key outlived its expiry")
+	}
+}
+
+// TestTokenBucketRefusals: limits it cannot hold exactly are refused
+// before I/O; a corrupt bucket writes nothing; a denial by one limit takes
+// nothing from the other.
+func TestTokenBucketRefusals(t *testing.T) {
+	m, st := newMini(t)
+	lim := newLim(t, st, strategy.NewTokenBucket())
+	ctx := context.Background()
+	if _, err := lim.Allow(ctx, "x", limiter.Limit{Rate: 1, Period: limiter.MaxPeriod, Burst: 1 << 20}); !errors.Is(err, limiter.ErrInvalidLimit) {
+		t.Errorf("burst × period above 2^51: %v; want ErrInvalidLimit", err)
+	}
+	a, b := limiter.PerSecond(5), limiter.PerMinute(2)
+	for i := range 3 {
+		if r, err := lim.Allow(ctx, "m", a, b); err != nil || r.Allowed != (i < 2) {
+			t.Fatalf("call %d: %+v, %v", i, r, err)
+		}
+	}
+	if r, err := lim.Peek(ctx, "m", a); err != nil || r.Remaining != 3 {
+		t.Errorf("5/s after two admitted and one denied by 2/min: %+v, %v; want 3 left", r, err)
+	}
+	kb, _ := limiter.Key("t", "c", b)
+	for _, bad := range [][]string{{"t", "1.5", "s", "0"}, {"t", "1", "s", "+3"}, {"t", "1", "s", "007"}, {"t", "1"}} {
+		m.Del(kb)
+		m.HSet(kb, bad...)
+		if _, err := lim.Allow(ctx, "c", a, b); !errors.Is(err, limiter.ErrCorruptCounter) {
+			t.Errorf("bucket %q: %v; want ErrCorruptCounter", bad, err)
+		}
+		if ka, _ := limiter.Key("t", "c", a); m.Exists(ka) {
+			t.Fatalf("bucket %q: the other limit was written", bad)
+		}
+	}
+	if keys := m.Keys(); len(keys) != 3 {
+		t.Errorf("keys %q; want the two buckets of m and the corrupt one", keys)
+	}
+}
+
+// TestTokenBucketRealServer: on a real redis-server the state is two
+// integers the next call reads back.
+func TestTokenBucketRealServer(t *testing.T) {
+	srv := redistest.StartServer(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	lim := newLim(t, goredis.New(rdb), strategy.NewTokenBucket())
+	ctx := context.Background()
+	l := limiter.PerHour(7)
+	for i := range 8 {
+		if r, err := lim.Allow(ctx, "real", l); err != nil || r.Allowed != (i < 7) {
+			t.Fatalf("call %d: %+v, %v", i, r, err)
+		}
+	}
+	key, _ := limiter.Key("t", "real", l)
+	h, err := rdb.HGetAll(ctx, key).Result()
+	if err != nil || len(h) != 2 {
+		t.Fatalf("bucket %v, %v", h, err)
+	}
+	for f, v := range h {
+		if n, err := strconv.ParseInt(v, 10, 64); err != nil || strconv.FormatInt(n, 10) != v {
+			t.Errorf("field %s = %q, want a decimal integer", f, v)
+		}
+	}
+	if ttl := rdb.PTTL(ctx, key).Val(); ttl <= time.Hour-time.Minute || ttl > time.Hour {
+		t.Errorf("PTTL %s, want about 1h (until full)", ttl)
+	}
+}
