@@ -42,9 +42,10 @@ const maxBucketUnits = 1 << 51
 //     a cost above Burst is never admitted (RetryAfter -1);
 //   - a key that holds anything but a bucket is limiter.ErrCorruptCounter,
 //     and the call writes nothing to any limit;
-//   - expiry: a bucket expires when it is full again; a writing call, even
-//     a denied one, stores the refilled bucket with that expiry (a full
-//     bucket is deleted);
+//   - expiry: a bucket expires when it is full again (an admitted call
+//     stores the refilled bucket with that expiry; a full bucket is
+//     deleted); a denied call gives a bucket found without that expiry its
+//     expiry back;
 //   - time source: the Redis server's TIME, never the app server's clock;
 //   - keys per decision: one per limit, in one Cluster slot;
 //   - Redis 5.0 or later (or a server that runs Lua, such as miniredis).

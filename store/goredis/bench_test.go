@@ -272,10 +272,14 @@ func BenchmarkStrategies(b *testing.B) {
 				}
 				l, want := limiter.PerSecond(e.rate), true
 				switch sp.name {
-				case "GCRA", "TokenBucket":
-					// at most one unit per microsecond (GCRA), a burst
-					// no run uses up
+				case "GCRA":
+					// GCRA holds at most one unit per microsecond; a
+					// burst no run uses up.
 					l = limiter.Per(1<<30, limiter.MaxPeriod)
+				case "TokenBucket":
+					// a bucket no run empties (burst × period in µs
+					// within 2^51)
+					l = limiter.PerSecond(1_000_000)
 				case "SlidingLog":
 					// its largest rate, in a window each key's log
 					// holds a few hundred units of

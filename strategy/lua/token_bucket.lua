@@ -28,7 +28,7 @@ local now = t[1] * 1000000 + t[2]
 local cost = tonumber(ARGV[1])
 local write = ARGV[2] == '0' and cost > 0
 local n = #KEYS
-local scaled = {}
+local scaled, exists = {}, {}
 local allowed = 1
 
 local function int(v)
@@ -39,10 +39,10 @@ for i = 1, n do
   local rate, period, cap = tonumber(ARGV[3 * i]), tonumber(ARGV[3 * i + 1]), tonumber(ARGV[3 * i + 2])
   local full = cap * period
   local s = full
-  local typ = redis.call('TYPE', KEYS[i])
-  typ = typ.ok or typ
-  if typ == 'hash' then
-    local f = redis.call('HMGET', KEYS[i], 't', 's')
+  -- (a key of another type fails here with WRONGTYPE, before any write)
+  local f = redis.call('HMGET', KEYS[i], 't', 's')
+  if f[1] or f[2] then
+    exists[i] = true
     if not (int(f[1]) and int(f[2])) or tonumber(f[2]) > full * 2 then
       return redis.error_reply('ERR limiter corrupt counter: the key of limit ' .. i .. ' holds no token bucket')
     end
@@ -51,8 +51,6 @@ for i = 1, n do
     -- (the elapsed time bounded first, so the product stays exact)
     local elapsed = math.min(math.max(now - last, 0), math.ceil(full / rate))
     s = math.min(full, tokens + elapsed * rate)
-  elseif typ ~= 'none' then
-    return redis.error_reply('ERR limiter corrupt counter: the key of limit ' .. i .. ' holds no token bucket')
   end
   scaled[i] = s
   if cost > cap or s < cost * period then
@@ -70,13 +68,20 @@ for i = 1, n do
   end
   -- microseconds until the bucket is full, rounded up to milliseconds
   local reset = math.floor((math.ceil((full - s) / rate) + 999) / 1000)
-  if write and (allowed == 1 or redis.call('EXISTS', KEYS[i]) == 1) then
+  if write and allowed == 1 then
     if s >= full then
       redis.call('DEL', KEYS[i])
     else
       -- the first write allocates, so Redis refuses the call under OOM
       redis.call('HSET', KEYS[i], 't', now, 's', s)
       redis.call('PEXPIRE', KEYS[i], reset)
+    end
+  elseif write and exists[i] then
+    -- a denial keeps the bucket (refilled to now it is the same), but
+    -- gives one found without its expiry, or with a longer one, its own
+    local ttl = redis.call('PTTL', KEYS[i])
+    if ttl == -1 or ttl > reset then
+      redis.call('PEXPIRE', KEYS[i], math.max(reset, 1))
     end
   end
   local retry = 0
