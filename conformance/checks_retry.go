@@ -19,7 +19,7 @@ func checkRetryHonoured(c *checker) {
 	lim := c.limiter(nil)
 	rounds := 6
 	if !virtual {
-		rounds = 3
+		rounds = 2 // a cost of 1 and of 2, each waiting up to a Period
 	}
 	judged := 0
 	for round := range rounds {

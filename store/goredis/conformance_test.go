@@ -45,6 +45,7 @@ func TestConformance(t *testing.T) {
 // ContextTimeoutEnabled, so that go-redis itself ends a call at its
 // context's deadline (the adapter's own bound steps aside), and no retries.
 func TestConformanceRecommendedOptions(t *testing.T) {
+	t.Parallel()
 	dialRecommended := func(_ context.Context, addr string) (store.Store, func(), error) {
 		rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, ContextTimeoutEnabled: true})
 		return goredis.New(rdb), func() { _ = rdb.Close() }, nil
