@@ -216,6 +216,15 @@ func SlidingBound(l limiter.Limit, d time.Duration) int64 {
 	return int64((d+l.Period-1)/l.Period) * l.Rate
 }
 
+// StorePaths returns one Spec per way the shipped strategies use a store:
+// a script (EVALSHA, falling back to EVAL), a transaction (MULTI/EXEC) and
+// an optimistic transaction (WATCH on a dedicated connection). The other
+// scripted strategies take FixedWindow's path. Checks of an adapter's
+// transport (TLS, client options) run these.
+func StorePaths() []Spec {
+	return []Spec{FixedWindow(), Bucketed(), Optimistic()}
+}
+
 // Strategies returns the Specs of every strategy this module ships.
 func Strategies() []Spec {
 	return []Spec{FixedWindow(), Bucketed(), Optimistic(), GCRA(), TokenBucket(), SlidingLog()}

@@ -85,7 +85,7 @@ func TestTokenBucketRefusals(t *testing.T) {
 		t.Errorf("5/s after two admitted and one denied by 2/min: %+v, %v; want 3 left", r, err)
 	}
 	kb, _ := limiter.Key("t", "c", b)
-	for _, bad := range [][]string{{"t", "1.5", "s", "0"}, {"t", "1", "s", "+3"}, {"t", "1", "s", "007"}, {"t", "1"}} {
+	for _, bad := range [][]string{{"t", "1.5", "s", "0"}, {"t", "1", "s", "+3"}, {"t", "1", "s", "007"}, {"t", "1"}, {"x", "1"}} {
 		m.Del(kb)
 		m.HSet(kb, bad...)
 		if _, err := lim.Allow(ctx, "c", a, b); !errors.Is(err, limiter.ErrCorruptCounter) {

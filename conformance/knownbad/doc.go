@@ -41,6 +41,13 @@
 //     trip, counted in another: when a round trip is as long as a window,
 //     the PEXPIREAT of a window that is over deletes the key in the same
 //     transaction, and the admission is counted nowhere.
+//   - AppClockGCRA: GCRA whose "now" is passed in by the app server, one
+//     limit at a time: servers whose clocks disagree share one TAT wrongly,
+//     its RetryAfter is the app's clock's, a denial by one limit has
+//     already consumed the others.
+//   - StampLog: a sliding log whose member is the timestamp alone: units
+//     admitted in the same microsecond (a burst, a cost above 1) are one
+//     member, so the log undercounts and admits too many.
 //
 // SwallowErrors: any error admits the request silently: not
 // Degraded, no error, so the fail mode never applies and nobody can alert.

@@ -111,13 +111,14 @@ var tlsChecks = []string{
 	"lost-reply-counted-once", "crash-between-commands", "redis-down-or-blackholed", "noscript-invisible", "server-conditions",
 }
 
-// ConformanceTLS runs tlsChecks for every strategy on a redis-server that
-// accepts only TLS, with stores from d, in parallel with the package's
-// other parallel tests (each check has a server of its own).
+// ConformanceTLS runs tlsChecks on a redis-server that accepts only TLS,
+// with stores from d, for one strategy per way of using a store
+// (conformance.StorePaths), in parallel with the package's other parallel
+// tests (each check has a server of its own).
 func ConformanceTLS(t *testing.T, d conformance.TLSDialer) {
 	t.Parallel()
 	mk := conformance.RedisServerTLS(d)
-	for _, spec := range conformance.Strategies() {
+	for _, spec := range conformance.StorePaths() {
 		for _, name := range tlsChecks {
 			ch, ok := conformance.CheckByName(name)
 			if !ok {

@@ -60,7 +60,7 @@ func TestConformanceRecommendedOptions(t *testing.T) {
 	}
 	for name, mk := range map[string]conformance.HarnessMaker{"miniredis": conformance.Miniredis(dialRecommended), "redis-server": conformance.RedisServer(dialRecommended)} {
 		t.Run(name, func(t *testing.T) {
-			for _, spec := range conformance.Strategies() {
+			for _, spec := range conformance.StorePaths() {
 				for _, ch := range checks {
 					t.Run(spec.Name+"/"+ch.Name, func(t *testing.T) { conformance.RunCheck(t, mk, spec, ch) })
 				}

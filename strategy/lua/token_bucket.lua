@@ -41,6 +41,9 @@ for i = 1, n do
   local s = full
   -- (a key of another type fails here with WRONGTYPE, before any write)
   local f = redis.call('HMGET', KEYS[i], 't', 's')
+  if not (f[1] or f[2]) and redis.call('EXISTS', KEYS[i]) == 1 then
+    f[1] = 'none' -- a hash of other fields: no bucket
+  end
   if f[1] or f[2] then
     exists[i] = true
     if not (int(f[1]) and int(f[2])) or tonumber(f[2]) > full * 2 then
