@@ -55,6 +55,16 @@ func newMini(t *testing.T) (*redistest.Mini, store.Store) {
 	return m, goredis.New(rdb)
 }
 
+// realServer starts a redis-server for the test and returns a go-redis
+// client of it.
+func realServer(t *testing.T) *redis.Client {
+	t.Helper()
+	srv := redistest.StartServer(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
 func newLim(t *testing.T, st store.Store, s limiter.Strategy) *limiter.Limiter {
 	t.Helper()
 	l, err := limiter.New(st, s, limiter.WithPrefix("t"))

@@ -7,10 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/quotagate/limiter"
-	"github.com/quotagate/limiter/internal/redistest"
 	"github.com/quotagate/limiter/store/goredis"
 	"github.com/quotagate/limiter/strategy"
 )
@@ -193,9 +190,7 @@ func TestGCRACorrupt(t *testing.T) {
 // a whole number of microseconds (Lua's number formatting keeps every
 // digit) that the next call reads back.
 func TestGCRARealServer(t *testing.T) {
-	srv := redistest.StartServer(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := realServer(t)
 	lim := newLim(t, goredis.New(rdb), strategy.NewGCRA())
 	ctx := context.Background()
 	l := limiter.Per(3, time.Hour) // interval 1 200 000 000 µs

@@ -6,10 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/quotagate/limiter"
-	"github.com/quotagate/limiter/internal/redistest"
 	"github.com/quotagate/limiter/store/goredis"
 	"github.com/quotagate/limiter/strategy"
 )
@@ -106,9 +103,7 @@ func TestSlidingLogAllOrNothing(t *testing.T) {
 // TestSlidingLogRealServer: on a real redis-server, units scored by
 // whole microseconds of TIME, and a burst of one instant kept whole.
 func TestSlidingLogRealServer(t *testing.T) {
-	srv := redistest.StartServer(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := realServer(t)
 	lim := newLim(t, goredis.New(rdb), strategy.NewSlidingLog())
 	ctx := context.Background()
 	l := limiter.PerHour(1000)

@@ -7,10 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/quotagate/limiter"
-	"github.com/quotagate/limiter/internal/redistest"
 	"github.com/quotagate/limiter/store/goredis"
 	"github.com/quotagate/limiter/strategy"
 )
@@ -103,9 +100,7 @@ func TestTokenBucketRefusals(t *testing.T) {
 // TestTokenBucketRealServer: on a real redis-server the state is two
 // integers the next call reads back.
 func TestTokenBucketRealServer(t *testing.T) {
-	srv := redistest.StartServer(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := realServer(t)
 	lim := newLim(t, goredis.New(rdb), strategy.NewTokenBucket())
 	ctx := context.Background()
 	l := limiter.PerHour(7)
