@@ -24,19 +24,17 @@ type Check struct {
 	// Name is a short slug, used as the subtest name.
 	Name string
 	run  func(c *checker)
-	// alone: the check measures the whole process (its live heap, the
-	// timing of its calls), so no other check may run beside it when
-	// checks run in parallel (t.Parallel).
-	alone bool
 }
 
-// aloneChecks are the checks that run alone: 9 and 27 time their calls
-// against the window's ticks, 25 measures the live heap.
+// aloneChecks are the checks that measure the whole process, so that no
+// other check may run beside them when checks run in parallel
+// (t.Parallel): 9 and 27 time their calls against the window's ticks, 25
+// measures the live heap.
 var aloneChecks = map[int]bool{9: true, 25: true, 27: true}
 
 // Checks returns every check of the suite, in test-plan order.
 func Checks() []Check {
-	cs := []Check{
+	return []Check{
 		{ID: 1, Name: "exact-admission", run: checkExactAdmission},
 		{ID: 2, Name: "weighted-costs", run: checkWeightedCosts},
 		{ID: 3, Name: "hostile-costs", run: checkHostileCosts},
@@ -69,10 +67,6 @@ func Checks() []Check {
 		{ID: 32, Name: "contention-never-admits", run: checkContentionNeverAdmits},
 		{ID: 35, Name: "retry-after-honoured", run: checkRetryHonoured},
 	}
-	for i := range cs {
-		cs[i].alone = aloneChecks[cs[i].ID]
-	}
-	return cs
 }
 
 // quiet is held for reading by every check that runs and for writing by
@@ -131,7 +125,7 @@ func RunStoreTests(t *testing.T, mk HarnessMaker) {
 // the check's keys for missing or excessive TTLs (property 12).
 func RunCheck(t testing.TB, mk HarnessMaker, spec Spec, ch Check) {
 	t.Helper()
-	release := hold(ch.alone)
+	release := hold(aloneChecks[ch.ID])
 	defer release()
 	if r, ok := t.(*recorder); ok {
 		r.onAbandon(release) // a check left running must not hold the others

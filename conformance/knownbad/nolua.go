@@ -87,10 +87,7 @@ type BucketNoTTL struct {
 
 // Decide implements limiter.Strategy, wrongly.
 func (s BucketNoTTL) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
-	now := time.Now
-	if s.Now != nil {
-		now = s.Now
-	}
+	now := appClock(s.Now)
 	t := now().In(time.Local)
 	var b limiter.Binder
 	allowed := true
@@ -139,10 +136,7 @@ type AppClockBucket struct {
 
 // Decide implements limiter.Strategy, wrongly.
 func (s AppClockBucket) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
-	now := time.Now
-	if s.Now != nil {
-		now = s.Now
-	}
+	now := appClock(s.Now)
 	ms := now().UnixMilli()
 	keys := make([]string, len(req.Keys))
 	ends := make([]int64, len(req.Keys))
@@ -221,4 +215,12 @@ func minRate(ls []limiter.Limit) int64 {
 		m = min(m, l.Rate)
 	}
 	return m
+}
+
+// appClock returns now, or time.Now when now is nil.
+func appClock(now func() time.Time) func() time.Time {
+	if now == nil {
+		return time.Now
+	}
+	return now
 }

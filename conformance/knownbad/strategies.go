@@ -236,10 +236,7 @@ type AppClockGCRA struct {
 
 // Decide implements limiter.Strategy, wrongly.
 func (s AppClockGCRA) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
-	now := time.Now
-	if s.Now != nil {
-		now = s.Now
-	}
+	now := appClock(s.Now)
 	return oneLimitAtATime(ctx, st, req, gcraAppClock, func(l limiter.Limit, cost int64) []any {
 		burst := l.Burst
 		if burst == 0 {

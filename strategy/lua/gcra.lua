@@ -34,11 +34,14 @@ local now = t[1] * 1000000 + t[2]
 local cost = tonumber(ARGV[1])
 
 -- The common call, one limit that admits, without tables. Anything else
--- (a denial, a corrupt state, several limits) takes the general path below.
+-- (a denial, a corrupt state, several limits) takes the general path below,
+-- which reuses the value read here (false: no key; nil: not read).
+local first
 if #KEYS == 1 then
   local interval, burst = tonumber(ARGV[3]), tonumber(ARGV[4])
   local tat = now
-  local v = redis.call('GET', KEYS[1])
+  first = redis.call('GET', KEYS[1])
+  local v = first
   if v and #v <= 16 and string.match(v, '^[1-9]%d*$') then
     tat = tonumber(v)
     if tat < now then
@@ -66,7 +69,10 @@ for i = 1, n do
   local interval = tonumber(ARGV[1 + 2 * i])
   local burst = tonumber(ARGV[2 + 2 * i])
   local tat = now
-  local v = redis.call('GET', KEYS[i])
+  local v = first
+  if i > 1 or v == nil then
+    v = redis.call('GET', KEYS[i])
+  end
   if v then
     if #v > 16 or not string.match(v, '^[1-9]%d*$') then
       return redis.error_reply('ERR limiter corrupt counter: the key of limit ' .. i .. ' holds no GCRA state')
