@@ -540,6 +540,8 @@ func checkWindowLengths(c *checker) {
 		switch {
 		case c.spec.Aligned:
 			left = w - time.Duration(c.serverTime().UnixMilli()%w.Milliseconds())*time.Millisecond
+		case c.spec.KeyPeriods > 1:
+			left = time.Duration(c.spec.KeyPeriods) * w
 		case c.spec.Refills:
 			// until the limit is full again: one unit's Period/Rate, in
 			// whole milliseconds (1 ms of rounding allowed)
@@ -551,8 +553,8 @@ func checkWindowLengths(c *checker) {
 			c.t.Errorf("property 10: window %s: first call = %+v, %v", w, r, err)
 			continue
 		}
-		if r.ResetAfter <= 0 || r.ResetAfter > w+c.spec.TTLSlack {
-			c.t.Errorf("property 10: window %s: ResetAfter %s out of (0, %s]", w, r.ResetAfter, w)
+		if r.ResetAfter <= 0 || r.ResetAfter > c.spec.life(w) {
+			c.t.Errorf("property 10: window %s: ResetAfter %s out of (0, %s]", w, r.ResetAfter, c.spec.life(w))
 		}
 		found := 0
 		for k, p := range c.ttls() {
@@ -586,8 +588,8 @@ func checkWindowLengths(c *checker) {
 		r3, err3 := lim.Allow(c.ctx, subject, l)
 		if err2 != nil || err3 != nil || !r2.Allowed || r3.Allowed {
 			c.t.Errorf("property 10: window %s, limit 2: calls 2 and 3 = (%v, %v), (%v, %v); want allowed then denied", w, r2.Allowed, err2, r3.Allowed, err3)
-		} else if r3.RetryAfter <= 0 || r3.RetryAfter > w+c.spec.TTLSlack {
-			c.t.Errorf("property 10: window %s: RetryAfter %s out of (0, %s]", w, r3.RetryAfter, w)
+		} else if r3.RetryAfter <= 0 || r3.RetryAfter > c.spec.life(w) {
+			c.t.Errorf("property 10: window %s: RetryAfter %s out of (0, %s]", w, r3.RetryAfter, c.spec.life(w))
 		}
 	}
 }
@@ -610,7 +612,7 @@ func checkSelfRepair(c *checker) {
 			c.t.Errorf("property 11: %s: no keys", when)
 		}
 		for k, p := range ks {
-			if p <= 0 || time.Duration(p)*time.Millisecond > l.Period+c.spec.TTLSlack {
+			if p <= 0 || time.Duration(p)*time.Millisecond > c.spec.life(l.Period) {
 				c.t.Errorf("property 11: %s: %q has PTTL %d, want in (0, %s]", when, k, p, l.Period)
 			}
 		}

@@ -52,7 +52,7 @@ func checkCardinality(c *checker) {
 	if !c.spec.Aligned && allowed+unknown != cardinalitySubjects {
 		c.t.Errorf("property 25: %d of %d fresh subjects admitted (and %d unknown outcomes)", allowed, cardinalitySubjects, unknown)
 	}
-	c.h.Advance(l.Period + time.Second + c.spec.TTLSlack)
+	c.h.Advance(c.spec.life(l.Period) + time.Second)
 	var left []string
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		if left = c.keys(); len(left) == 0 || time.Now().After(deadline) {

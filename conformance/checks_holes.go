@@ -296,7 +296,7 @@ func checkPeriodChange(c *checker) {
 	if r, err := lim.Allow(c.ctx, "p30", long); err != nil || r.Allowed {
 		c.t.Fatalf("property 30: second call at %s = %+v, %v; want denied", long, r, err)
 	}
-	bound := short.Period + min(c.spec.TTLSlack, short.Period)
+	bound := c.spec.life(short.Period) - c.spec.TTLSlack + min(c.spec.TTLSlack, short.Period)
 	r, err := lim.Allow(c.ctx, "p30", short)
 	if err != nil {
 		c.t.Fatalf("property 30: first call at %s: %v", short, err)

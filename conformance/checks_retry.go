@@ -37,8 +37,8 @@ func checkRetryHonoured(c *checker) {
 			continue // an epoch-aligned window ended between the two calls
 		case denied.Allowed:
 			c.t.Fatalf("property 35: round %d: AllowN(%d) right after the limit was used up was admitted: %+v", round, cost, denied)
-		case denied.RetryAfter <= 0 || denied.RetryAfter > l.Period+c.spec.TTLSlack:
-			c.t.Fatalf("property 35: round %d: a denial's RetryAfter is %s, out of (0, %s]", round, denied.RetryAfter, l.Period+c.spec.TTLSlack)
+		case denied.RetryAfter <= 0 || denied.RetryAfter > c.spec.life(l.Period):
+			c.t.Fatalf("property 35: round %d: a denial's RetryAfter is %s, out of (0, %s]", round, denied.RetryAfter, c.spec.life(l.Period))
 		}
 		wait := denied.RetryAfter
 		if !virtual {

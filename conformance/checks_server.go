@@ -182,7 +182,7 @@ func (c *checker) promotedReplica(h *harness, healthy *limiter.Limiter, l limite
 	if len(keys) == 0 {
 		c.t.Errorf("property 18: the promoted replica holds no key under the prefix")
 	}
-	maxTTL := l.Period + time.Second + c.spec.TTLSlack
+	maxTTL := c.spec.life(l.Period) + time.Second
 	for _, k := range keys {
 		pr, err := onReplica("PTTL", k)
 		n, _ := store.Int64(pr.Val)

@@ -39,6 +39,11 @@ type Spec struct {
 	// TTLSlack is how much longer than its Period a key may live (a grace
 	// period); 0 for FixedWindow.
 	TTLSlack time.Duration
+	// KeyPeriods is how many Periods a key may live after a write (plus
+	// TTLSlack), and so the longest RetryAfter and ResetAfter: 2 for a
+	// sliding window counter, whose count still weighs in the window after
+	// its own; 0 means 1.
+	KeyPeriods int
 	// Commit is the command whose execution makes a decision take effect
 	// (EVALSHA for a script, EXEC for a transaction); the lost-reply check
 	// drops its reply.
@@ -81,10 +86,28 @@ func (s Spec) MaxAdmitted(l limiter.Limit, d time.Duration) int64 {
 	case s.Bound != nil:
 		return s.Bound(l, d)
 	case s.Refills:
-		// the part of a Period in floating point: Rate may be up to 2^50
-		return burst(l) + int64(d/l.Period)*l.Rate + int64(float64(d%l.Period)*float64(l.Rate)/float64(l.Period))
+		return burst(l) + refillBound(l, d)
 	}
+	return WindowBound(l, d)
+}
+
+// refillBound is the most quota that comes back for l in d at Rate per
+// Period: the part of a Period in floating point, as Rate may be up to
+// 2^50.
+func refillBound(l limiter.Limit, d time.Duration) int64 {
+	return int64(d/l.Period)*l.Rate + int64(float64(d%l.Period)*float64(l.Rate)/float64(l.Period))
+}
+
+// WindowBound is the bound of fixed windows: at most Rate in each, and an
+// interval of length d touches at most ⌈d/Period⌉+1 of them, so
+// (⌈d/Period⌉+1)·Rate.
+func WindowBound(l limiter.Limit, d time.Duration) int64 {
 	return (int64((d+l.Period-1)/l.Period) + 1) * l.Rate
+}
+
+// life is how long a key of a limit of period p may live after a write.
+func (s Spec) life(p time.Duration) time.Duration {
+	return time.Duration(max(s.KeyPeriods, 1))*p + s.TTLSlack
 }
 
 // burst is the most a fresh limit admits at once: Burst, or Rate when 0.
@@ -96,12 +119,13 @@ func burst(l limiter.Limit) int64 {
 }
 
 // refilled is the most quota a refilling strategy can get back for l in
-// d: 0 for a window, whose checks stay inside one window.
+// d (a millisecond more, for a server clock read in whole milliseconds): 0
+// for a window, whose checks stay inside one window.
 func (s Spec) refilled(l limiter.Limit, d time.Duration) int64 {
 	if !s.Refills {
 		return 0
 	}
-	return s.MaxAdmitted(l, d) - burst(l)
+	return refillBound(l, d+time.Millisecond)
 }
 
 // Runs reports whether the strategy can run on the server r describes: it
@@ -210,6 +234,24 @@ func SlidingLog() Spec {
 	}
 }
 
+// SlidingWindow is the Spec of strategy.SlidingWindow: exact to its
+// formula, at most Rate per window and the fixed windows' bound over any
+// interval, quota coming back as the previous window's weight falls, keys
+// living up to two Periods.
+func SlidingWindow() Spec {
+	return Spec{
+		Name:       "SlidingWindow",
+		Strategy:   strategy.NewSlidingWindow(),
+		Exact:      true,
+		Refills:    true,
+		KeyPeriods: 2,
+		Commit:     "EVALSHA",
+		RoundTrips: 1,
+		Scripts:    true,
+		Bound:      WindowBound,
+	}
+}
+
 // SlidingBound is the bound of an exact sliding window: at most Rate in
 // any interval one Period long, so ⌈d/Period⌉·Rate in any interval d.
 func SlidingBound(l limiter.Limit, d time.Duration) int64 {
@@ -227,7 +269,7 @@ func StorePaths() []Spec {
 
 // Strategies returns the Specs of every strategy this module ships.
 func Strategies() []Spec {
-	return []Spec{FixedWindow(), Bucketed(), Optimistic(), GCRA(), TokenBucket(), SlidingLog()}
+	return []Spec{FixedWindow(), Bucketed(), Optimistic(), GCRA(), TokenBucket(), SlidingWindow(), SlidingLog()}
 }
 
 // refillTime is how long a refilling strategy takes to get back used units

@@ -136,7 +136,7 @@ func RunCheck(t testing.TB, mk HarnessMaker, spec Spec, ch Check) {
 	}
 	ch.run(c)
 	if !t.Failed() {
-		c.assertNoImmortalKeys(c.maxWindow + time.Second + spec.TTLSlack)
+		c.assertNoImmortalKeys(spec.life(c.maxWindow) + time.Second)
 	}
 }
 
