@@ -64,6 +64,16 @@ func plainSubject(s string) bool {
 	return true
 }
 
+// hashTag returns subject as it stands between a key's braces: verbatim
+// when plain, else '#' and 32 hex digits of its SHA-256.
+func hashTag(subject string) string {
+	if plainSubject(subject) {
+		return subject
+	}
+	sum := sha256.Sum256([]byte(subject))
+	return "#" + hex.EncodeToString(sum[:16])
+}
+
 // build validates subject and limits and returns one key per limit, in dst
 // when it has room.
 func (b keyBuilder) build(subject string, limits []Limit, dst []string) ([]string, error) {
@@ -89,10 +99,7 @@ func (b keyBuilder) build(subject string, limits []Limit, dst []string) ([]strin
 			}
 		}
 	}
-	if !plainSubject(subject) {
-		sum := sha256.Sum256([]byte(subject))
-		subject = "#" + hex.EncodeToString(sum[:16])
-	}
+	subject = hashTag(subject)
 	keys := dst[:0]
 	if cap(keys) < len(limits) {
 		keys = make([]string, 0, len(limits))

@@ -1,0 +1,78 @@
+package strategy
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"time"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/store"
+)
+
+//go:embed lua/lease.lua
+var leaseLua string
+
+var leaseScript = store.NewScript(leaseLua)
+
+// LeaseScript returns the script Concurrency runs, for tools that preload
+// it (SCRIPT LOAD).
+func LeaseScript() *store.Script { return leaseScript }
+
+// Concurrency holds concurrency leases (limiter.Leaser): a sorted set per
+// subject, one member per lease, scored by the lease's expiry on the
+// server's clock.
+//
+// Guarantees:
+//   - atomic: acquiring is one Lua script, one round trip: expired leases
+//     leave, and the lease is taken only when fewer than Max unexpired
+//     leases are held, however many callers contend;
+//   - a crashed holder frees its slot at its lease's TTL: leases expire
+//     one by one, with no process to clean up after them;
+//   - acquiring a lease ID that is already held renews it and takes no
+//     second slot (a retried call never holds two); Release of a released,
+//     expired or unknown lease is harmless;
+//   - the set's key expires with its latest lease; a call that finds it
+//     without a TTL gives it back;
+//   - a key that is not a sorted set is limiter.ErrCorruptCounter, and
+//     nothing is written;
+//   - time source: the Redis server's TIME, never the app server's clock;
+//   - Redis 5.0 or later (or a server that runs Lua, such as miniredis).
+type Concurrency struct{}
+
+// NewConcurrency returns the Concurrency leaser.
+func NewConcurrency() Concurrency { return Concurrency{} }
+
+// Acquire implements limiter.Leaser.
+func (Concurrency) Acquire(ctx context.Context, st store.Store, req limiter.LeaseRequest) (limiter.LeaseState, error) {
+	return runLease(ctx, st, "a", req)
+}
+
+// Extend implements limiter.Leaser.
+func (Concurrency) Extend(ctx context.Context, st store.Store, req limiter.LeaseRequest) (limiter.LeaseState, error) {
+	return runLease(ctx, st, "e", req)
+}
+
+// Release implements limiter.Leaser: one ZREM (Redis deletes the set with
+// its last member).
+func (Concurrency) Release(ctx context.Context, st store.Store, req limiter.LeaseRequest) error {
+	if _, err := st.Do(ctx, store.Cmd{Name: "ZREM", Args: []any{req.Key, req.ID}}); err != nil {
+		return fmt.Errorf("strategy: release lease: %w", corruptErr(err))
+	}
+	return nil
+}
+
+func runLease(ctx context.Context, st store.Store, op string, req limiter.LeaseRequest) (limiter.LeaseState, error) {
+	v, err := leaseScript.Run(ctx, st, []string{req.Key}, []any{op, req.ID, req.Limit.Max, req.Limit.TTL.Milliseconds()})
+	if err != nil {
+		return limiter.LeaseState{}, fmt.Errorf("strategy: lease: %w", corruptErr(err))
+	}
+	nums, err := store.Int64s(v)
+	if err != nil {
+		return limiter.LeaseState{}, fmt.Errorf("strategy: lease: %w", err)
+	}
+	if len(nums) != 3 {
+		return limiter.LeaseState{}, fmt.Errorf("strategy: lease: bad reply: %d values", len(nums))
+	}
+	return limiter.LeaseState{Held: nums[0] == 1, InFlight: nums[1], RetryAfter: time.Duration(nums[2]) * time.Millisecond}, nil
+}

@@ -1,0 +1,208 @@
+package strategy_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/store"
+	"github.com/quotagate/limiter/store/goredis"
+	"github.com/quotagate/limiter/strategy"
+)
+
+func newConc(t *testing.T, st store.Store, opts ...limiter.Option) *limiter.Concurrency {
+	t.Helper()
+	c, err := limiter.NewConcurrency(st, strategy.NewConcurrency(), append([]limiter.Option{limiter.WithPrefix("t")}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestConcurrencyLeases walks two slots on miniredis' virtual clock: a full
+// set refuses with the wait until its oldest lease expires, a release frees
+// a slot at once, a lease nobody releases frees its slot at its TTL, and the
+// set's key lives as long as its latest lease.
+func TestConcurrencyLeases(t *testing.T) {
+	m, st := newMini(t)
+	c := newConc(t, st)
+	ctx := context.Background()
+	f := limiter.InFlight{Max: 2, TTL: 10 * time.Second}
+	key, _ := limiter.InFlightKey("t", "u", f)
+	acquire := func(name string, held bool, inFlight int64, retry time.Duration) limiter.Lease {
+		t.Helper()
+		l, err := c.Acquire(ctx, "u", f)
+		if err != nil || l.Held != held || l.InFlight != inFlight || l.RetryAfter != retry || l.Degraded {
+			t.Fatalf("%s: Acquire = %+v, %v; want held %v, in flight %d, retry %s", name, l, err, held, inFlight, retry)
+		}
+		return l
+	}
+	a := acquire("a", true, 1, 0)
+	m.Advance(4 * time.Second)
+	b := acquire("b", true, 2, 0)
+	if ttl := pttl(t, m, key); ttl != 10*time.Second {
+		t.Errorf("TTL %s, want 10s (the latest lease's)", ttl)
+	}
+	acquire("full", false, 2, 6*time.Second)
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Release(ctx); err != nil {
+		t.Fatalf("second Release: %v", err)
+	}
+	if n, _ := m.ZMembers(key); len(n) != 1 {
+		t.Fatalf("set holds %q after a release, want b's lease", n)
+	}
+	m.Advance(5 * time.Second)
+	d := acquire("after release", true, 2, 0)
+	if ok, err := d.Extend(ctx); err != nil || !ok {
+		t.Fatalf("Extend of a held lease = %v, %v", ok, err)
+	}
+	m.Advance(5 * time.Second) // b's lease (taken at 4s) ends at 14s
+	if ok, err := b.Extend(ctx); err != nil || ok {
+		t.Fatalf("Extend of an expired lease = %v, %v; want false", ok, err)
+	}
+	if n, _ := m.ZMembers(key); len(n) != 1 {
+		t.Fatalf("set holds %q, want d's lease only (b's expired)", n)
+	}
+	if err := b.Release(ctx); err != nil {
+		t.Fatalf("Release of an expired lease: %v", err)
+	}
+	acquire("b expired", true, 2, 0)
+	m.Advance(10 * time.Second)
+	if m.Exists(key) {
+		t.Errorf("set %q outlived its leases", key)
+	}
+}
+
+// TestConcurrencyInvalid: bad input is a sentinel error in every fail mode
+// and writes nothing.
+func TestConcurrencyInvalid(t *testing.T) {
+	m, st := newMini(t)
+	ctx := context.Background()
+	if _, err := limiter.NewConcurrency(st, nil); !errors.Is(err, limiter.ErrNilLeaser) {
+		t.Errorf("nil leaser: %v", err)
+	}
+	if _, err := limiter.NewConcurrency(nil, strategy.NewConcurrency()); !errors.Is(err, limiter.ErrNilStore) {
+		t.Errorf("nil store: %v", err)
+	}
+	ok := limiter.InFlight{Max: 2, TTL: time.Second}
+	for _, mode := range []limiter.FailMode{limiter.FailError, limiter.FailOpen, limiter.FailClosed} {
+		c := newConc(t, st, limiter.WithFailMode(mode))
+		for _, tc := range []struct {
+			subject string
+			f       limiter.InFlight
+			want    error
+		}{
+			{"", ok, limiter.ErrInvalidKey},
+			{"u", limiter.InFlight{Max: 0, TTL: time.Second}, limiter.ErrInvalidLimit},
+			{"u", limiter.InFlight{Max: -1, TTL: time.Second}, limiter.ErrInvalidLimit},
+			{"u", limiter.InFlight{Max: limiter.MaxInFlight + 1, TTL: time.Second}, limiter.ErrInvalidLimit},
+			{"u", limiter.InFlight{Max: 1}, limiter.ErrInvalidLimit},
+			{"u", limiter.InFlight{Max: 1, TTL: 1500 * time.Microsecond}, limiter.ErrInvalidLimit},
+			{"u", limiter.InFlight{Max: 1, TTL: limiter.MaxPeriod + time.Millisecond}, limiter.ErrInvalidLimit},
+		} {
+			if l, err := c.Acquire(ctx, tc.subject, tc.f); !errors.Is(err, tc.want) || l.Held {
+				t.Errorf("mode %s: Acquire(%q, %+v) = %+v, %v; want %v", mode, tc.subject, tc.f, l, err, tc.want)
+			}
+		}
+	}
+	if keys := m.Keys(); len(keys) != 0 {
+		t.Errorf("refused calls wrote %q", keys)
+	}
+}
+
+// TestConcurrencyFailModes: with Redis gone, FailError returns the error,
+// FailOpen grants a degraded lease that holds nothing, FailClosed refuses.
+func TestConcurrencyFailModes(t *testing.T) {
+	m, st := newMini(t)
+	m.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	f := limiter.InFlight{Max: 1, TTL: time.Second}
+	if l, err := newConc(t, st).Acquire(ctx, "u", f); err == nil || l.Held {
+		t.Errorf("FailError: %+v, %v; want an error", l, err)
+	}
+	l, err := newConc(t, st, limiter.WithFailMode(limiter.FailOpen)).Acquire(ctx, "u", f)
+	if err != nil || !l.Held || !l.Degraded || l.Cause == nil || l.ID() != "" {
+		t.Errorf("FailOpen: %+v, %v; want a degraded lease", l, err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Errorf("Release of a degraded lease: %v", err)
+	}
+	if l, err := newConc(t, st, limiter.WithFailMode(limiter.FailClosed)).Acquire(ctx, "u", f); err != nil || l.Held || !l.Degraded || l.Cause == nil {
+		t.Errorf("FailClosed: %+v, %v; want a degraded refusal", l, err)
+	}
+}
+
+// TestConcurrencyCorrupt: a lease set's key of another type is
+// ErrCorruptCounter and stays as it was.
+func TestConcurrencyCorrupt(t *testing.T) {
+	m, st := newMini(t)
+	c := newConc(t, st)
+	f := limiter.InFlight{Max: 1, TTL: time.Second}
+	key, _ := limiter.InFlightKey("t", "u", f)
+	if err := m.Set(key, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := c.Acquire(context.Background(), "u", f); !errors.Is(err, limiter.ErrCorruptCounter) || l.Held {
+		t.Fatalf("Acquire on a string = %+v, %v; want ErrCorruptCounter", l, err)
+	}
+	if v, _ := m.Get(key); v != "x" {
+		t.Errorf("the key became %q", v)
+	}
+}
+
+// TestConcurrencyRealServer: 40 callers race for 5 slots on a real
+// redis-server; exactly 5 hold one, and releasing them frees the set.
+func TestConcurrencyRealServer(t *testing.T) {
+	rdb := realServer(t)
+	st := goredis.New(rdb)
+	c := newConc(t, st)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f := limiter.InFlight{Max: 5, TTL: time.Minute}
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		held   []limiter.Lease
+		failed atomic.Int64
+	)
+	for range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l, err := c.Acquire(ctx, "u", f)
+			if err != nil {
+				failed.Add(1)
+				t.Errorf("Acquire: %v", err)
+				return
+			}
+			if l.Held {
+				mu.Lock()
+				held = append(held, l)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(held) != 5 {
+		t.Fatalf("%d leases held of 5 slots (%d calls failed)", len(held), failed.Load())
+	}
+	key, _ := limiter.InFlightKey("t", "u", f)
+	if ttl := rdb.PTTL(ctx, key).Val(); ttl <= 59*time.Second || ttl > time.Minute {
+		t.Errorf("PTTL %s, want about 1m", ttl)
+	}
+	for _, l := range held {
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := rdb.Exists(ctx, key).Result(); err != nil || n != 0 {
+		t.Errorf("the set exists after every release: %d, %v", n, err)
+	}
+}
