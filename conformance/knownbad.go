@@ -108,7 +108,18 @@ func KnownBad() []Control {
 			// Its RetryAfter is the app's clock's; only a virtual server
 			// clock, moved apart from the app's, shows it wrong.
 			VirtualOnly: []string{"retry-after-honoured"}},
+		{Spec: leaser("CounterLeases", knownbad.CounterLeases{}),
+			MustFail: []string{"crashed-holder-frees-slot", "release-frees-own-slot", "retried-lease-holds-one"}},
+		{Spec: leaser("CountThenAdd", knownbad.CountThenAdd{}),
+			MustFail: []string{"leases-exact"}},
 	}
+}
+
+// leaser is Concurrency's Spec for another leaser.
+func leaser(name string, l limiter.Leaser) Spec {
+	spec := Concurrency()
+	spec.Name, spec.Leaser = name, l
+	return spec
 }
 
 // stampLog is SlidingLog's Spec for a sliding log whose members are

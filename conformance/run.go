@@ -42,6 +42,9 @@ func Run(ctx context.Context, mk HarnessMaker, specs []Spec, checks []Check, sto
 	}
 	for _, spec := range specs {
 		for _, ch := range checks {
+			if !ch.For(spec) {
+				continue
+			}
 			o := record(ctx, func(t testing.TB) { RunCheck(t, mk, spec, ch) })
 			o.Spec, o.Check, o.ID = spec.Name, ch.Name, ch.ID
 			out = append(out, o)

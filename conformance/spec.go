@@ -15,6 +15,9 @@ type Spec struct {
 	Name string
 	// Strategy is the strategy under test.
 	Strategy limiter.Strategy
+	// Leaser, instead of Strategy, is a concurrency leaser under test: the
+	// suite runs the lease checks for it (Check.For).
+	Leaser limiter.Leaser
 	// Exact: under contention it admits exactly the limit (not merely at
 	// most).
 	Exact bool
@@ -252,6 +255,18 @@ func SlidingWindow() Spec {
 	}
 }
 
+// Concurrency is the Spec of strategy.Concurrency, the concurrency leaser.
+func Concurrency() Spec {
+	return Spec{
+		Name:       "Concurrency",
+		Leaser:     strategy.NewConcurrency(),
+		Exact:      true,
+		Commit:     "EVALSHA",
+		RoundTrips: 1,
+		Scripts:    true,
+	}
+}
+
 // SlidingBound is the bound of an exact sliding window: at most Rate in
 // any interval one Period long, so ⌈d/Period⌉·Rate in any interval d.
 func SlidingBound(l limiter.Limit, d time.Duration) int64 {
@@ -269,7 +284,7 @@ func StorePaths() []Spec {
 
 // Strategies returns the Specs of every strategy this module ships.
 func Strategies() []Spec {
-	return []Spec{FixedWindow(), Bucketed(), Optimistic(), GCRA(), TokenBucket(), SlidingWindow(), SlidingLog()}
+	return []Spec{FixedWindow(), Bucketed(), Optimistic(), GCRA(), TokenBucket(), SlidingWindow(), SlidingLog(), Concurrency()}
 }
 
 // refillTime is how long a refilling strategy takes to get back used units

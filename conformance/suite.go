@@ -24,7 +24,14 @@ type Check struct {
 	// Name is a short slug, used as the subtest name.
 	Name string
 	run  func(c *checker)
+	// leases: a check of a Leaser, run for the Specs that have one
+	// instead of the strategy checks.
+	leases bool
 }
+
+// For reports whether ch checks what s is: a Leaser's checks for a Spec
+// with a Leaser, the strategy checks for the others.
+func (ch Check) For(s Spec) bool { return ch.leases == (s.Leaser != nil) }
 
 // aloneChecks are the checks that measure the whole process, so that no
 // other check may run beside them when checks run in parallel
@@ -66,6 +73,10 @@ func Checks() []Check {
 		{ID: 31, Name: "denials-bind", run: checkDenialsBind},
 		{ID: 32, Name: "contention-never-admits", run: checkContentionNeverAdmits},
 		{ID: 35, Name: "retry-after-honoured", run: checkRetryHonoured},
+		{ID: 36, Name: "leases-exact", run: checkLeasesExact, leases: true},
+		{ID: 37, Name: "crashed-holder-frees-slot", run: checkCrashedHolder, leases: true},
+		{ID: 38, Name: "release-frees-own-slot", run: checkReleaseHarmless, leases: true},
+		{ID: 39, Name: "retried-lease-holds-one", run: checkLeaseRetry, leases: true},
 	}
 }
 
@@ -101,6 +112,9 @@ func RunStrategyTests(t *testing.T, mk HarnessMaker, specs ...Spec) {
 	for _, spec := range specs {
 		t.Run(spec.Name, func(t *testing.T) {
 			for _, ch := range Checks() {
+				if !ch.For(spec) {
+					continue
+				}
 				t.Run(fmt.Sprintf("P%02d-%s", ch.ID, ch.Name), func(t *testing.T) {
 					RunCheck(t, mk, spec, ch)
 				})

@@ -1,0 +1,205 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/store"
+)
+
+// The checks of a Leaser (a Spec with Leaser set): concurrency leases held
+// in Redis.
+
+// concurrency returns a Concurrency of the spec's leaser on the harness's
+// store, under the check's prefix, and records f's TTL for the final sweep.
+func (c *checker) concurrency(f limiter.InFlight) *limiter.Concurrency {
+	c.t.Helper()
+	c.maxWindow = max(c.maxWindow, f.TTL)
+	conc, err := limiter.NewConcurrency(c.h.Store(), c.spec.Leaser, limiter.WithPrefix(c.prefix))
+	if err != nil {
+		c.t.Fatalf("limiter.NewConcurrency: %v", err)
+	}
+	return conc
+}
+
+// inFlight returns the members of subject's lease set (whatever its
+// leaser counts), read from the server: ZCARD for a sorted set, the value
+// for a counter.
+func (c *checker) inFlight(subject string, f limiter.InFlight) int64 {
+	c.t.Helper()
+	key, _ := limiter.InFlightKey(c.prefix, subject, f)
+	r, err := c.do(store.Cmd{Name: "TYPE", Args: []any{key}})
+	if err != nil || r.Err != nil {
+		c.t.Fatalf("TYPE %s: %v %v", key, err, r.Err)
+	}
+	typ, _ := store.String(r.Val)
+	cmd := "ZCARD"
+	switch typ {
+	case "none":
+		return 0
+	case "string":
+		cmd = "GET"
+	}
+	r, err = c.do(store.Cmd{Name: cmd, Args: []any{key}})
+	if err == nil {
+		err = r.Err
+	}
+	n, perr := store.Int64(r.Val)
+	if err != nil || perr != nil {
+		c.t.Fatalf("%s %s: %v %v", cmd, key, err, perr)
+	}
+	return n
+}
+
+// Property 36: under contention exactly Max leases are held.
+func checkLeasesExact(c *checker) {
+	const callers = 40
+	f := limiter.InFlight{Max: 4, TTL: time.Minute}
+	conc := c.concurrency(f)
+	var (
+		mu   sync.Mutex
+		held []limiter.Lease
+	)
+	a, _, errs := hammer(callers, 1, func(int, int) (limiter.Result, error) {
+		var l limiter.Lease
+		_, err := c.underLoad(func(ctx context.Context) (limiter.Result, error) {
+			var err error
+			l, err = conc.Acquire(ctx, "p36", f)
+			return limiter.Result{Allowed: l.Held}, err
+		})
+		if err == nil && l.Held {
+			mu.Lock()
+			held = append(held, l)
+			mu.Unlock()
+		}
+		return limiter.Result{Allowed: l.Held}, err
+	})
+	unknown := c.unknownOutcomes("property 36", callers, errs)
+	if a > f.Max || a+unknown < f.Max {
+		c.t.Errorf("property 36: %d callers raced for %d slots: %d leases granted (and %d calls whose outcome is unknown), want exactly %d", callers, f.Max, a, unknown, f.Max)
+	}
+	if n := c.inFlight("p36", f); n < a || n > a+unknown {
+		c.t.Errorf("property 36: the server holds %d leases, %d were granted (and %d calls' outcome is unknown)", n, a, unknown)
+	}
+	for _, l := range held {
+		if err := l.Release(c.ctx); err != nil {
+			c.t.Errorf("property 36: Release: %v", err)
+		}
+	}
+	if n := c.inFlight("p36", f); n != 0 && unknown == 0 {
+		c.t.Errorf("property 36: %d leases left after every holder released", n)
+	}
+}
+
+// Property 37: a holder that never releases (it crashed) frees its slot
+// when its lease's TTL has passed, and the lease set never outlives its
+// latest lease.
+func checkCrashedHolder(c *checker) {
+	f := limiter.InFlight{Max: 2, TTL: 1500 * time.Millisecond}
+	conc := c.concurrency(f)
+	for i := range 2 {
+		if l, err := conc.Acquire(c.ctx, "p37", f); err != nil || !l.Held {
+			c.t.Fatalf("property 37: lease %d = %s, %v; want held", i, leaseString(l), err)
+		}
+	}
+	// The holders crash: nobody releases.
+	if l, err := conc.Acquire(c.ctx, "p37", f); err != nil || l.Held || l.RetryAfter <= 0 || l.RetryAfter > f.TTL {
+		c.t.Fatalf("property 37: a third lease of 2 = %s, %v; want refused, RetryAfter in (0, %s]", leaseString(l), err, f.TTL)
+	}
+	for _, k := range c.keys() {
+		if p := c.pttl(k); p == -1 || time.Duration(p)*time.Millisecond > f.TTL {
+			c.t.Errorf("property 37: lease set %q has PTTL %dms, want in (0, %s] (it ends with its latest lease)", k, p, f.TTL)
+		}
+	}
+	c.h.Advance(f.TTL + 10*time.Millisecond)
+	if l, err := conc.Acquire(c.ctx, "p37", f); err != nil || !l.Held || l.InFlight != 1 {
+		c.t.Errorf("property 37: a lease after the crashed holders' TTL = %s, %v; want held, alone in flight (their slots are free again)", leaseString(l), err)
+	}
+}
+
+// Property 38: Release frees exactly its own slot: releasing twice, after
+// expiry, or a lease never held changes nothing else and is no error.
+func checkReleaseHarmless(c *checker) {
+	f := limiter.InFlight{Max: 2, TTL: time.Minute}
+	conc := c.concurrency(f)
+	a, errA := conc.Acquire(c.ctx, "p38", f)
+	b, errB := conc.Acquire(c.ctx, "p38", f)
+	if errA != nil || errB != nil || !a.Held || !b.Held {
+		c.t.Fatalf("property 38: two leases of 2 = (%s, %v), (%s, %v)", leaseString(a), errA, leaseString(b), errB)
+	}
+	for i := range 3 {
+		if err := a.Release(c.ctx); err != nil {
+			c.t.Fatalf("property 38: release %d of one lease: %v", i+1, err)
+		}
+	}
+	// A Release of an ID that was never acquired.
+	ghost := limiter.LeaseRequest{Key: mustInFlightKey(c, "p38", f), ID: "never-acquired", Limit: f}
+	if err := c.spec.Leaser.Release(c.ctx, c.h.Store(), ghost); err != nil {
+		c.t.Fatalf("property 38: release of an unknown lease: %v", err)
+	}
+	if n := c.inFlight("p38", f); n != 1 {
+		c.t.Errorf("property 38: after one lease was released three times and an unknown one once, the server holds %d leases, want 1 (the other holder's)", n)
+	}
+	granted := 0
+	for range 3 {
+		l, err := conc.Acquire(c.ctx, "p38", f)
+		if err != nil {
+			c.t.Fatalf("property 38: %v", err)
+		}
+		if l.Held {
+			granted++
+		}
+	}
+	if granted != 1 {
+		c.t.Errorf("property 38: with one of 2 slots held, 3 acquires were granted %d leases, want 1 (repeated releases freed slots they did not hold)", granted)
+	}
+}
+
+// Property 39: a retried Acquire (the same lease ID again, as when a reply
+// was lost) holds one slot, not two, and renews the lease.
+func checkLeaseRetry(c *checker) {
+	f := limiter.InFlight{Max: 2, TTL: time.Minute}
+	c.concurrency(f)
+	req := limiter.LeaseRequest{Key: mustInFlightKey(c, "p39", f), ID: "retried-lease", Limit: f}
+	for i := range 3 {
+		st, err := c.spec.Leaser.Acquire(c.ctx, c.h.Store(), req)
+		if err != nil || !st.Held || st.InFlight != 1 {
+			c.t.Fatalf("property 39: attempt %d of one lease = %+v, %v; want held, 1 in flight", i+1, st, err)
+		}
+	}
+	if n := c.inFlight("p39", f); n != 1 {
+		c.t.Fatalf("property 39: one lease tried 3 times holds %d slots, want 1", n)
+	}
+	if err := c.spec.Leaser.Release(c.ctx, c.h.Store(), req); err != nil {
+		c.t.Fatal(err)
+	}
+	if n := c.inFlight("p39", f); n != 0 {
+		c.t.Errorf("property 39: after its release the retried lease still holds %d slots", n)
+	}
+	other := req
+	other.ID = "other-lease"
+	st, err := c.spec.Leaser.Extend(c.ctx, c.h.Store(), other)
+	if err != nil || st.Held {
+		c.t.Errorf("property 39: Extend of a lease never held = %+v, %v; want not held (nothing written)", st, err)
+	}
+	if n := c.inFlight("p39", f); n != 0 {
+		c.t.Errorf("property 39: Extend of a lease never held took a slot (%d held)", n)
+	}
+}
+
+func mustInFlightKey(c *checker, subject string, f limiter.InFlight) string {
+	c.t.Helper()
+	k, err := limiter.InFlightKey(c.prefix, subject, f)
+	if err != nil {
+		c.t.Fatalf("InFlightKey: %v", err)
+	}
+	return k
+}
+
+// leaseString formats what a check says about a Lease.
+func leaseString(l limiter.Lease) string {
+	return fmt.Sprintf("{held %v, %d in flight, retry after %s, degraded %v}", l.Held, l.InFlight, l.RetryAfter, l.Degraded)
+}

@@ -1,0 +1,101 @@
+package knownbad
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/store"
+)
+
+// CounterLeases is the concurrency limiter most write first: INCR on
+// acquire (DECR back when over the limit), DECR on release. A holder that
+// crashes never gives its slot back (the counter has no expiry), a retried
+// acquire takes a second slot, and a second release frees a slot someone
+// else holds.
+type CounterLeases struct{}
+
+// Acquire implements limiter.Leaser, wrongly.
+func (CounterLeases) Acquire(ctx context.Context, st store.Store, req limiter.LeaseRequest) (limiter.LeaseState, error) {
+	n, err := do(ctx, st, "INCR", req.Key)
+	if err != nil {
+		return limiter.LeaseState{}, err
+	}
+	if n > req.Limit.Max {
+		if _, err := do(ctx, st, "DECR", req.Key); err != nil {
+			return limiter.LeaseState{}, err
+		}
+		return limiter.LeaseState{InFlight: n - 1, RetryAfter: time.Second}, nil
+	}
+	return limiter.LeaseState{Held: true, InFlight: n}, nil
+}
+
+// Extend implements limiter.Leaser: a counter cannot tell leases apart.
+func (CounterLeases) Extend(ctx context.Context, st store.Store, req limiter.LeaseRequest) (limiter.LeaseState, error) {
+	return limiter.LeaseState{Held: true}, nil
+}
+
+// Release implements limiter.Leaser, wrongly.
+func (CounterLeases) Release(ctx context.Context, st store.Store, req limiter.LeaseRequest) error {
+	_, err := do(ctx, st, "DECR", req.Key)
+	return err
+}
+
+// CountThenAdd keeps leases in a sorted set by expiry, as it should, but
+// counts them (ZCARD) and adds the lease (ZADD) in separate round trips:
+// callers that count at once all see a free slot.
+type CountThenAdd struct{}
+
+// Acquire implements limiter.Leaser, wrongly.
+func (CountThenAdd) Acquire(ctx context.Context, st store.Store, req limiter.LeaseRequest) (limiter.LeaseState, error) {
+	now := time.Now().UnixMilli()
+	rs, err := st.Do(ctx,
+		store.Cmd{Name: "ZREMRANGEBYSCORE", Args: []any{req.Key, "-inf", now}},
+		store.Cmd{Name: "ZCARD", Args: []any{req.Key}})
+	if err != nil {
+		return limiter.LeaseState{}, err
+	}
+	n, err := store.Int64(rs[1].Val)
+	if err != nil {
+		return limiter.LeaseState{}, fmt.Errorf("knownbad: ZCARD: %v %w", rs[1].Err, err)
+	}
+	if n >= req.Limit.Max {
+		return limiter.LeaseState{InFlight: n, RetryAfter: time.Second}, nil
+	}
+	ttl := req.Limit.TTL.Milliseconds()
+	if _, err := st.Do(ctx,
+		store.Cmd{Name: "ZADD", Args: []any{req.Key, now + ttl, req.ID}},
+		store.Cmd{Name: "PEXPIRE", Args: []any{req.Key, ttl}}); err != nil {
+		return limiter.LeaseState{}, err
+	}
+	return limiter.LeaseState{Held: true, InFlight: n + 1}, nil
+}
+
+// Extend implements limiter.Leaser.
+func (CountThenAdd) Extend(ctx context.Context, st store.Store, req limiter.LeaseRequest) (limiter.LeaseState, error) {
+	rs, err := st.Do(ctx, store.Cmd{Name: "ZADD", Args: []any{req.Key, "XX", "CH", time.Now().UnixMilli() + req.Limit.TTL.Milliseconds(), req.ID}})
+	if err != nil {
+		return limiter.LeaseState{}, err
+	}
+	n, _ := store.Int64(rs[0].Val)
+	return limiter.LeaseState{Held: n == 1}, nil
+}
+
+// Release implements limiter.Leaser.
+func (CountThenAdd) Release(ctx context.Context, st store.Store, req limiter.LeaseRequest) error {
+	_, err := st.Do(ctx, store.Cmd{Name: "ZREM", Args: []any{req.Key, req.ID}})
+	return err
+}
+
+// do runs one command whose reply is an integer.
+func do(ctx context.Context, st store.Store, name string, key string) (int64, error) {
+	rs, err := st.Do(ctx, store.Cmd{Name: name, Args: []any{key}})
+	if err != nil {
+		return 0, err
+	}
+	if rs[0].Err != nil {
+		return 0, rs[0].Err
+	}
+	return store.Int64(rs[0].Val)
+}
