@@ -21,8 +21,13 @@
 // RetryAfter, or return at once when no wait can help (ErrNeverAdmitted,
 // ErrWaitTooLong).
 //
+// Concurrency caps the requests a subject has in flight at once with leases
+// held in Redis (Acquire, Lease.Release, Lease.Extend); a lease expires by
+// itself after its TTL, so a crashed holder cannot keep its slot.
+//
 // The algorithm is a Strategy (package strategy: fixed windows, GCRA, a
-// token bucket, a sliding log), written once against the small store.Store
+// token bucket, a sliding window counter, a sliding log) or, for leases, a
+// Leaser (strategy.Concurrency), written once against the small store.Store
 // contract (package store) that adapters implement for each Redis client
 // (package store/goredis, ...). Keys are laid out as
 // prefix:{subject}:rule, so all keys of a decision share one Redis Cluster

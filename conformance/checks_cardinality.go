@@ -12,8 +12,9 @@ import (
 const (
 	// cardinalitySubjects is how many distinct subjects property 25 decides
 	// once each: enough that a key or a per-subject allocation kept for
-	// ever shows, few enough for a 2-core machine to do in seconds.
-	cardinalitySubjects = 10000
+	// ever shows, few enough for a 2-core machine to do in seconds (a
+	// quarter under the race detector, which slows each call tenfold).
+	cardinalitySubjects = 10000 / cardinalityDiv
 	// cardinalityHeap is how much the client's live heap may grow over
 	// them: a few hundred bytes per subject kept would pass it.
 	cardinalityHeap = 32 << 20

@@ -22,8 +22,10 @@
 // and a strategy with RunStrategyTests and a Spec that declares its
 // guarantees; the suite holds it to exactly those. The Spec's shape drives
 // the checks: a fixed window (Window, Aligned), a strategy whose quota
-// comes back continuously (Refills, as GCRA), or an algorithm's own bound
-// on admissions in any interval (Bound). Run is the same suite without the
+// comes back continuously (Refills, as GCRA), keys that outlive one Period
+// (KeyPeriods), or an algorithm's own bound on admissions in any interval
+// (Bound). A Spec with a Leaser instead of a Strategy gets the lease checks
+// (exact under contention, a crashed holder's slot freed at its TTL). Run is the same suite without the
 // testing package (the limiter command reports with it).
 //
 // Each check is shown to fail: KnownBad lists the hand-written designs from

@@ -3,4 +3,7 @@
 package conformance
 
 // raceEnabled: the race detector is on; see norace.go.
-const raceEnabled = true
+const (
+	raceEnabled    = true
+	cardinalityDiv = 4
+)

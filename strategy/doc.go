@@ -1,8 +1,10 @@
 // Package strategy holds the rate-limiting algorithms, each written once
 // against store.Store so it runs on every adapter: fixed windows in three
 // forms (FixedWindow in Lua, Bucketed and Optimistic without Lua), GCRA and
-// TokenBucket (a smooth rate with an explicit burst) and SlidingLog (the
-// exact sliding window), the last three in Lua on the server's clock.
+// TokenBucket (a smooth rate with an explicit burst), SlidingWindow (the
+// sliding window counter, O(1)) and SlidingLog (the exact sliding window),
+// the last four in Lua on the server's clock; and Concurrency, the leaser
+// behind limiter.Concurrency (requests in flight).
 //
 // Every strategy declares its guarantees in its doc comment, and the
 // conformance suite holds it to them:

@@ -259,6 +259,7 @@ func BenchmarkStrategies(b *testing.B) {
 		{"Optimistic", strategy.NewOptimistic()},
 		{"GCRA", strategy.NewGCRA()},
 		{"TokenBucket", strategy.NewTokenBucket()},
+		{"SlidingWindow", strategy.NewSlidingWindow()},
 		{"SlidingLog", strategy.NewSlidingLog()},
 	}
 	for _, sp := range strategies {
