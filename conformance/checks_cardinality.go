@@ -14,7 +14,7 @@ const (
 	// once each: enough that a key or a per-subject allocation kept for
 	// ever shows, few enough for a 2-core machine to do in seconds (a
 	// quarter under the race detector, which slows each call tenfold).
-	cardinalitySubjects = 10000 / cardinalityDiv
+	cardinalitySubjects = 10000 / cardinalityDiv / 8 * 8 // a multiple of the 8 workers
 	// cardinalityHeap is how much the client's live heap may grow over
 	// them: a few hundred bytes per subject kept would pass it.
 	cardinalityHeap = 32 << 20
