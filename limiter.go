@@ -334,8 +334,13 @@ func (l *Limiter) decide(ctx context.Context, key string, cost int64, dry bool, 
 func (l *Limiter) decideObserved(ctx context.Context, key string, cost int64, dry bool, limits []Limit) (Result, error) {
 	c := *l
 	c.obs = nil
+	start := time.Now()
 	res, err := c.decide(ctx, key, cost, dry, limits)
+	took := time.Since(start)
 	l.observe(ctx, key, res, err)
+	if co, ok := l.obs.(CallObserver); ok {
+		co.OnCall(ctx, key, res, err, took)
+	}
 	return res, err
 }
 

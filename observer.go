@@ -2,7 +2,11 @@ package limiter
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
+
+	"github.com/quotagate/limiter/store"
 )
 
 // Observer is told about every call of Allow, AllowN and Peek, so that users
@@ -30,6 +34,48 @@ type Observer interface {
 	OnDecision(ctx context.Context, key string, r Result)
 	// OnError is told the error a call met.
 	OnError(ctx context.Context, key string, err error)
+}
+
+// CallObserver is an Observer that is also told each call's outcome and
+// how long it took, once per call of Allow, AllowN and Peek, after
+// OnDecision or OnError: r and err are what the call returns (bad input
+// included). Latency histograms and tracing spans are built on it.
+type CallObserver interface {
+	// OnCall is told a call's Result or error and its duration.
+	OnCall(ctx context.Context, key string, r Result, err error, took time.Duration)
+}
+
+// ErrorKind names the kind of an error a call met, for metrics and logs:
+//
+//	"invalid_input"    ErrInvalidKey, ErrInvalidLimit, ErrInvalidCost
+//	"contention"       ErrContention (an optimistic strategy gave up)
+//	"corrupt_counter"  ErrCorruptCounter
+//	"unknown_outcome"  store.ErrUnknownOutcome (the request was sent and its
+//	                   reply lost or late: it may have been counted)
+//	"timeout"          context.DeadlineExceeded, nothing sent or counted
+//	"canceled"         context.Canceled
+//	"backend"          anything else: Redis unreachable, refusing (OOM,
+//	                   NOPERM, BUSY) or failing
+//
+// and "" for nil.
+func ErrorKind(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, ErrInvalidKey), errors.Is(err, ErrInvalidLimit), errors.Is(err, ErrInvalidCost):
+		return "invalid_input"
+	case errors.Is(err, ErrContention):
+		return "contention"
+	case errors.Is(err, ErrCorruptCounter):
+		return "corrupt_counter"
+	case errors.Is(err, store.ErrUnknownOutcome):
+		return "unknown_outcome"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	}
+	return "backend"
 }
 
 // ObserverFuncs is an Observer made of funcs; a nil func is not called.
@@ -87,6 +133,14 @@ func (os observers) OnDecision(ctx context.Context, key string, r Result) {
 func (os observers) OnError(ctx context.Context, key string, err error) {
 	for _, o := range os {
 		o.OnError(ctx, key, err)
+	}
+}
+
+func (os observers) OnCall(ctx context.Context, key string, r Result, err error, took time.Duration) {
+	for _, o := range os {
+		if co, ok := o.(CallObserver); ok {
+			co.OnCall(ctx, key, r, err, took)
+		}
 	}
 }
 

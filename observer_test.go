@@ -3,6 +3,7 @@ package limiter_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/internal/redistest"
+	"github.com/quotagate/limiter/store"
 	"github.com/quotagate/limiter/store/goredis"
 	"github.com/quotagate/limiter/strategy"
 )
@@ -220,5 +222,101 @@ func TestObserverToldCauseOfRedisDecision(t *testing.T) {
 	}
 	if len(tl.errs) != 1 || tl.errs[0] != cause {
 		t.Errorf("OnError got %v, want the cause", tl.errs)
+	}
+}
+
+// calls is a CallObserver that records what OnCall is told, and checks it
+// comes after OnDecision or OnError.
+type calls struct {
+	tally
+	mu    sync.Mutex
+	seen  []error
+	tooks []time.Duration
+	order []string
+}
+
+func (c *calls) OnDecision(ctx context.Context, key string, r limiter.Result) {
+	c.tally.OnDecision(ctx, key, r)
+	c.mu.Lock()
+	c.order = append(c.order, "decision")
+	c.mu.Unlock()
+}
+
+func (c *calls) OnError(ctx context.Context, key string, err error) {
+	c.tally.OnError(ctx, key, err)
+	c.mu.Lock()
+	c.order = append(c.order, "error")
+	c.mu.Unlock()
+}
+
+func (c *calls) OnCall(_ context.Context, _ string, _ limiter.Result, err error, took time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seen = append(c.seen, err)
+	c.tooks = append(c.tooks, took)
+	c.order = append(c.order, "call")
+}
+
+// TestCallObserver: a CallObserver, alone or among others, is told every
+// call once, after its OnDecision or OnError, with the error the call
+// returned and a positive duration.
+func TestCallObserver(t *testing.T) {
+	m, st := newMiniFastFail(t)
+	c := &calls{}
+	plain := &tally{}
+	lim, err := limiter.New(st, strategy.NewFixedWindow(), limiter.WithObserver(plain), limiter.WithObserver(c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := lim.Allow(ctx, "u", limiter.PerSecond(1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lim.Allow(ctx, "", limiter.PerSecond(1)); !errors.Is(err, limiter.ErrInvalidKey) {
+		t.Fatalf("empty key: %v", err)
+	}
+	m.Close()
+	_, downErr := lim.Allow(ctx, "u", limiter.PerSecond(1))
+	if downErr == nil {
+		t.Fatal("a call with Redis gone succeeded")
+	}
+	want := []string{"decision", "call", "error", "call", "error", "call"}
+	if len(c.order) != len(want) {
+		t.Fatalf("order %v, want %v", c.order, want)
+	}
+	for i := range want {
+		if c.order[i] != want[i] {
+			t.Fatalf("order %v, want %v", c.order, want)
+		}
+	}
+	if c.seen[0] != nil || !errors.Is(c.seen[1], limiter.ErrInvalidKey) || c.seen[2] != downErr {
+		t.Errorf("OnCall saw %v", c.seen)
+	}
+	for i, d := range c.tooks {
+		if d <= 0 {
+			t.Errorf("call %d took %s", i, d)
+		}
+	}
+	if kinds := []string{limiter.ErrorKind(c.seen[1]), limiter.ErrorKind(downErr)}; kinds[0] != "invalid_input" || kinds[1] != "backend" {
+		t.Errorf("ErrorKind = %q", kinds)
+	}
+}
+
+// TestErrorKind names each sentinel's kind.
+func TestErrorKind(t *testing.T) {
+	for err, want := range map[error]string{
+		nil:                    "",
+		limiter.ErrInvalidCost: "invalid_input",
+		fmt.Errorf("x: %w", limiter.ErrInvalidLimit):                            "invalid_input",
+		limiter.ErrContention:                                                   "contention",
+		limiter.ErrCorruptCounter:                                               "corrupt_counter",
+		fmt.Errorf("%w: %w", store.ErrUnknownOutcome, context.DeadlineExceeded): "unknown_outcome",
+		fmt.Errorf("dial: %w", context.DeadlineExceeded):                        "timeout",
+		context.Canceled:                                                        "canceled",
+		errors.New("ERR OOM command not allowed"):                               "backend",
+	} {
+		if got := limiter.ErrorKind(err); got != want {
+			t.Errorf("ErrorKind(%v) = %q, want %q", err, got, want)
+		}
 	}
 }

@@ -1,0 +1,142 @@
+// Package limiterotel reports a Limiter's decisions to OpenTelemetry: metrics
+// and a span per call, from an Observer to pass to limiter.WithObserver.
+//
+//	obs, err := limiterotel.New(otel.GetMeterProvider(), otel.GetTracerProvider(), limiterotel.WithStrategy("gcra"))
+//	...
+//	lim, err := limiter.New(st, strategy.NewGCRA(), limiter.WithObserver(obs))
+//
+// Instruments (meter "github.com/quotagate/limiter"):
+//
+//	limiter.decisions          counter; attributes limiter.strategy,
+//	                           limiter.rule, limiter.outcome (allowed,
+//	                           denied, degraded_allowed, degraded_denied)
+//	limiter.errors             counter; limiter.strategy, limiter.error.kind
+//	                           (as limiter.ErrorKind names it)
+//	limiter.decision.duration  histogram, seconds; limiter.strategy
+//
+// Each call is a span "limiter.decide" from its start to its end, a child
+// of the span in the caller's context, with the outcome, the binding rule,
+// Remaining and RetryAfter as attributes and the error, if any, recorded.
+// The subject is never an attribute (it may be personal data): add it in
+// your own span if you need it.
+//
+// It lives in a module of its own, so that the limiter module's users who
+// do not use OpenTelemetry never download it.
+package limiterotel
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/quotagate/limiter"
+)
+
+// ScopeName is the instrumentation scope of the meter and the tracer.
+const ScopeName = "github.com/quotagate/limiter"
+
+// Observer records decisions, errors and call durations. It implements
+// limiter.Observer and limiter.CallObserver.
+type Observer struct {
+	decisions metric.Int64Counter
+	errors    metric.Int64Counter
+	duration  metric.Float64Histogram
+	tracer    trace.Tracer
+	strategy  attribute.KeyValue
+}
+
+type config struct{ strategy string }
+
+// Option configures an Observer.
+type Option func(*config)
+
+// WithStrategy sets the limiter.strategy attribute (default "").
+func WithStrategy(name string) Option { return func(c *config) { c.strategy = name } }
+
+// New returns an Observer reporting to mp and tp; a nil tp records no
+// spans.
+func New(mp metric.MeterProvider, tp trace.TracerProvider, opts ...Option) (*Observer, error) {
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	meter := mp.Meter(ScopeName)
+	o := &Observer{strategy: attribute.String("limiter.strategy", c.strategy)}
+	var err error
+	if o.decisions, err = meter.Int64Counter("limiter.decisions", metric.WithDescription("Rate limit decisions, by binding rule and outcome (degraded: made by the fail mode, not by Redis)."), metric.WithUnit("{decision}")); err != nil {
+		return nil, fmt.Errorf("limiterotel: %w", err)
+	}
+	if o.errors, err = meter.Int64Counter("limiter.errors", metric.WithDescription("Errors met by rate limit calls, returned or behind a degraded decision, by kind."), metric.WithUnit("{error}")); err != nil {
+		return nil, fmt.Errorf("limiterotel: %w", err)
+	}
+	if o.duration, err = meter.Float64Histogram("limiter.decision.duration", metric.WithDescription("Duration of rate limit calls, decided or not."), metric.WithUnit("s")); err != nil {
+		return nil, fmt.Errorf("limiterotel: %w", err)
+	}
+	if tp != nil {
+		o.tracer = tp.Tracer(ScopeName)
+	}
+	return o, nil
+}
+
+// OnDecision implements limiter.Observer.
+func (o *Observer) OnDecision(ctx context.Context, _ string, r limiter.Result) {
+	o.decisions.Add(ctx, 1, metric.WithAttributes(o.strategy, attribute.String("limiter.rule", rule(r.Limit)), attribute.String("limiter.outcome", outcome(r))))
+}
+
+// OnError implements limiter.Observer.
+func (o *Observer) OnError(ctx context.Context, _ string, err error) {
+	o.errors.Add(ctx, 1, metric.WithAttributes(o.strategy, attribute.String("limiter.error.kind", limiter.ErrorKind(err))))
+}
+
+// OnCall implements limiter.CallObserver: the duration, and the call's
+// span.
+func (o *Observer) OnCall(ctx context.Context, _ string, r limiter.Result, err error, took time.Duration) {
+	o.duration.Record(ctx, took.Seconds(), metric.WithAttributes(o.strategy))
+	if o.tracer == nil {
+		return
+	}
+	end := time.Now()
+	_, span := o.tracer.Start(ctx, "limiter.decide", trace.WithTimestamp(end.Add(-took)), trace.WithSpanKind(trace.SpanKindInternal))
+	span.SetAttributes(o.strategy)
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, limiter.ErrorKind(err))
+	} else {
+		span.SetAttributes(
+			attribute.String("limiter.outcome", outcome(r)),
+			attribute.String("limiter.rule", rule(r.Limit)),
+			attribute.Int64("limiter.remaining", r.Remaining),
+			attribute.Float64("limiter.retry_after_seconds", r.RetryAfter.Seconds()))
+		if r.Cause != nil {
+			span.RecordError(r.Cause)
+		}
+	}
+	span.End(trace.WithTimestamp(end))
+}
+
+func outcome(r limiter.Result) string {
+	switch {
+	case r.Allowed && r.Degraded:
+		return "degraded_allowed"
+	case r.Allowed:
+		return "allowed"
+	case r.Degraded:
+		return "degraded_denied"
+	}
+	return "denied"
+}
+
+func rule(l limiter.Limit) string {
+	switch {
+	case l.Name != "":
+		return l.Name
+	case l.Period > 0:
+		return l.Period.String()
+	}
+	return "none"
+}

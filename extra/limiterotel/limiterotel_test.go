@@ -1,0 +1,108 @@
+package limiterotel_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/extra/limiterotel"
+	"github.com/quotagate/limiter/store/goredis"
+	"github.com/quotagate/limiter/strategy"
+)
+
+// TestMetricsAndSpans decides through a Limiter with the observer on an
+// in-memory reader and span recorder: 2 admitted and 1 denied by "login",
+// then 1 error with Redis gone; the counters, the histogram's count and
+// the four spans say so.
+func TestMetricsAndSpans(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	obs, err := limiterotel.New(mp, tp, limiterotel.WithStrategy("fixed_window"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
+	defer rdb.Close()
+	lim, err := limiter.New(goredis.New(rdb), strategy.NewFixedWindow(), limiter.WithObserver(obs), limiter.WithTimeout(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	l := limiter.PerMinute(2).Named("login")
+	for i := range 3 {
+		if r, err := lim.Allow(ctx, "u", l); err != nil || r.Allowed != (i < 2) {
+			t.Fatalf("call %d: %+v, %v", i, r, err)
+		}
+	}
+	m.Close()
+	if _, err := lim.Allow(ctx, "u", l); err == nil {
+		t.Fatal("a call with Redis gone succeeded")
+	}
+
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	var durations uint64
+	for _, sm := range rm.ScopeMetrics {
+		for _, mt := range sm.Metrics {
+			switch d := mt.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, p := range d.DataPoints {
+					key := mt.Name
+					for _, kv := range p.Attributes.ToSlice() {
+						key += " " + string(kv.Key) + "=" + kv.Value.Emit()
+					}
+					got[key] += p.Value
+				}
+			case metricdata.Histogram[float64]:
+				for _, p := range d.DataPoints {
+					durations += p.Count
+				}
+			}
+		}
+	}
+	for key, want := range map[string]int64{
+		"limiter.decisions limiter.outcome=allowed limiter.rule=login limiter.strategy=fixed_window": 2,
+		"limiter.decisions limiter.outcome=denied limiter.rule=login limiter.strategy=fixed_window":  1,
+		"limiter.errors limiter.error.kind=backend limiter.strategy=fixed_window":                    1,
+	} {
+		if got[key] != want {
+			t.Errorf("%s = %d, want %d (all: %v)", key, got[key], want, got)
+		}
+	}
+	if durations != 4 {
+		t.Errorf("duration histogram counted %d calls, want 4", durations)
+	}
+	ended := spans.Ended()
+	if len(ended) != 4 {
+		t.Fatalf("%d spans, want 4", len(ended))
+	}
+	for i, s := range ended {
+		if s.Name() != "limiter.decide" || !s.EndTime().After(s.StartTime()) {
+			t.Errorf("span %d: %q from %s to %s", i, s.Name(), s.StartTime(), s.EndTime())
+		}
+		attrs := attribute.NewSet(s.Attributes()...)
+		out, _ := attrs.Value("limiter.outcome")
+		switch {
+		case i < 2 && out.AsString() != "allowed", i == 2 && out.AsString() != "denied":
+			t.Errorf("span %d: outcome %q", i, out.AsString())
+		case i == 3 && (s.Status().Code != codes.Error || len(s.Events()) == 0):
+			t.Errorf("span %d of the failed call: status %v, %d events; want an error recorded", i, s.Status(), len(s.Events()))
+		}
+	}
+}

@@ -1,0 +1,122 @@
+// Package limiterprom exports a Limiter's decisions as Prometheus metrics:
+// an Observer to pass to limiter.WithObserver.
+//
+//	obs, err := limiterprom.New(prometheus.DefaultRegisterer, limiterprom.WithStrategy("gcra"))
+//	...
+//	lim, err := limiter.New(st, strategy.NewGCRA(), limiter.WithObserver(obs))
+//
+// Metrics (with the default namespace "limiter"):
+//
+//	limiter_decisions_total{strategy, rule, outcome}   counter; outcome is
+//	    allowed, denied, degraded_allowed (FailOpen) or degraded_denied
+//	limiter_errors_total{strategy, kind}               counter; kind as
+//	    limiter.ErrorKind names it (timeout, backend, invalid_input, ...)
+//	limiter_decision_duration_seconds{strategy}        histogram of every
+//	    call, decided or not
+//
+// The rule label is the binding limit's Name, or its period ("1s") when it
+// has none: a small, fixed set, never the subject.
+//
+// It lives in a module of its own, so that the limiter module's users who
+// do not use Prometheus never download it.
+package limiterprom
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/quotagate/limiter"
+)
+
+// Observer counts decisions and errors and times calls. It implements
+// limiter.Observer and limiter.CallObserver.
+type Observer struct {
+	decisions *prometheus.CounterVec
+	errors    *prometheus.CounterVec
+	duration  prometheus.Observer
+	strategy  string
+}
+
+type config struct {
+	namespace string
+	strategy  string
+	buckets   []float64
+}
+
+// Option configures an Observer.
+type Option func(*config)
+
+// WithNamespace sets the metrics' namespace (default "limiter").
+func WithNamespace(ns string) Option { return func(c *config) { c.namespace = ns } }
+
+// WithStrategy sets the strategy label of every metric (default "").
+func WithStrategy(name string) Option { return func(c *config) { c.strategy = name } }
+
+// WithBuckets sets the duration histogram's buckets, in seconds (default
+// 0.25 ms to 1 s).
+func WithBuckets(b ...float64) Option { return func(c *config) { c.buckets = b } }
+
+// New registers the metrics with reg and returns their Observer.
+func New(reg prometheus.Registerer, opts ...Option) (*Observer, error) {
+	c := config{namespace: "limiter", buckets: []float64{.00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}}
+	for _, o := range opts {
+		o(&c)
+	}
+	decisions := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: c.namespace, Name: "decisions_total",
+		Help: "Rate limit decisions, by binding rule and outcome (degraded: made by the fail mode, not by Redis).",
+	}, []string{"strategy", "rule", "outcome"})
+	errs := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: c.namespace, Name: "errors_total",
+		Help: "Errors met by rate limit calls, returned or behind a degraded decision, by kind.",
+	}, []string{"strategy", "kind"})
+	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: c.namespace, Name: "decision_duration_seconds",
+		Help:    "Duration of rate limit calls, decided or not.",
+		Buckets: c.buckets,
+	}, []string{"strategy"})
+	for _, col := range []prometheus.Collector{decisions, errs, duration} {
+		if err := reg.Register(col); err != nil {
+			return nil, fmt.Errorf("limiterprom: %w", err)
+		}
+	}
+	return &Observer{decisions: decisions, errors: errs, duration: duration.WithLabelValues(c.strategy), strategy: c.strategy}, nil
+}
+
+// OnDecision implements limiter.Observer.
+func (o *Observer) OnDecision(_ context.Context, _ string, r limiter.Result) {
+	outcome := "denied"
+	switch {
+	case r.Allowed && r.Degraded:
+		outcome = "degraded_allowed"
+	case r.Allowed:
+		outcome = "allowed"
+	case r.Degraded:
+		outcome = "degraded_denied"
+	}
+	o.decisions.WithLabelValues(o.strategy, Rule(r.Limit), outcome).Inc()
+}
+
+// OnError implements limiter.Observer.
+func (o *Observer) OnError(_ context.Context, _ string, err error) {
+	o.errors.WithLabelValues(o.strategy, limiter.ErrorKind(err)).Inc()
+}
+
+// OnCall implements limiter.CallObserver.
+func (o *Observer) OnCall(_ context.Context, _ string, _ limiter.Result, _ error, took time.Duration) {
+	o.duration.Observe(took.Seconds())
+}
+
+// Rule is the rule label of l: its Name, or its period.
+func Rule(l limiter.Limit) string {
+	switch {
+	case l.Name != "":
+		return l.Name
+	case l.Period > 0:
+		return l.Period.String()
+	}
+	return "none"
+}
