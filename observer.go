@@ -157,6 +157,9 @@ func (l *Limiter) observe(ctx context.Context, key string, r Result, err error) 
 	l.obs.OnDecision(ctx, key, r)
 }
 
+// Prefix returns the key prefix of l's counters (see WithPrefix).
+func (l *Limiter) Prefix() string { return l.keys.prefix }
+
 // With returns a copy of l with opts applied on top of l's configuration:
 // the copy shares l's store, strategy and observers (more can be added), so
 // it decides on the same counters unless WithPrefix changes the prefix.

@@ -74,7 +74,7 @@ func ExampleNewFixed() {
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1})
 	defer rdb.Close()
 	lim, _ := limiter.New(goredis.New(rdb), strategy.NewFixedWindow())
-	mw, err := httplimit.NewFixed(lim, []limiter.Limit{limiter.PerMinute(1).Named("per-minute")})
+	mw, err := httplimit.NewFixed(lim, "api", []limiter.Limit{limiter.PerMinute(1).Named("per-minute")})
 	if err != nil {
 		panic(err)
 	}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/rules"
@@ -30,6 +32,8 @@ type Middleware struct {
 	legacy   bool
 	onError  func(w http.ResponseWriter, r *http.Request, err error)
 	onDenied func(w http.ResponseWriter, r *http.Request, d rules.Decision)
+	log      *logLimiter // nil: no logging
+	scope    string
 }
 
 // Option configures a Middleware.
@@ -88,13 +92,27 @@ func WithDeniedHandler(f func(w http.ResponseWriter, r *http.Request, d rules.De
 	}
 }
 
+// WithLogger sets where the Middleware logs the requests Redis could not
+// decide: an error under FailError, or a Degraded decision made by the fail
+// mode (default slog.Default(); nil logs nothing). A line names the error's
+// kind (limiter.ErrorKind), the error and the request's method and path;
+// at most one line is written every LogInterval, counting the requests
+// left unlogged since the previous line ("suppressed"), so an outage does
+// not flood the log.
+func WithLogger(l *slog.Logger) Option {
+	return func(m *Middleware) error {
+		m.log = newLogLimiter(l)
+		return nil
+	}
+}
+
 // New returns a Middleware that decides each request under the rules rl
 // holds for its subject (see WithKey).
 func New(rl *rules.Limiter, opts ...Option) (*Middleware, error) {
 	if rl == nil {
 		return nil, fmt.Errorf("httplimit: %w: nil rules limiter", limiter.ErrInvalidOption)
 	}
-	m := &Middleware{rl: rl, key: ClientIP(), legacy: true, onError: defaultError, onDenied: defaultDenied}
+	m := &Middleware{rl: rl, key: ClientIP(), legacy: true, onError: defaultError, onDenied: defaultDenied, log: newLogLimiter(slog.Default())}
 	for _, o := range opts {
 		if err := o(m); err != nil {
 			return nil, err
@@ -105,12 +123,35 @@ func New(rl *rules.Limiter, opts ...Option) (*Middleware, error) {
 
 // NewFixed returns a Middleware that gives every subject the same limits,
 // decided together with lim: a rule set whose Default is limits.
-func NewFixed(lim *limiter.Limiter, limits []limiter.Limit, opts ...Option) (*Middleware, error) {
-	rl, err := rules.New(context.Background(), lim, rules.Static(&rules.Set{Default: rules.LimitUnknown(limits...)}))
+//
+// scope names the middleware's counters: they live under lim's prefix
+// followed by ":" and scope (prefix:scope:{subject}:rule), so middlewares
+// with different scopes never share a counter, even on one Limiter with
+// limits of the same period (3/min on /login and 100/min on /search, both
+// keyed by client IP). Give two middlewares the same scope only to make
+// them share one budget. scope is required: printable ASCII without
+// braces, like a prefix.
+func NewFixed(lim *limiter.Limiter, scope string, limits []limiter.Limit, opts ...Option) (*Middleware, error) {
+	if lim == nil {
+		return nil, fmt.Errorf("httplimit: %w: nil limiter", limiter.ErrInvalidOption)
+	}
+	if scope == "" || strings.ContainsFunc(scope, func(r rune) bool { return r <= ' ' || r > '~' }) {
+		return nil, fmt.Errorf("httplimit: %w: scope %q must be printable ASCII, not empty", limiter.ErrInvalidOption, scope)
+	}
+	scoped, err := lim.With(limiter.WithPrefix(lim.Prefix() + ":" + scope))
+	if err != nil {
+		return nil, fmt.Errorf("httplimit: scope %q: %w", scope, err)
+	}
+	rl, err := rules.New(context.Background(), scoped, rules.Static(&rules.Set{Default: rules.LimitUnknown(limits...)}))
 	if err != nil {
 		return nil, err
 	}
-	return New(rl, opts...)
+	m, err := New(rl, opts...)
+	if err != nil {
+		return nil, err
+	}
+	m.scope = scope
+	return m, nil
 }
 
 // Handler returns next limited: a request is decided before next sees it;
@@ -137,8 +178,12 @@ func (m *Middleware) Decide(w http.ResponseWriter, r *http.Request) (rules.Decis
 	}
 	d, err := m.rl.Allow(r.Context(), key)
 	if err != nil {
+		m.log.report(r, m.scope, err, false)
 		m.onError(w, r, err)
 		return d, false
+	}
+	if d.Degraded {
+		m.log.report(r, m.scope, d.Cause, true)
 	}
 	WriteHeaders(w.Header(), d, m.legacy)
 	if !d.Allowed {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -216,7 +217,7 @@ func TestMiddlewareHTTP(t *testing.T) {
 func TestNewFixed(t *testing.T) {
 	m := redistest.NewMini(t)
 	lim := newLimiter(t, dial(t, m.Addr()))
-	mw, err := httplimit.NewFixed(lim, []limiter.Limit{limiter.PerMinute(2), limiter.Per(50, 1500*time.Millisecond).Named("burst")})
+	mw, err := httplimit.NewFixed(lim, "api", []limiter.Limit{limiter.PerMinute(2), limiter.Per(50, 1500*time.Millisecond).Named("burst")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +234,7 @@ func TestNewFixed(t *testing.T) {
 			t.Errorf("Retry-After %q, want 60", r.header.Get("Retry-After"))
 		}
 	}
-	if _, err := httplimit.NewFixed(lim, nil); !errors.Is(err, rules.ErrInvalidConfig) {
+	if _, err := httplimit.NewFixed(lim, "api", nil); !errors.Is(err, rules.ErrInvalidConfig) {
 		t.Errorf("NewFixed without limits: %v", err)
 	}
 }
@@ -283,7 +284,7 @@ func TestFailModesRedisDown(t *testing.T) {
 				t.Fatal(err)
 			}
 			lim := newLimiter(t, st, limiter.WithFailMode(mode), limiter.WithTimeout(timeout), limiter.WithObserver(&obs))
-			mw, err := httplimit.NewFixed(lim, []limiter.Limit{limiter.PerMinute(100).Named("qpm")}, httplimit.WithKey(httplimit.Header("X-App-Key")))
+			mw, err := httplimit.NewFixed(lim, "api", []limiter.Limit{limiter.PerMinute(100).Named("qpm")}, httplimit.WithKey(httplimit.Header("X-App-Key")))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -366,6 +367,10 @@ func TestClientIP(t *testing.T) {
 		{"zone dropped", nil, "[fe80::1%eth0]:80", nil, "fe80::1"},
 		{"no port", nil, "192.0.2.1", nil, "192.0.2.1"},
 		{"garbage peer", nil, "pipe", nil, ""},
+		{"XFF entries with ports", []netip.Prefix{lb}, "10.0.0.2:1", []string{"198.51.100.9:4711, 10.1.1.1:80"}, "198.51.100.9"},
+		{"XFF IPv6 with port", []netip.Prefix{lb}, "10.0.0.2:1", []string{"[2001:db8::7]:443"}, "2001:db8::7"},
+		{"XFF unknown: keyed by the proxy that wrote it", []netip.Prefix{lb}, "10.0.0.2:1", []string{"6.6.6.6, unknown, 10.1.1.1"}, "10.1.1.1"},
+		{"XFF Unknown at the end", []netip.Prefix{lb}, "10.0.0.2:1", []string{"Unknown"}, "10.0.0.2"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -454,7 +459,7 @@ func TestContentionIs429(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		mw, err := httplimit.NewFixed(lim, []limiter.Limit{limiter.PerMinute(5).Named("qpm")}, httplimit.WithKey(httplimit.Header("X-Key")))
+		mw, err := httplimit.NewFixed(lim, "api", []limiter.Limit{limiter.PerMinute(5).Named("qpm")}, httplimit.WithKey(httplimit.Header("X-Key")))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -467,5 +472,171 @@ func TestContentionIs429(t *testing.T) {
 		if served || rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" {
 			t.Errorf("%s: served=%v, status %d, Retry-After %q; want 429 with Retry-After, not served", mode, served, rec.Code, rec.Header().Get("Retry-After"))
 		}
+	}
+}
+
+// TestIPv6Prefix: IPv6 clients grouped by /64, IPv4 ones unchanged.
+func TestIPv6Prefix(t *testing.T) {
+	k := httplimit.IPv6Prefix(64, httplimit.ClientIP())
+	for remote, want := range map[string]string{
+		"[2001:db8:1:2:aaaa::1]:443": "2001:db8:1:2::/64",
+		"[2001:db8:1:2:bbbb::9]:443": "2001:db8:1:2::/64",
+		"[2001:db8:1:3::1]:443":      "2001:db8:1:3::/64",
+		"192.0.2.1:80":               "192.0.2.1",
+		"[::ffff:192.0.2.1]:80":      "192.0.2.1",
+	} {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.RemoteAddr = remote
+		if got, err := k(r); err != nil || got != want {
+			t.Errorf("%s: %q, %v; want %q", remote, got, err, want)
+		}
+	}
+}
+
+// TestScopesNeverShare: two fixed middlewares on one Limiter, 3/min on
+// /login and 100/min on /search, both keyed by client IP: searches never
+// use up the logins, each scope counts under its own keys, and one scope
+// given to two middlewares shares one budget.
+func TestScopesNeverShare(t *testing.T) {
+	m := redistest.NewMini(t)
+	lim := newLimiter(t, dial(t, m.Addr()), limiter.WithPrefix("routes"))
+	login, err := httplimit.NewFixed(lim, "login", []limiter.Limit{limiter.PerMinute(3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	search, err := httplimit.NewFixed(lim, "search", []limiter.Limit{limiter.PerMinute(100)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reset, err := httplimit.NewFixed(lim, "login", []limiter.Limit{limiter.PerMinute(3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/login", login.Handler(ok))
+	mux.Handle("/search", search.Handler(ok))
+	mux.Handle("/reset", reset.Handler(ok))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	for i := range 5 {
+		if r := get(t, srv.Client(), srv.URL+"/search", ""); r.status != 200 {
+			t.Fatalf("search %d: %d", i, r.status)
+		}
+	}
+	for i := range 2 {
+		if r := get(t, srv.Client(), srv.URL+"/login", ""); r.status != 200 {
+			t.Fatalf("login %d after 5 searches: %d; want 200 (the scopes count apart)", i, r.status)
+		}
+	}
+	if r := get(t, srv.Client(), srv.URL+"/reset", ""); r.status != 200 {
+		t.Fatalf("reset: %d", r.status)
+	}
+	if r := get(t, srv.Client(), srv.URL+"/login", ""); r.status != 429 {
+		t.Fatalf("login after 2 logins and a reset in the same scope: %d; want 429", r.status)
+	}
+	keys := m.Keys()
+	want := []string{"routes:login:{127.0.0.1}:60000ms", "routes:search:{127.0.0.1}:60000ms"}
+	if len(keys) != 2 || keys[0] != want[0] || keys[1] != want[1] {
+		t.Errorf("keys %q, want %q", keys, want)
+	}
+	for _, bad := range []string{"", "a b", "{x}", "é"} {
+		if _, err := httplimit.NewFixed(lim, bad, []limiter.Limit{limiter.PerMinute(3)}); !errors.Is(err, limiter.ErrInvalidOption) {
+			t.Errorf("scope %q: %v; want ErrInvalidOption", bad, err)
+		}
+	}
+}
+
+// logRecords is a slog.Handler that keeps its records.
+type logRecords struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (h *logRecords) Enabled(context.Context, slog.Level) bool { return true }
+func (h *logRecords) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.recs = append(h.recs, r.Clone())
+	return nil
+}
+func (h *logRecords) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *logRecords) WithGroup(string) slog.Handler      { return h }
+
+func (h *logRecords) attrs() []map[string]string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []map[string]string
+	for _, r := range h.recs {
+		m := map[string]string{"msg": r.Message}
+		r.Attrs(func(a slog.Attr) bool { m[a.Key] = a.Value.String(); return true })
+		out = append(out, m)
+	}
+	return out
+}
+
+// TestLogsDegradedOnce: with Redis blackholed, 5 requests decided by
+// FailOpen (each Degraded) are logged once, with the error's kind and the
+// error; 5 requests answered 503 under FailError, once more.
+func TestLogsDegradedOnce(t *testing.T) {
+	m := redistest.NewMini(t)
+	p := redistest.NewProxy(t, m.Addr())
+	st := dial(t, p.Addr())
+	if _, err := newLimiter(t, st).Allow(context.Background(), "warm", limiter.PerMinute(100)); err != nil {
+		t.Fatal(err)
+	}
+	var logs logRecords
+	for _, mode := range []limiter.FailMode{limiter.FailOpen, limiter.FailError} {
+		lim := newLimiter(t, st, limiter.WithFailMode(mode), limiter.WithTimeout(100*time.Millisecond))
+		mw, err := httplimit.NewFixed(lim, "api-"+mode.String(), []limiter.Limit{limiter.PerMinute(100)}, httplimit.WithLogger(slog.New(&logs)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(mw.Handler(ok))
+		p.Blackhole(true)
+		want := map[limiter.FailMode]int{limiter.FailOpen: 200, limiter.FailError: 503}[mode]
+		for i := range 5 {
+			if r := get(t, srv.Client(), srv.URL+"/x", ""); r.status != want {
+				t.Errorf("%s, request %d with Redis blackholed: %d, want %d", mode, i, r.status, want)
+			}
+		}
+		p.Blackhole(false)
+		srv.Close()
+	}
+	got := logs.attrs()
+	if len(got) != 2 {
+		t.Fatalf("%d log lines for 10 undecided requests, want 2 (one per middleware): %v", len(got), got)
+	}
+	for i, l := range got {
+		if (l["kind"] != "unknown_outcome" && l["kind"] != "timeout") || l["error"] == "" || l["path"] != "/x" || l["suppressed"] != "0" {
+			t.Errorf("line %d: %v; want the kind (timeout or unknown_outcome), the error and the path", i, l)
+		}
+	}
+	if !strings.Contains(got[0]["msg"], "degraded") || got[0]["scope"] != "api-"+limiter.FailOpen.String() || got[1]["scope"] != "api-"+limiter.FailError.String() {
+		t.Errorf("lines %v", got)
+	}
+}
+
+// TestRoute keys requests by the mux pattern that matched them.
+func TestRoute(t *testing.T) {
+	var got []string
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		k, err := httplimit.Join(" ", httplimit.Route(), httplimit.ClientIP())(r)
+		if err != nil {
+			t.Errorf("%s: %v", r.URL.Path, err)
+		}
+		got = append(got, k)
+	})
+	mux := http.NewServeMux()
+	mux.Handle("POST /login", h)
+	mux.Handle("GET /items/{id}", h)
+	for _, req := range []*http.Request{httptest.NewRequest(http.MethodPost, "/login", nil), httptest.NewRequest(http.MethodGet, "/items/7", nil)} {
+		mux.ServeHTTP(httptest.NewRecorder(), req)
+	}
+	want := []string{"POST%20/login 192.0.2.1", "GET%20/items/{id} 192.0.2.1"}
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("keys %q, want %q", got, want)
+	}
+	if _, err := httplimit.Route()(httptest.NewRequest(http.MethodGet, "/", nil)); !errors.Is(err, httplimit.ErrNoKey) {
+		t.Errorf("unrouted request: %v; want ErrNoKey", err)
 	}
 }

@@ -27,8 +27,13 @@ type KeyFunc func(r *http.Request) (string, error)
 // write it. When the peer is in a trusted prefix (your load balancers),
 // X-Forwarded-For is read from right to left, skipping the addresses of
 // trusted proxies; the first untrusted address is the client. An entry
-// that does not parse as an IP address is an error (ErrNoKey). IPv4-mapped
-// IPv6 addresses are keyed as IPv4; zones are dropped.
+// may carry a port ("203.0.113.7:4711", "[2001:db8::1]:443"); an entry
+// "unknown" (a proxy that did not know its client) keys the request by the
+// trusted proxy that wrote it, so that unidentified clients are limited
+// together and cannot pose as anyone; any other entry that does not parse
+// as an IP address is an error (ErrNoKey). IPv4-mapped IPv6 addresses are
+// keyed as IPv4; zones are dropped. IPv6Prefix groups IPv6 clients by
+// network.
 func ClientIP(trusted ...netip.Prefix) KeyFunc {
 	ps := make([]netip.Prefix, len(trusted))
 	for i, p := range trusted {
@@ -56,6 +61,9 @@ func ClientIP(trusted ...netip.Prefix) KeyFunc {
 		}
 		hops := forwardedFor(r.Header)
 		for i := len(hops) - 1; i >= 0; i-- {
+			if strings.EqualFold(hops[i], "unknown") {
+				break // keyed by the trusted proxy that wrote it
+			}
 			a, err := parseIP(hops[i])
 			if err != nil {
 				return "", fmt.Errorf("%w: X-Forwarded-For entry %q", ErrNoKey, hops[i])
@@ -69,14 +77,56 @@ func ClientIP(trusted ...netip.Prefix) KeyFunc {
 	}
 }
 
+// parseIP parses an address with or without a port ("a.b.c.d:p",
+// "[v6]:p", "[v6]").
 func parseIP(s string) (netip.Addr, error) {
 	s = strings.TrimSpace(s)
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr().Unmap().WithZone(""), nil
+	}
 	s = strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
 	a, err := netip.ParseAddr(s)
 	if err != nil {
 		return netip.Addr{}, err
 	}
 	return a.Unmap().WithZone(""), nil
+}
+
+// Route returns a KeyFunc keyed by the pattern the http.ServeMux matched
+// (Request.Pattern, "POST /login"): a middleware wrapping the handlers a
+// mux serves can count per route, and Join(" ", Route(), ClientIP()) per
+// route and client. A request the mux did not route (a middleware
+// wrapping the mux itself) has no pattern: ErrNoKey.
+func Route() KeyFunc {
+	return func(r *http.Request) (string, error) {
+		if r.Pattern == "" {
+			return "", fmt.Errorf("%w: no route pattern (wrap the handlers the ServeMux routes to, not the mux)", ErrNoKey)
+		}
+		return r.Pattern, nil
+	}
+}
+
+// IPv6Prefix returns k with IPv6 keys grouped by their first bits bits
+// (64: one key per /64, the block one subscriber usually holds, so that a
+// client cannot dodge its limit by rotating addresses within it). IPv4 keys,
+// and keys that are not addresses, pass unchanged. It panics unless bits
+// is in [1, 128].
+func IPv6Prefix(bits int, k KeyFunc) KeyFunc {
+	if bits < 1 || bits > 128 {
+		panic(fmt.Sprintf("httplimit: IPv6Prefix(%d): bits must be in [1, 128]", bits))
+	}
+	return func(r *http.Request) (string, error) {
+		key, err := k(r)
+		if err != nil {
+			return "", err
+		}
+		a, perr := netip.ParseAddr(key)
+		if perr != nil || !a.Is6() {
+			return key, nil
+		}
+		p, _ := a.Prefix(bits)
+		return p.String(), nil
+	}
 }
 
 // forwardedFor returns the entries of every X-Forwarded-For field, in
