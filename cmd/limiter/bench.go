@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -39,6 +40,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	rounds := fs.Int("rounds", benchkit.RatioRounds, "rounds per level; each runs raw and limiter once")
 	round := fs.Duration("round", benchkit.RatioRoundTime, "how long each variant runs in a round")
 	names := fs.String("adapters", "goredis,rueidis,redigo", "comma-separated adapters")
+	asJSON := fs.Bool("json", false, "print the results as one JSON object (the header goes to stderr)")
 	if err := fs.Parse(args); err != nil {
 		return 0, fmt.Errorf("%w: %w", errUsage, err)
 	}
@@ -72,31 +74,66 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 		defer m.Close()
 		addr = m.Addr()
 	}
-	fmt.Fprintf(stdout, "limiter bench: FixedWindow, one limit, every call admitted; %s\n", backend)
-	fmt.Fprintf(stdout, "%d rounds of %s per level, raw and limiter alternating\n\n", *rounds, *round)
+	out := stdout
+	if *asJSON {
+		out = stderr
+	}
+	fmt.Fprintf(out, "limiter bench: FixedWindow, one limit, every call admitted; %s\n", backend)
+	fmt.Fprintf(out, "%d rounds of %s per level, raw and limiter alternating\n\n", *rounds, *round)
+	levels := len(ads) * len(callers)
+	fmt.Fprintf(stderr, "measuring %d levels (about %s each)...\n", levels, time.Duration(*rounds)*2*(*round)+max(*round, benchkit.RatioWarmUp)*2)
 
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ADAPTER\tCALLERS\tRAW/S\tLIMITER/S\tLIMITER÷RAW\tROUNDS (MEDIAN, MIN–MAX)")
 	kit := benchkit.NewKit(callers)
+	var results []benchRow
 	for _, ad := range ads {
 		st, closeFn, err := ad.single(conn)(ctx, addr)
 		if err != nil {
 			return 0, fmt.Errorf("%s: %w", ad.name, err)
 		}
-		err = benchAdapter(ctx, tw, kit, ad.name, st, *rounds, *round)
+		err = benchAdapter(ctx, kit, ad.name, st, *rounds, *round, func(r benchRow) {
+			results = append(results, r)
+			fmt.Fprintf(stderr, "[%d/%d] %s, %d callers: limiter ÷ raw %.3f\n", len(results), levels, r.Adapter, r.Callers, r.Ratio)
+		})
 		closeFn()
 		if err != nil {
 			return 0, fmt.Errorf("%s: %w", ad.name, err)
 		}
 	}
-	if err := tw.Flush(); err != nil {
-		return 0, err
+	fmt.Fprintln(stderr)
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return 0, enc.Encode(struct {
+			Backend string     `json:"backend"`
+			Rounds  int        `json:"rounds"`
+			RoundMS int64      `json:"round_ms"`
+			Results []benchRow `json:"results"`
+		}{backend, *rounds, round.Milliseconds(), results})
 	}
-	return 0, nil
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ADAPTER\tCALLERS\tRAW/S\tLIMITER/S\tLIMITER÷RAW\tROUNDS (MEDIAN, MIN–MAX)")
+	for _, r := range results {
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.3f\t%.3f, %.3f–%.3f\n", r.Adapter, r.Callers, r.RawPerSec, r.LimiterPerSec, r.Ratio, r.RoundsMedian, r.RoundsMin, r.RoundsMax)
+	}
+	return 0, tw.Flush()
+}
+
+// benchRow is one level's result: decisions per second of the raw EVALSHA
+// and of the Limiter, their ratio over the whole level, and the ratios of
+// its rounds.
+type benchRow struct {
+	Adapter       string  `json:"adapter"`
+	Callers       int     `json:"callers"`
+	RawPerSec     float64 `json:"raw_per_s"`
+	LimiterPerSec float64 `json:"limiter_per_s"`
+	Ratio         float64 `json:"ratio"`
+	RoundsMedian  float64 `json:"rounds_median"`
+	RoundsMin     float64 `json:"rounds_min"`
+	RoundsMax     float64 `json:"rounds_max"`
 }
 
 // benchAdapter measures one adapter at every level of kit.
-func benchAdapter(ctx context.Context, w io.Writer, kit *benchkit.Kit, name string, st store.Store, rounds int, round time.Duration) error {
+func benchAdapter(ctx context.Context, kit *benchkit.Kit, name string, st store.Store, rounds int, round time.Duration, done func(benchRow)) error {
 	const prefix = "limiter-bench"
 	lim, err := limiter.New(st, strategy.NewFixedWindow(), limiter.WithPrefix(prefix))
 	if err != nil {
@@ -151,7 +188,7 @@ func benchAdapter(ctx context.Context, w io.Writer, kit *benchkit.Kit, name stri
 		}
 		rr, lr := tallies[0].Rate(), tallies[1].Rate()
 		rs := ratios[1]
-		fmt.Fprintf(w, "%s\t%d\t%.0f\t%.0f\t%.3f\t%.3f, %.3f–%.3f\n", name, c, rr, lr, lr/rr, benchkit.Median(rs), slices.Min(rs), slices.Max(rs))
+		done(benchRow{Adapter: name, Callers: c, RawPerSec: rr, LimiterPerSec: lr, Ratio: lr / rr, RoundsMedian: benchkit.Median(rs), RoundsMin: slices.Min(rs), RoundsMax: slices.Max(rs)})
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
@@ -85,4 +86,32 @@ func benchRows(t *testing.T, out string) map[string][3]float64 {
 		rows[f[0]+"/"+f[1]] = v
 	}
 	return rows
+}
+
+// TestBenchJSON: -json prints one JSON object that parses, a result per
+// adapter and level whose ratio is the quotient of its rates; the progress
+// goes to stderr, a line per level.
+func TestBenchJSON(t *testing.T) {
+	code, out, errOut := runCmd(t, "bench", "-json", "-adapters", "goredis,redigo", "-callers", "1,2", "-rounds", "1", "-round", "20ms")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	var rep struct {
+		Backend string
+		Results []benchRow
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("output does not parse: %v\n%s", err, out)
+	}
+	if len(rep.Results) != 4 || !strings.Contains(rep.Backend, "embedded") {
+		t.Fatalf("%d results on %q, want 4:\n%s", len(rep.Results), rep.Backend, out)
+	}
+	for _, r := range rep.Results {
+		if r.RawPerSec <= 0 || r.LimiterPerSec <= 0 || r.Ratio != r.LimiterPerSec/r.RawPerSec {
+			t.Errorf("result %+v", r)
+		}
+	}
+	if !strings.Contains(errOut, "measuring 4 levels") || !strings.Contains(errOut, "[4/4] redigo, 2 callers") {
+		t.Errorf("progress on stderr:\n%s", errOut)
+	}
 }

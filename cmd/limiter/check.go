@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -31,6 +32,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	names := fs.String("checks", "", "comma-separated check names (default: all)")
 	bad := fs.Bool("known-bad", false, "also run the known-bad controls, which must fail")
 	verbose := fs.Bool("v", false, "print every check's messages")
+	asJSON := fs.Bool("json", false, "print the report as one JSON object (the header goes to stderr)")
 	var tf tlsFlags
 	tf.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -71,7 +73,11 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	case tf.set():
 		return 0, fmt.Errorf("%w: the -tls options need -redis rediss://... or -cluster", errUsage)
 	}
-	fmt.Fprintf(stdout, "limiter check: %s\n", backend)
+	out := stdout // the header and the server's report
+	if *asJSON {
+		out = stderr
+	}
+	fmt.Fprintf(out, "limiter check: %s\n", backend)
 	if *url != "" || *clusterAddrs != "" {
 		// The server's own report: what on it can make a limit fail.
 		ad := adapters()[0]
@@ -85,7 +91,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 		}
 		if err == nil {
 			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			err = printServer(rctx, stdout, st)
+			err = printServer(rctx, out, st)
 			cancel()
 			closeFn()
 		}
@@ -94,10 +100,11 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 			return 1, fmt.Errorf("cannot use the server: %w", err)
 		}
 	}
-	fmt.Fprintln(stdout)
+	fmt.Fprintln(out)
 
 	start := time.Now()
 	var rows []row
+	prog := newProgress(stderr, total(checks, *names == "", *bad), start)
 	for _, ad := range adapters() {
 		maker := func(wrap func(store.Store) store.Store) conformance.HarnessMaker {
 			d := conformance.WrapDialer(ad.single(conn), wrap)
@@ -119,8 +126,21 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 			}
 			return conformance.Miniredis(d)
 		}
-		for _, o := range conformance.Run(ctx, maker(nil), conformance.Strategies(), checks, *names == "") {
-			rows = append(rows, row{adapter: ad.name, Outcome: o})
+		// One check at a time, so that each row shows as it finishes.
+		if *names == "" {
+			for _, o := range conformance.Run(ctx, maker(nil), nil, nil, true) {
+				rows = append(rows, prog.row(row{adapter: ad.name, Outcome: o}))
+			}
+		}
+		for _, spec := range conformance.Strategies() {
+			for _, ch := range checks {
+				if !ch.For(spec) {
+					continue
+				}
+				for _, o := range conformance.Run(ctx, maker(nil), []conformance.Spec{spec}, []conformance.Check{ch}, false) {
+					rows = append(rows, prog.row(row{adapter: ad.name, Outcome: o}))
+				}
+			}
 		}
 		if !*bad {
 			continue
@@ -135,11 +155,154 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 				name += "+" + ctl.Store
 			}
 			for _, o := range conformance.RunControl(ctx, maker(ctl.Wrap), ctl, only) {
-				rows = append(rows, row{adapter: name, expected: true, Outcome: o})
+				rows = append(rows, prog.row(row{adapter: name, expected: true, Outcome: o}))
 			}
 		}
 	}
+	prog.done()
+	if *asJSON {
+		return reportJSON(stdout, backend, rows, time.Since(start))
+	}
 	return report(stdout, rows, *verbose, time.Since(start)), nil
+}
+
+// total is the number of rows a run will report: per adapter, the store
+// checks (when all checks run), each strategy's checks, and with -known-bad
+// each control's.
+func total(checks []conformance.Check, storeChecks, bad bool) int {
+	n := 0
+	if storeChecks {
+		n += len(conformance.StoreChecks())
+	}
+	for _, spec := range conformance.Strategies() {
+		for _, ch := range checks {
+			if ch.For(spec) {
+				n++
+			}
+		}
+	}
+	if bad {
+		for _, ctl := range conformance.KnownBad() {
+			for _, name := range ctl.MustFail {
+				if _, ok := conformance.CheckByName(name); !ok && storeChecks {
+					n++ // a store check
+				} else if ok && containsName(checks, name) {
+					n++
+				}
+			}
+		}
+	}
+	return n * len(adapters())
+}
+
+func containsName(checks []conformance.Check, name string) bool {
+	for _, c := range checks {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// progress prints a line on stderr for each row as it finishes, and one at
+// the start, so that a run of minutes shows it is alive.
+type progress struct {
+	w     io.Writer
+	total int
+	n     int
+	start time.Time
+}
+
+func newProgress(w io.Writer, total int, start time.Time) *progress {
+	fmt.Fprintf(w, "running %d checks...\n", total)
+	return &progress{w: w, total: total, start: start}
+}
+
+// row prints r's line and returns r.
+func (p *progress) row(r row) row {
+	p.n++
+	fmt.Fprintf(p.w, "[%d/%d %s] %s %s %s: %s\n", p.n, p.total, time.Since(p.start).Round(time.Second), r.Spec, r.adapter, r.Check, verdict(r))
+	return r
+}
+
+func (p *progress) done() {
+	fmt.Fprintf(p.w, "done: %d checks in %s\n\n", p.n, time.Since(p.start).Round(time.Millisecond))
+}
+
+// verdict is a row's RESULT.
+func verdict(r row) string {
+	switch {
+	case r.Skipped:
+		return "skip"
+	case !r.Passed && r.expected:
+		return "FAIL (expected)"
+	case !r.Passed:
+		return "FAIL"
+	case r.expected:
+		return "PASS (must fail)"
+	}
+	return "pass"
+}
+
+// jsonRow is one row of check -json.
+type jsonRow struct {
+	Strategy  string   `json:"strategy"`
+	Adapter   string   `json:"adapter"`
+	Check     string   `json:"check"`
+	ID        int      `json:"id,omitempty"`
+	Result    string   `json:"result"`
+	KnownBad  bool     `json:"known_bad,omitempty"`
+	ElapsedMS int64    `json:"elapsed_ms"`
+	Note      string   `json:"note,omitempty"`
+	Messages  []string `json:"messages,omitempty"`
+}
+
+// jsonReport is check -json's output.
+type jsonReport struct {
+	Backend   string    `json:"backend"`
+	Passed    int       `json:"passed"`
+	Failed    int       `json:"failed"`
+	Skipped   int       `json:"skipped"`
+	Caught    int       `json:"known_bad_caught"`
+	ElapsedMS int64     `json:"elapsed_ms"`
+	Rows      []jsonRow `json:"rows"`
+}
+
+// reportJSON prints rows as one JSON object and returns the exit status.
+// Results are "pass", "skip", "fail", "fail-expected" (a known-bad control
+// failing, as it must) and "pass-unexpected" (a control that passed).
+func reportJSON(w io.Writer, backend string, rows []row, took time.Duration) (int, error) {
+	rep := jsonReport{Backend: backend, ElapsedMS: took.Milliseconds(), Rows: []jsonRow{}}
+	for _, r := range rows {
+		res := "pass"
+		switch {
+		case r.Skipped:
+			res = "skip"
+			rep.Skipped++
+		case !r.Passed && r.expected:
+			res = "fail-expected"
+			rep.Caught++
+		case !r.Passed:
+			res = "fail"
+			rep.Failed++
+		case r.expected:
+			res = "pass-unexpected"
+			rep.Failed++
+		default:
+			rep.Passed++
+		}
+		rep.Rows = append(rep.Rows, jsonRow{Strategy: r.Spec, Adapter: r.adapter, Check: r.Check, ID: r.ID, Result: res, KnownBad: r.expected,
+			ElapsedMS: r.Elapsed.Milliseconds(), Note: r.SkipReason, Messages: r.Messages})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(rep); err != nil {
+		return 1, err
+	}
+	if rep.Failed > 0 {
+		return 1, nil
+	}
+	return 0, nil
 }
 
 // over names the transport of conn for the report's first line.
@@ -215,19 +378,13 @@ func report(w io.Writer, rows []row, verbose bool, took time.Duration) int {
 	passed, failed, skipped, caught := 0, 0, 0, 0
 	var details []string
 	for _, r := range rows {
-		verdict := "pass"
+		v := verdict(r)
 		switch {
 		case r.Skipped:
-			verdict = "skip"
 			skipped++
 		case !r.Passed && r.expected:
-			verdict = "FAIL (expected)"
 			caught++
-		case !r.Passed:
-			verdict = "FAIL"
-			failed++
-		case r.expected:
-			verdict = "PASS (must fail)"
+		case !r.Passed, r.expected:
 			failed++
 		default:
 			passed++
@@ -236,7 +393,7 @@ func report(w io.Writer, rows []row, verbose bool, took time.Duration) int {
 		if r.ID > 0 {
 			name = fmt.Sprintf("P%02d %s", r.ID, r.Check)
 		}
-		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s", r.Spec, r.adapter, name, verdict, r.Elapsed.Round(time.Millisecond))
+		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s", r.Spec, r.adapter, name, v, r.Elapsed.Round(time.Millisecond))
 		if r.SkipReason != "" {
 			line += "\t" + r.SkipReason // why it skipped
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -258,4 +259,69 @@ func strategyCells() int {
 		}
 	}
 	return n * len(adapters())
+}
+
+// firstWrite records when it was first written to.
+type firstWrite struct {
+	bytes.Buffer
+	at time.Time
+}
+
+func (w *firstWrite) Write(p []byte) (int, error) {
+	if w.at.IsZero() {
+		w.at = time.Now()
+	}
+	return w.Buffer.Write(p)
+}
+
+// TestCheckJSON: -json prints one JSON object that parses, with a row per
+// strategy, adapter and check and the counts that add up; the progress
+// lines go to stderr, the first at once.
+func TestCheckJSON(t *testing.T) {
+	names := []string{"multi-rule-all-or-nothing", "leases-exact"}
+	var out bytes.Buffer
+	var errOut firstWrite
+	start := time.Now()
+	code := run(context.Background(), []string{"check", "-json", "-known-bad", "-checks", strings.Join(names, ",")}, &out, &errOut)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errOut.String())
+	}
+	if wait := errOut.at.Sub(start); wait > 2*time.Second {
+		t.Errorf("the first progress line came %s after the start", wait)
+	}
+	var rep struct {
+		Backend                 string
+		Passed, Failed, Skipped int
+		Caught                  int `json:"known_bad_caught"`
+		Rows                    []struct {
+			Strategy, Adapter, Check, Result string
+			ID                               int
+			KnownBad                         bool `json:"known_bad"`
+		}
+	}
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("output does not parse: %v\n%s", err, out.String())
+	}
+	matrix := 0
+	for _, spec := range conformance.Strategies() {
+		for _, n := range names {
+			if ch, _ := conformance.CheckByName(n); ch.For(spec) {
+				matrix++
+			}
+		}
+	}
+	matrix *= len(adapters())
+	if rep.Passed != matrix || rep.Failed != 0 || rep.Skipped != 0 || rep.Caught == 0 || len(rep.Rows) != rep.Passed+rep.Caught {
+		t.Errorf("passed %d (want %d), failed %d, skipped %d, caught %d, %d rows", rep.Passed, matrix, rep.Failed, rep.Skipped, rep.Caught, len(rep.Rows))
+	}
+	for _, r := range rep.Rows {
+		if (r.Result == "pass") == r.KnownBad || r.Strategy == "" || r.Adapter == "" || r.ID == 0 {
+			t.Errorf("row %+v", r)
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
+	if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, "running ") }) ||
+		!slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, fmt.Sprintf("[%d/%d ", len(rep.Rows), len(rep.Rows))) }) {
+		t.Errorf("progress on stderr:\n%s", errOut.String())
+	}
 }

@@ -40,7 +40,8 @@ subjects:
     - {name: qpd, rate: 1000, period: 1d}
 `
 
-// defaultHash is the rule hash of `limiter serve`, named as in seed 003.
+// defaultHash is the rule hash of `limiter serve`, the name such rule
+// hashes are often given.
 const defaultHash = "allRateLimitConfigs"
 
 // serve runs `limiter serve`: a demo HTTP service whose every request is
@@ -118,8 +119,20 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 		if *hash == "" {
 			*hash = defaultHash
 		}
-		if err := seedHash(ctx, rdb, *hash, base); err != nil {
+		seeded, err := seedHash(ctx, rdb, *hash, base)
+		if err != nil {
 			return 0, err
+		}
+		if seeded && *url != "" {
+			// A hash serve wrote into a Redis it did not start goes with it.
+			fmt.Fprintf(stdout, "limiter serve: wrote the rules into hash %q; it is deleted on exit\n", *hash)
+			defer func() {
+				dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				defer cancel()
+				if err := rdb.Del(dctx, *hash).Err(); err != nil {
+					fmt.Fprintf(stderr, "limiter serve: could not delete hash %q: %v\n", *hash, err)
+				}
+			}()
 		}
 		src = rules.RedisHash{Store: goredis.New(rdb), Key: *hash, Default: base.Default, FailMode: base.FailMode}
 		fmt.Fprintf(stdout, "limiter serve: rules from Redis hash %q, reloaded every %s\n", *hash, *interval)
@@ -223,27 +236,28 @@ func loadBase(ctx context.Context, file string) (*rules.Set, error) {
 }
 
 // seedHash writes base's subjects to the hash when it is missing or empty,
-// in one HSET.
-func seedHash(ctx context.Context, rdb *redis.Client, key string, base *rules.Set) error {
+// in one HSET, and reports whether it did: a hash that holds rules is
+// left as it is.
+func seedHash(ctx context.Context, rdb *redis.Client, key string, base *rules.Set) (bool, error) {
 	n, err := rdb.HLen(ctx, key).Result()
 	if err != nil {
-		return fmt.Errorf("HLEN %s: %w", key, err)
+		return false, fmt.Errorf("HLEN %s: %w", key, err)
 	}
 	if n > 0 || len(base.Subjects) == 0 {
-		return nil
+		return false, nil
 	}
 	var fields []any
 	for subject, limits := range base.Subjects {
 		v, err := rules.FormatRules(limits)
 		if err != nil {
-			return err
+			return false, err
 		}
 		fields = append(fields, subject, string(v))
 	}
 	if err := rdb.HSet(ctx, key, fields...).Err(); err != nil {
-		return fmt.Errorf("HSET %s: %w", key, err)
+		return false, fmt.Errorf("HSET %s: %w", key, err)
 	}
-	return nil
+	return true, nil
 }
 
 // runClock moves the embedded miniredis's clock with the wall clock, so

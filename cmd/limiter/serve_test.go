@@ -301,6 +301,35 @@ func TestServeRealRedisFile(t *testing.T) {
 	}
 }
 
+// TestServeCleansItsHash: serve on a Redis it did not start seeds the
+// rules hash and deletes it on exit; a hash that held rules before stays.
+func TestServeCleansItsHash(t *testing.T) {
+	srv := redistest.StartServer(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer rdb.Close()
+	ctx := context.Background()
+	s := startServe(t, "-redis", "redis://"+srv.Addr()+"/0")
+	if n, err := rdb.HLen(ctx, defaultHash).Result(); err != nil || n == 0 {
+		t.Fatalf("the rules hash while serving: %d fields, %v", n, err)
+	}
+	if code := s.stop(); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if n, err := rdb.Exists(ctx, defaultHash).Result(); err != nil || n != 0 {
+		t.Errorf("the hash serve wrote outlived it: %d, %v", n, err)
+	}
+	if err := rdb.HSet(ctx, defaultHash, "mine-x", `[{"name":"qps","rate":5,"period":"1s"}]`).Err(); err != nil {
+		t.Fatal(err)
+	}
+	s = startServe(t, "-redis", "redis://"+srv.Addr()+"/0")
+	if code := s.stop(); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if v, err := rdb.HGet(ctx, defaultHash, "mine-x").Result(); err != nil || v == "" {
+		t.Errorf("a hash of the user's rules was touched: %q, %v", v, err)
+	}
+}
+
 // TestServeRedisDown: with -fail-mode closed and Redis unreachable, a
 // request gets 503 with Retry-After, promptly.
 func TestServeRedisDown(t *testing.T) {

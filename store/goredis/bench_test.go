@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -321,4 +324,91 @@ func BenchmarkStrategies(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkStrategyRatios compares each strategy with FixedWindow on one
+// redis-server through the go-redis adapter, every decision admitted: at 16
+// callers, in interleaved rounds, its decisions/s over FixedWindow's
+// (x-FixedWindow), and the server's time per decision (INFO commandstats
+// usec_per_call of EVALSHA, each strategy alone for a second after a
+// CONFIG RESETSTAT: server-us-<name>). One measurement takes about a
+// minute; run it with -benchtime 1x.
+//
+//	go test -run '^$' -bench StrategyRatios -benchtime 1x ./store/goredis/
+func BenchmarkStrategyRatios(b *testing.B) {
+	const callers = 16
+	e := newBenchEnv(b)
+	type sut struct {
+		name string
+		s    limiter.Strategy
+		l    limiter.Limit
+	}
+	suts := []sut{
+		{"FixedWindow", strategy.NewFixedWindow(), limiter.PerSecond(e.rate)},
+		{"GCRA", strategy.NewGCRA(), limiter.Per(1<<30, limiter.MaxPeriod)},
+		{"TokenBucket", strategy.NewTokenBucket(), limiter.PerSecond(1_000_000)},
+		{"SlidingWindow", strategy.NewSlidingWindow(), limiter.PerSecond(e.rate)},
+		{"SlidingLog", strategy.NewSlidingLog(), limiter.PerSecond(strategy.SlidingLogMaxRate)},
+	}
+	ctx := context.Background()
+	variants := make([]benchkit.Variant, len(suts))
+	for i, s := range suts {
+		lim, err := limiter.New(goredis.New(e.rdb), s.s, limiter.WithPrefix("ratio-"+s.name))
+		if err != nil {
+			b.Fatal(err)
+		}
+		variants[i] = benchkit.Variant{Name: s.name, Decide: func(ctx context.Context, subject string) error {
+			r, err := lim.Allow(ctx, subject, s.l)
+			if err == nil && !r.Allowed {
+				err = fmt.Errorf("%s denied %s: %+v", s.name, subject, r)
+			}
+			return err
+		}}
+	}
+	for range b.N {
+		tallies, ratios, err := e.Compare(callers, benchkit.RatioRounds, benchkit.RatioWarmUp, benchkit.RatioRoundTime, variants)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i, v := range variants {
+			b.ReportMetric(tallies[i].Rate(), v.Name+"-decisions/s")
+			if i > 0 {
+				b.ReportMetric(benchkit.Median(ratios[i]), v.Name+"-x-FixedWindow")
+			}
+		}
+		for _, v := range variants {
+			if err := e.rdb.ConfigResetStat(ctx).Err(); err != nil {
+				b.Fatal(err)
+			}
+			if _, _, err := e.Timed(callers, time.Second, v.Decide); err != nil {
+				b.Fatal(err)
+			}
+			us, err := evalshaMicros(ctx, e.rdb)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(us, v.Name+"-server-us")
+		}
+	}
+}
+
+// evalshaMicros reads the server's mean time per EVALSHA since the last
+// CONFIG RESETSTAT.
+func evalshaMicros(ctx context.Context, rdb *redis.Client) (float64, error) {
+	info, err := rdb.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		rest, ok := strings.CutPrefix(line, "cmdstat_evalsha:")
+		if !ok {
+			continue
+		}
+		for _, f := range strings.Split(strings.TrimSpace(rest), ",") {
+			if v, ok := strings.CutPrefix(f, "usec_per_call="); ok {
+				return strconv.ParseFloat(v, 64)
+			}
+		}
+	}
+	return 0, fmt.Errorf("no EVALSHA in INFO commandstats")
 }

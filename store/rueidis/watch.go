@@ -12,6 +12,32 @@ import (
 	"github.com/quotagate/limiter/store"
 )
 
+// Watch notes for maintainers:
+//
+// Watch pins a dedicated connection (Client.Dedicate) and sends WATCH on
+// it; Tx.Do pipelines commands on it, Tx.Exec sends MULTI, the commands and
+// EXEC in one round trip, and a nil EXEC reply is store.ErrTxAborted. A
+// dedicated connection keeps its WATCH when it goes back to rueidis's pool,
+// and the next transaction on it would abort, so on every way out of Watch —
+// fn's error, a panic, a lost connection, the context — the adapter sends
+// UNWATCH (unless EXEC already cleared the watch) or closes the connection
+// when it cannot be sure. Tx.Do and Tx.Exec refuse MULTI, EXEC and DISCARD,
+// and on a Cluster commands whose key is not in the watched keys' slot.
+// A WATCH that fails on a connection the server has closed is tried once
+// more on a new one. rueidis dials a new dedicated connection of a
+// single-server client without the caller's context; Watch still returns at
+// the context's deadline and lets the dial finish in the background.
+//
+// A server held by another client's long script answers BUSY. rueidis
+// (v1.0.79) sends UNSUBSCRIBE on a dedicated connection handed back to its
+// pool, and panics, ending the process, when the server answers that with
+// a BUSY error. So once the server has answered BUSY, Watch closes its
+// dedicated connections instead of handing them back, for 10 s after the
+// last BUSY it saw: during a BUSY spell each Watch dials a connection of
+// its own. A connection handed back in the very instant a script begins
+// to hold the server can still meet it; that race is rueidis's to close.
+// Calls during BUSY fail with the server's error, which names BUSY.
+
 // unwatchTimeout bounds an UNWATCH sent after the caller has gone (its
 // context done), in the background. A connection that does not answer in
 // time is closed instead of going back to the pool.
