@@ -128,6 +128,26 @@ func TestSlidingWindowCorrupt(t *testing.T) {
 	}
 }
 
+// TestSlidingWindowCorruptOneLimit: the single-limit path refuses what the
+// general one does.
+func TestSlidingWindowCorruptOneLimit(t *testing.T) {
+	m, st := newMini(t)
+	lim := newLim(t, st, strategy.NewSlidingWindow())
+	l := limiter.PerMinute(50)
+	k, _ := limiter.Key("t", "c", l)
+	for _, bad := range []string{"1:2:03", "1:02:3", "01:2:3", "1:2", "1:2:x", "1:2:12345678901234567", "99999999999999999:1:1"} {
+		if err := m.Set(k, bad); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := lim.Allow(context.Background(), "c", l); !errors.Is(err, limiter.ErrCorruptCounter) {
+			t.Errorf("state %q: %+v, %v; want ErrCorruptCounter", bad, r, err)
+		}
+		if v, _ := m.Get(k); v != bad {
+			t.Fatalf("state %q became %q", bad, v)
+		}
+	}
+}
+
 // TestSlidingWindowRealServer: on a real redis-server the state keeps
 // every digit of large counts (Lua's default number formatting would write
 // 1.0995116277760e+12) and the next call reads it back.

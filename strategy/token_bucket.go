@@ -26,8 +26,8 @@ const maxBucketUnits = 1 << 51
 // TokenBucket is the token bucket: a bucket of Burst tokens (Rate when
 // Burst is 0) that refills Rate tokens per Period, continuously; a request
 // takes its cost in tokens or is denied. It admits as GCRA does; it keeps
-// the tokens and the time of the last refill (a hash per limit) instead of
-// a theoretical arrival time.
+// the tokens and the time of the last refill (one string per limit) instead
+// of a theoretical arrival time.
 //
 // Guarantees:
 //   - atomic: one Lua script, one round trip, all limits of a call decided

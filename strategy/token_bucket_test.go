@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,8 +28,8 @@ func TestTokenBucketExact(t *testing.T) {
 	if ttl := pttl(t, m, key); ttl != 900*time.Millisecond {
 		t.Errorf("TTL %s, want 900ms (until full)", ttl)
 	}
-	if s := m.HGet(key, "s"); s != "0" {
-		t.Errorf("scaled tokens %q, want 0", s)
+	if v, _ := m.Get(key); !strings.HasSuffix(v, ":0") {
+		t.Errorf("state %q, want the scaled tokens 0", v)
 	}
 	r, err := lim.Allow(ctx, "b", l)
 	if err != nil || r.Allowed || r.RetryAfter != 300*time.Millisecond {
@@ -53,8 +54,9 @@ func TestTokenBucketExact(t *testing.T) {
 	if r, err := lim.AllowN(ctx, "b", 3, l); err != nil || !r.Allowed {
 		t.Fatalf("a full bucket = %+v, %v", r, err)
 	}
-	if last, _ := strconv.ParseInt(m.HGet(key, "t"), 10, 64); last != m.Now().UnixMicro() {
-		t.Errorf("t = %d, want the server time %d in µs", last, m.Now().UnixMicro())
+	v, _ := m.Get(key)
+	if last, _ := strconv.ParseInt(strings.Split(v, ":")[0], 10, 64); last != m.Now().UnixMicro() {
+		t.Errorf("state %q: want the last refill at the server time %d in µs", v, m.Now().UnixMicro())
 	}
 	m.Advance(900 * time.Millisecond)
 	if m.Exists(key) {
@@ -82,9 +84,11 @@ func TestTokenBucketRefusals(t *testing.T) {
 		t.Errorf("5/s after two admitted and one denied by 2/min: %+v, %v; want 3 left", r, err)
 	}
 	kb, _ := limiter.Key("t", "c", b)
-	for _, bad := range [][]string{{"t", "1.5", "s", "0"}, {"t", "1", "s", "+3"}, {"t", "1", "s", "007"}, {"t", "1"}, {"x", "1"}} {
+	for _, bad := range []string{"1.5:0", "1:+3", "1:007", "1", "1:2:3", ":1", "x"} {
 		m.Del(kb)
-		m.HSet(kb, bad...)
+		if err := m.Set(kb, bad); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := lim.Allow(ctx, "c", a, b); !errors.Is(err, limiter.ErrCorruptCounter) {
 			t.Errorf("bucket %q: %v; want ErrCorruptCounter", bad, err)
 		}
@@ -110,16 +114,37 @@ func TestTokenBucketRealServer(t *testing.T) {
 		}
 	}
 	key, _ := limiter.Key("t", "real", l)
-	h, err := rdb.HGetAll(ctx, key).Result()
-	if err != nil || len(h) != 2 {
-		t.Fatalf("bucket %v, %v", h, err)
+	v, err := rdb.Get(ctx, key).Result()
+	parts := strings.Split(v, ":")
+	if err != nil || len(parts) != 2 {
+		t.Fatalf("bucket %q, %v", v, err)
 	}
-	for f, v := range h {
-		if n, err := strconv.ParseInt(v, 10, 64); err != nil || strconv.FormatInt(n, 10) != v {
-			t.Errorf("field %s = %q, want a decimal integer", f, v)
+	for _, p := range parts {
+		if n, err := strconv.ParseInt(p, 10, 64); err != nil || strconv.FormatInt(n, 10) != p {
+			t.Errorf("bucket %q: %q is not a decimal integer", v, p)
 		}
 	}
 	if ttl := rdb.PTTL(ctx, key).Val(); ttl <= time.Hour-time.Minute || ttl > time.Hour {
 		t.Errorf("PTTL %s, want about 1h (until full)", ttl)
+	}
+}
+
+// TestTokenBucketCorruptOneLimit: the single-limit path refuses what the
+// general one does, and writes nothing.
+func TestTokenBucketCorruptOneLimit(t *testing.T) {
+	m, st := newMini(t)
+	lim := newLim(t, st, strategy.NewTokenBucket())
+	l := limiter.PerMinute(5)
+	k, _ := limiter.Key("t", "c", l)
+	for _, bad := range []string{"1.5:0", "1:+3", "1:007", "01:3", "1", "1:2:3", "x", "1:99999999999999999"} {
+		if err := m.Set(k, bad); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := lim.Allow(context.Background(), "c", l); !errors.Is(err, limiter.ErrCorruptCounter) {
+			t.Errorf("bucket %q: %+v, %v; want ErrCorruptCounter", bad, r, err)
+		}
+		if v, _ := m.Get(k); v != bad {
+			t.Fatalf("bucket %q became %q", bad, v)
+		}
 	}
 }

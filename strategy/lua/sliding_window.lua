@@ -33,6 +33,40 @@ local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local cost = tonumber(ARGV[1])
 local write = ARGV[2] == '0' and cost > 0
 local n = #KEYS
+
+-- The common call, one limit whose state is fresh or plain and that
+-- admits, without tables. Anything else takes the general path below,
+-- which reuses the value read here (false: no key; nil: not read).
+local first
+if n == 1 and write then
+  local rate, period = tonumber(ARGV[3]), tonumber(ARGV[4])
+  first = redis.call('GET', KEYS[1])
+  local s, c, p = now, 0, 0
+  local ok = not first
+  if first then
+    local a, b, d = string.match(first, '^([1-9]%d*):(%d+):(%d+)$')
+    -- (counts of at most 15 digits without a leading zero; anything else
+    -- is left to the general path's checks)
+    if a and #a <= 16 and #b <= 15 and #d <= 15 and (#b == 1 or string.sub(b, 1, 1) ~= '0') and (#d == 1 or string.sub(d, 1, 1) ~= '0') then
+      s, c, p = tonumber(a), tonumber(b), tonumber(d)
+      ok = s <= now
+      if now - s >= 2 * period then
+        s, c, p = now, 0, 0
+      elseif now - s >= period then
+        p = c
+        c = 0
+        s = s + period
+      end
+    end
+  end
+  if ok and cost <= rate and (c + cost) * period + p * (period - (now - s)) <= rate * period then
+    c = c + cost
+    local reset = s + 2 * period - now
+    redis.call('SET', KEYS[1], string.format('%d:%d:%d', s, c, p), 'PX', reset)
+    return {1, math.floor((rate * period - c * period - p * (period - (now - s))) / period), reset, 0}
+  end
+end
+
 local starts, counts, prevs, exists = {}, {}, {}, {}
 local allowed = 1
 
@@ -59,7 +93,10 @@ end
 for i = 1, n do
   local rate, period = tonumber(ARGV[1 + 2 * i]), tonumber(ARGV[2 + 2 * i])
   local s, c, p = now, 0, 0
-  local v = redis.call('GET', KEYS[i])
+  local v = first
+  if i > 1 or v == nil then
+    v = redis.call('GET', KEYS[i])
+  end
   if v then
     local a, b, d = string.match(v, '^(%d+):(%d+):(%d+)$')
     if a then

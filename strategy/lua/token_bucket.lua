@@ -1,11 +1,11 @@
 -- Token bucket, several limits decided at once, all or nothing, on the
 -- server's clock, in integers only.
 --
--- KEYS[i]        bucket of limit i (all keys in one Cluster slot): a hash
---                with t, the time of the last refill in microseconds since
---                the Unix epoch, and s, the tokens scaled by the period in
---                microseconds (a token is P units, and R units come back
---                every microsecond), both decimal integers
+-- KEYS[i]        bucket of limit i (all keys in one Cluster slot): the
+--                string "<t>:<s>", t the time of the last refill in
+--                microseconds since the Unix epoch, s the tokens scaled by
+--                the period in microseconds (a token is P units, and R units
+--                come back every microsecond), both decimal integers
 -- ARGV[1]        cost, >= 0
 -- ARGV[2]        "1": decide but write nothing (peek); "0": decide and write
 -- ARGV[3i]       rate R of limit i (tokens per period)
@@ -21,39 +21,70 @@
 -- Every product stays below 2^53 (the caller bounds B * P), so the
 -- arithmetic is exact: no drift however long the bucket lives. Every
 -- bucket is read and checked before anything is written: a key that is not
--- a hash of two non-negative decimal integers is an error, and the call
--- writes nothing. A bucket expires when it is full again.
+-- a string (WRONGTYPE) or not two non-negative decimal integers is an
+-- error, and the call writes nothing. A bucket expires when it is full
+-- again (a full bucket is deleted).
 local t = redis.call('TIME')
 local now = t[1] * 1000000 + t[2]
 local cost = tonumber(ARGV[1])
 local write = ARGV[2] == '0' and cost > 0
 local n = #KEYS
+
+-- a decimal integer as written by this script: no sign, no leading zero
+local function int(v)
+  return #v <= 16 and (v == '0' or string.sub(v, 1, 1) ~= '0')
+end
+
+-- The common call, one limit that admits, without tables. Anything else
+-- takes the general path below, which reuses the value read here (false:
+-- no key; nil: not read).
+local first
+if n == 1 and write then
+  local rate, period, cap = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+  local full = cap * period
+  first = redis.call('GET', KEYS[1])
+  local s = full
+  local ok = not first
+  if first then
+    local a, b = string.match(first, '^(%d+):(%d+)$')
+    if a and int(a) and int(b) and tonumber(b) <= full * 2 then
+      ok = true
+      s = math.min(full, tonumber(b) + math.min(math.max(now - tonumber(a), 0), math.ceil(full / rate)) * rate)
+    end
+  end
+  if ok and cost <= cap and s >= cost * period then
+    s = s - cost * period
+    local reset = math.floor((math.ceil((full - s) / rate) + 999) / 1000)
+    if s >= full then
+      redis.call('DEL', KEYS[1])
+    else
+      redis.call('SET', KEYS[1], string.format('%d:%d', now, s), 'PX', reset)
+    end
+    return {1, math.floor(s / period), reset, 0}
+  end
+end
+
 local scaled, exists = {}, {}
 local allowed = 1
-
-local function int(v)
-  return v and #v <= 16 and string.match(v, '^%d+$') and (v == '0' or string.sub(v, 1, 1) ~= '0')
-end
 
 for i = 1, n do
   local rate, period, cap = tonumber(ARGV[3 * i]), tonumber(ARGV[3 * i + 1]), tonumber(ARGV[3 * i + 2])
   local full = cap * period
   local s = full
-  -- (a key of another type fails here with WRONGTYPE, before any write)
-  local f = redis.call('HMGET', KEYS[i], 't', 's')
-  if not (f[1] or f[2]) and redis.call('EXISTS', KEYS[i]) == 1 then
-    f[1] = 'none' -- a hash of other fields: no bucket
+  local v = first
+  if i > 1 or v == nil then
+    v = redis.call('GET', KEYS[i])
   end
-  if f[1] or f[2] then
-    exists[i] = true
-    if not (int(f[1]) and int(f[2])) or tonumber(f[2]) > full * 2 then
+  if v then
+    local a, b = string.match(v, '^(%d+):(%d+)$')
+    if not (a and int(a) and int(b)) or tonumber(b) > full * 2 then
       return redis.error_reply('ERR limiter corrupt counter: the key of limit ' .. i .. ' holds no token bucket')
     end
-    local last, tokens = tonumber(f[1]), tonumber(f[2])
+    exists[i] = true
     -- refill: R units per microsecond since the last refill, up to full
     -- (the elapsed time bounded first, so the product stays exact)
-    local elapsed = math.min(math.max(now - last, 0), math.ceil(full / rate))
-    s = math.min(full, tokens + elapsed * rate)
+    local elapsed = math.min(math.max(now - tonumber(a), 0), math.ceil(full / rate))
+    s = math.min(full, tonumber(b) + elapsed * rate)
   end
   scaled[i] = s
   if cost > cap or s < cost * period then
@@ -75,9 +106,7 @@ for i = 1, n do
     if s >= full then
       redis.call('DEL', KEYS[i])
     else
-      -- the first write allocates, so Redis refuses the call under OOM
-      redis.call('HSET', KEYS[i], 't', now, 's', s)
-      redis.call('PEXPIRE', KEYS[i], reset)
+      redis.call('SET', KEYS[i], string.format('%d:%d', now, s), 'PX', reset)
     end
   elseif write and exists[i] then
     -- a denial keeps the bucket (refilled to now it is the same), but
