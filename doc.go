@@ -33,6 +33,14 @@
 // prefix:{subject}:rule, so all keys of a decision share one Redis Cluster
 // hash slot whatever the subject holds.
 //
+// A user needs the Limiter (New, Allow, AllowN, Peek, Reset, Wait), Limit,
+// Result, the options, the fail modes and the errors; Concurrency, InFlight
+// and Lease for leases; Observer for metrics. The rest is for those who
+// write a strategy (Strategy, Request, Binder, Resetter, RequestResetter,
+// StoreChecker; Leaser, LeaseRequest, LeaseState): those types live in
+// this package because the Limiter calls them, and a strategy of your own
+// is proven with package conformance.
+//
 // Package conformance is the suite that proves a strategy and a store
 // correct: exact admission under contention, no key without a TTL, windows
 // that do not slide, no double counting after a lost reply. Run it on your

@@ -113,56 +113,6 @@ type Result struct {
 	Cause error
 }
 
-// Request is what a Strategy is asked to decide: one counter key per limit,
-// all in one Cluster hash slot, and the cost to consume from each.
-type Request struct {
-	// Keys holds one key per limit, built by the Limiter.
-	Keys []string
-	// Limits are the call's limits, validated.
-	Limits []Limit
-	// Cost is the amount to consume from every limit; 0 asks for the state
-	// and writes nothing.
-	Cost int64
-	// DryRun decides as for Cost but writes nothing (Peek).
-	DryRun bool
-}
-
-// Strategy decides requests against a Store. Implementations are safe for
-// concurrent use, consume from every limit or from none, and declare their
-// guarantees in their doc comment. After a Decide that returns a nil error,
-// nothing may use req's slices any more: the Limiter reuses them.
-type Strategy interface {
-	// Decide admits or denies req. A denial is a Result with Allowed false;
-	// an error means Redis could not decide. Strategies build the Result
-	// with a Binder.
-	Decide(ctx context.Context, st store.Store, req Request) (Result, error)
-}
-
-// Resetter is implemented by strategies whose counters are not exactly the
-// request's keys. Without it, Reset deletes the keys.
-type Resetter interface {
-	// Reset forgets the state of keys.
-	Reset(ctx context.Context, st store.Store, keys []string) error
-}
-
-// RequestResetter is implemented by strategies whose counters depend on the
-// limits as well as the keys (time-bucketed keys need each limit's Period).
-// Reset prefers it to Resetter; req carries the keys and limits, Cost 0.
-type RequestResetter interface {
-	// ResetRequest forgets the state of req's keys for req's limits.
-	ResetRequest(ctx context.Context, st store.Store, req Request) error
-}
-
-// StoreChecker is implemented by strategies that need more of a store than
-// the Store interface (an optimistic strategy needs store.Watcher). New
-// calls CheckStore once, so a mismatch is a construction error, not a
-// failure of every call.
-type StoreChecker interface {
-	// CheckStore returns nil when the strategy can run on st, else why not
-	// (wrapping store.ErrNotSupported for a missing ability).
-	CheckStore(st store.Store) error
-}
-
 // Limiter decides requests against limits. It is safe for concurrent use.
 // Construct it with New.
 type Limiter struct {

@@ -34,6 +34,7 @@ type Middleware struct {
 	onDenied func(w http.ResponseWriter, r *http.Request, d rules.Decision)
 	log      *logLimiter // nil: no logging
 	scope    string
+	rule     KeyFunc // nil: a request's rules are its key's
 }
 
 // Option configures a Middleware.
@@ -88,6 +89,23 @@ func WithDeniedHandler(f func(w http.ResponseWriter, r *http.Request, d rules.De
 			return fmt.Errorf("httplimit: %w: nil denied handler", limiter.ErrInvalidOption)
 		}
 		m.onDenied = f
+		return nil
+	}
+}
+
+// WithRules sets how the subject whose rules apply to a request is derived,
+// apart from the key it is counted under: with WithRules(Route()) the rule
+// set names routes ("POST /login": 3/min) and every client (the key, by
+// default its IP) gets its own counters of its route's rules. A request is
+// then counted under its rule subject and its key joined by a space
+// (escaped as Join does), and a route without rules gets the set's
+// Default.
+func WithRules(k KeyFunc) Option {
+	return func(m *Middleware) error {
+		if k == nil {
+			return fmt.Errorf("httplimit: %w: nil rules KeyFunc", limiter.ErrInvalidOption)
+		}
+		m.rule = k
 		return nil
 	}
 }
@@ -176,7 +194,17 @@ func (m *Middleware) Decide(w http.ResponseWriter, r *http.Request) (rules.Decis
 		m.onError(w, r, err)
 		return rules.Decision{}, false
 	}
-	d, err := m.rl.Allow(r.Context(), key)
+	var d rules.Decision
+	if m.rule != nil {
+		rule, err := m.rule(r)
+		if err != nil {
+			m.onError(w, r, err)
+			return rules.Decision{}, false
+		}
+		d, err = m.rl.AllowFor(r.Context(), rule, joinKeys(" ", rule, key))
+	} else {
+		d, err = m.rl.Allow(r.Context(), key)
+	}
 	if err != nil {
 		m.log.report(r, m.scope, err, false)
 		m.onError(w, r, err)

@@ -640,3 +640,57 @@ func TestRoute(t *testing.T) {
 		t.Errorf("unrouted request: %v; want ErrNoKey", err)
 	}
 }
+
+// TestPerRouteRules: a rule set that names routes, applied per client
+// with WithRules(Route()): each client has its own counters of its
+// route's rules, and a route without rules gets the Default.
+func TestPerRouteRules(t *testing.T) {
+	m := redistest.NewMini(t)
+	lim := newLimiter(t, dial(t, m.Addr()))
+	set := &rules.Set{
+		Subjects: map[string][]limiter.Limit{
+			"POST /login": {limiter.PerMinute(2).Named("login")},
+			"GET /search": {limiter.PerMinute(100).Named("search")},
+		},
+		Default: rules.AllowUnknown(),
+	}
+	rl, err := rules.New(context.Background(), lim, rules.Static(set))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mw, err := httplimit.New(rl, httplimit.WithRules(httplimit.Route()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	for _, p := range []string{"POST /login", "GET /search", "GET /free"} {
+		mux.Handle(p, mw.Handler(ok))
+	}
+	do := func(method, path, client string) int {
+		r := httptest.NewRequest(method, path, nil)
+		r.RemoteAddr = client + ":1234"
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, r)
+		return w.Code
+	}
+	a, b := "192.0.2.1", "192.0.2.2"
+	for i := range 3 {
+		if got, want := do(http.MethodPost, "/login", a), map[bool]int{true: 200, false: 429}[i < 2]; got != want {
+			t.Fatalf("login %d of client a: %d, want %d", i, got, want)
+		}
+	}
+	if got := do(http.MethodPost, "/login", b); got != 200 {
+		t.Errorf("client b's first login: %d; want 200 (its own counters)", got)
+	}
+	if got := do(http.MethodGet, "/search", a); got != 200 {
+		t.Errorf("client a's search after its logins ran out: %d; want 200 (the route's own rules)", got)
+	}
+	for i := range 5 {
+		if got := do(http.MethodGet, "/free", a); got != 200 {
+			t.Errorf("free %d: %d; want 200 (no rules: the Default allows)", i, got)
+		}
+	}
+	if keys := m.Keys(); len(keys) != 3 {
+		t.Errorf("keys %q; want the login counters of a and b and a's search counter", keys)
+	}
+}

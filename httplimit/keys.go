@@ -176,33 +176,43 @@ func Join(sep string, parts ...KeyFunc) KeyFunc {
 	if sep == "" || strings.Contains(sep, "%") {
 		panic(fmt.Sprintf("httplimit.Join: separator %q must be non-empty and must not contain '%%'", sep))
 	}
-	special := "%" + sep // the bytes a part must not hold unescaped
 	return func(r *http.Request) (string, error) {
-		var b strings.Builder
+		keys := make([]string, len(parts))
 		for i, p := range parts {
 			k, err := p(r)
 			if err != nil {
 				return "", err
 			}
-			if i > 0 {
-				b.WriteString(sep)
-			}
-			if !hasAnyByte(k, special) {
-				b.WriteString(k)
-				continue
-			}
-			for j := 0; j < len(k); j++ {
-				if c := k[j]; c == '%' || strings.IndexByte(sep, c) >= 0 {
-					b.WriteByte('%')
-					b.WriteByte(upperHex[c>>4])
-					b.WriteByte(upperHex[c&0xF])
-				} else {
-					b.WriteByte(c)
-				}
+			keys[i] = k
+		}
+		return joinKeys(sep, keys...), nil
+	}
+}
+
+// joinKeys joins keys with sep, percent-encoding '%' and the bytes of sep
+// in each (see Join).
+func joinKeys(sep string, keys ...string) string {
+	special := "%" + sep // the bytes a part must not hold unescaped
+	var b strings.Builder
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(sep)
+		}
+		if !hasAnyByte(k, special) {
+			b.WriteString(k)
+			continue
+		}
+		for j := 0; j < len(k); j++ {
+			if c := k[j]; c == '%' || strings.IndexByte(sep, c) >= 0 {
+				b.WriteByte('%')
+				b.WriteByte(upperHex[c>>4])
+				b.WriteByte(upperHex[c&0xF])
+			} else {
+				b.WriteByte(c)
 			}
 		}
-		return b.String(), nil
 	}
+	return b.String()
 }
 
 const upperHex = "0123456789ABCDEF"

@@ -141,9 +141,24 @@ func (l *Limiter) Peek(ctx context.Context, subject string) (Decision, error) {
 	return l.decide(ctx, subject, 1, true)
 }
 
+// AllowFor decides one request of subject under the rules of rule: the
+// rules are looked up by rule and counted under subject. It applies a
+// route's rules to each client: rule "POST /login", subject the route and
+// the client's address joined, so that every client has its own counters
+// of the route's rules. Decision.Default reports that rule has no rules of
+// its own.
+func (l *Limiter) AllowFor(ctx context.Context, rule, subject string) (Decision, error) {
+	return l.decideFor(ctx, rule, subject, 1, false)
+}
+
 func (l *Limiter) decide(ctx context.Context, subject string, n int64, peek bool) (Decision, error) {
+	return l.decideFor(ctx, subject, subject, n, peek)
+}
+
+// decideFor decides a request of subject under the rules of rule.
+func (l *Limiter) decideFor(ctx context.Context, rule, subject string, n int64, peek bool) (Decision, error) {
 	st := l.state.Load()
-	limits, own := st.set.lookup(subject)
+	limits, own := st.set.lookup(rule)
 	d := Decision{Subject: subject, Default: !own}
 	if !own && st.set.Default.Action != Limit {
 		// Decided by configuration alone: no counter, no Redis call.
