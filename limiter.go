@@ -106,6 +106,9 @@ type Result struct {
 	Index int
 	// Degraded reports a decision made by the fail mode, not by Redis.
 	Degraded bool
+	// Cached reports a denial repeated from the deny cache (WithDenyCache):
+	// Redis denied the same request and cannot admit it before RetryAfter.
+	Cached bool
 	// Cause is the backend error behind a Degraded decision. A decision
 	// that Redis made may carry one too, when work after the decision
 	// failed (a strategy could not take back a denied request's count):
@@ -123,6 +126,7 @@ type Limiter struct {
 	timeout  time.Duration
 	obs      Observer                                         // nil: none (observer.go)
 	sleep    func(ctx context.Context, d time.Duration) error // Wait's (wait.go); nil: a timer
+	deny     *denyCache                                       // WithDenyCache (denycache.go); nil: none
 }
 
 // Option configures a Limiter.
@@ -231,6 +235,9 @@ func (l *Limiter) Reset(ctx context.Context, key string, limits ...Limit) error 
 	if err != nil {
 		return err
 	}
+	if l.deny != nil {
+		l.deny.forget(l.keys.prefix, key)
+	}
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
 	if r, ok := l.strategy.(RequestResetter); ok {
@@ -254,6 +261,11 @@ func (l *Limiter) decide(ctx context.Context, key string, cost int64, dry bool, 
 	if l.obs != nil {
 		return l.decideObserved(ctx, key, cost, dry, limits)
 	}
+	if l.deny != nil && cost > 0 {
+		if r, ok := l.deny.lookup(l.keys.prefix, key, cost, limits); ok {
+			return r, nil
+		}
+	}
 	// A pooled buffer holds the keys and a copy of the limits of a call
 	// with few limits, so the caller's variadic slice stays on its stack.
 	buf := callBufs.Get().(*callBuf)
@@ -272,6 +284,9 @@ func (l *Limiter) decide(ctx context.Context, key string, cost int64, dry bool, 
 	}
 	buf.release() // Redis answered: nothing reads the request any more
 	res.Limit = limits[res.Index]
+	if l.deny != nil && !res.Allowed && cost > 0 {
+		l.deny.remember(l.keys.prefix, key, cost, limits, res)
+	}
 	return res, nil
 }
 

@@ -412,3 +412,57 @@ func evalshaMicros(ctx context.Context, rdb *redis.Client) (float64, error) {
 	}
 	return 0, fmt.Errorf("no EVALSHA in INFO commandstats")
 }
+
+// BenchmarkDenyCache compares deciding a hot subject over its limit with
+// the deny cache (limiter.WithDenyCache) and a hand-written EVALSHA of
+// FixedWindow's script that Redis denies, on one redis-server through
+// go-redis, at 16 callers in interleaved rounds: cached-x-raw is the
+// cache's decisions/s over the raw EVALSHA's.
+//
+//	go test -run '^$' -bench DenyCache -benchtime 1x ./store/goredis/
+func BenchmarkDenyCache(b *testing.B) {
+	const callers = 16
+	e := newBenchEnv(b)
+	ctx := context.Background()
+	l := limiter.PerHour(1)
+	lim, err := limiter.New(goredis.New(e.rdb), strategy.NewFixedWindow(), limiter.WithPrefix("deny"), limiter.WithDenyCache(4096))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Every subject used up: one admitted call each, then denials.
+	for w := range callers {
+		for _, s := range e.Subjects[w] {
+			for range 2 {
+				if _, err := lim.Allow(ctx, s, l); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	sha := strategy.FixedWindowScript().Hash()
+	variants := []benchkit.Variant{
+		{Name: "raw", Decide: func(ctx context.Context, subject string) error {
+			vals, err := e.rdb.EvalSha(ctx, sha, []string{"deny:{" + subject + "}:3600000ms"}, 1, 0, 1, 3600000).Slice()
+			if err == nil && (len(vals) == 0 || vals[0] != int64(0)) {
+				err = fmt.Errorf("raw EVALSHA admitted %s: %v", subject, vals)
+			}
+			return err
+		}},
+		{Name: "cached", Decide: func(ctx context.Context, subject string) error {
+			r, err := lim.Allow(ctx, subject, l)
+			if err == nil && (r.Allowed || !r.Cached) {
+				err = fmt.Errorf("%s: %+v, want a cached denial", subject, r)
+			}
+			return err
+		}},
+	}
+	for range b.N {
+		tallies, ratios, err := e.Compare(callers, benchkit.RatioRounds, benchkit.RatioWarmUp, benchkit.RatioRoundTime, variants)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(tallies[0].Rate(), "raw-decisions/s")
+		b.ReportMetric(tallies[1].Rate(), "cached-decisions/s")
+		b.ReportMetric(benchkit.Median(ratios[1]), "cached-x-raw")
+	}
+}

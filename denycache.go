@@ -1,0 +1,199 @@
+package limiter
+
+import (
+	"fmt"
+	"hash/maphash"
+	"sync"
+	"time"
+)
+
+// maxNeverCached bounds how long the deny cache remembers a denial whose
+// cost can never fit (RetryAfter -1).
+const maxNeverCached = time.Minute
+
+// WithDenyCache makes the Limiter remember up to size denials in this
+// process: once Redis denies a request with RetryAfter R, the same request
+// (subject, cost and limits) made within R is denied here, without a round
+// trip, with a RetryAfter that counts down to the same instant. A hot
+// subject over its limit then costs Redis nothing until it could be
+// admitted again.
+//
+// It never admits: its only answer is a denial that Redis gave for the
+// same request and would give again, since until RetryAfter has passed the
+// quota the request needs is not back, whatever other callers do. The one
+// exception is a quota given back early: Reset (which clears this process's
+// entries for the subject, not other processes'), or a counter changed by
+// hand; then a request may be denied until its RetryAfter ends although
+// Redis would admit it. A denial that can never fit (RetryAfter -1) is
+// remembered for at most a minute. A remembered denial is a Result with
+// Cached set; the observer is told it like any other. When full, the cache
+// evicts with the CLOCK algorithm (an entry looked up since the hand last
+// passed it is kept once more). size must be positive; 0 is
+// ErrInvalidOption.
+func WithDenyCache(size int) Option {
+	return func(l *Limiter) error {
+		if size <= 0 {
+			return fmt.Errorf("%w: deny cache size %d must be positive", ErrInvalidOption, size)
+		}
+		l.deny = newDenyCache(size)
+		return nil
+	}
+}
+
+// denyCache is a bounded map of remembered denials with CLOCK eviction.
+type denyCache struct {
+	seed maphash.Seed
+	now  func() time.Time
+
+	mu    sync.Mutex
+	index map[uint64]int // hash → slot
+	slots []denyEntry
+	hand  int
+}
+
+type denyEntry struct {
+	used    bool // the slot holds an entry
+	ref     bool // looked up since the hand last passed
+	hash    uint64
+	prefix  string
+	subject string
+	cost    int64
+	limits  []Limit
+	until   time.Time // RetryAfter's end (the app's monotonic clock)
+	reset   time.Time // ResetAfter's end
+	res     Result
+}
+
+func newDenyCache(size int) *denyCache {
+	return &denyCache{seed: maphash.MakeSeed(), now: time.Now, index: make(map[uint64]int, size), slots: make([]denyEntry, size)}
+}
+
+// hash returns the hash of a request.
+func (c *denyCache) hash(prefix, subject string, cost int64, limits []Limit) uint64 {
+	var h maphash.Hash
+	h.SetSeed(c.seed)
+	h.WriteString(prefix)
+	_ = h.WriteByte(0)
+	h.WriteString(subject)
+	var b [8]byte
+	put := func(v int64) {
+		for i := range b {
+			b[i] = byte(v >> (8 * i))
+		}
+		_, _ = h.Write(b[:])
+	}
+	put(cost)
+	for _, l := range limits {
+		put(l.Rate)
+		put(int64(l.Period))
+		put(l.Burst)
+		h.WriteString(l.Name)
+		_ = h.WriteByte(0)
+	}
+	return h.Sum64()
+}
+
+// lookup returns the remembered denial of the request, if one is still
+// running.
+func (c *denyCache) lookup(prefix, subject string, cost int64, limits []Limit) (Result, bool) {
+	h := c.hash(prefix, subject, cost, limits)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i, ok := c.index[h]
+	if !ok {
+		return Result{}, false
+	}
+	e := &c.slots[i]
+	if e.prefix != prefix || e.subject != subject || e.cost != cost || !limitsSame(e.limits, limits) {
+		return Result{}, false // a hash collision
+	}
+	now := c.now()
+	if !now.Before(e.until) {
+		delete(c.index, h)
+		*e = denyEntry{}
+		return Result{}, false
+	}
+	e.ref = true
+	r := e.res
+	r.Cached = true
+	if r.RetryAfter > 0 {
+		r.RetryAfter = ceilMillis(e.until.Sub(now))
+	}
+	r.ResetAfter = max(ceilMillis(e.reset.Sub(now)), 0)
+	return r, true
+}
+
+// remember stores a denial Redis made.
+func (c *denyCache) remember(prefix, subject string, cost int64, limits []Limit, r Result) {
+	now := c.now()
+	wait := r.RetryAfter
+	if wait < 0 {
+		wait = maxNeverCached
+	}
+	if wait <= 0 {
+		return
+	}
+	h := c.hash(prefix, subject, cost, limits)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i, ok := c.index[h]
+	if !ok {
+		i = c.victim()
+		if old := c.slots[i]; old.used {
+			delete(c.index, old.hash)
+		}
+		c.index[h] = i
+	}
+	c.slots[i] = denyEntry{used: true, hash: h, prefix: prefix, subject: subject, cost: cost,
+		limits: append([]Limit(nil), limits...), until: now.Add(wait), reset: now.Add(r.ResetAfter), res: r}
+}
+
+// victim returns the slot the next entry takes: a free one, or the first
+// not looked up since the hand last passed it.
+func (c *denyCache) victim() int {
+	for {
+		e := &c.slots[c.hand]
+		i := c.hand
+		c.hand = (c.hand + 1) % len(c.slots)
+		if !e.used || !e.ref {
+			return i
+		}
+		e.ref = false
+	}
+}
+
+// forget drops every entry of subject under prefix (Reset).
+func (c *denyCache) forget(prefix, subject string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range c.slots {
+		if e := &c.slots[i]; e.used && e.prefix == prefix && e.subject == subject {
+			delete(c.index, e.hash)
+			*e = denyEntry{}
+		}
+	}
+}
+
+// len returns the number of entries.
+func (c *denyCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.index)
+}
+
+func limitsSame(a, b []Limit) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// ceilMillis rounds d up to a whole millisecond.
+func ceilMillis(d time.Duration) time.Duration {
+	return (d + time.Millisecond - 1).Truncate(time.Millisecond)
+}

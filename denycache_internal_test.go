@@ -1,0 +1,65 @@
+package limiter
+
+import (
+	"testing"
+	"time"
+)
+
+// TestDenyCacheBounded: the cache holds at most its size, and CLOCK keeps
+// an entry looked up since the hand last passed over one that was not.
+func TestDenyCacheBounded(t *testing.T) {
+	c := newDenyCache(8)
+	now := time.Unix(1_000_000, 0)
+	c.now = func() time.Time { return now }
+	l := []Limit{PerMinute(1)}
+	deny := Result{RetryAfter: time.Minute, ResetAfter: time.Minute}
+	for i := range 100 {
+		c.remember("p", string(rune('a'+i%26))+string(rune('a'+i/26)), 1, l, deny)
+	}
+	if n := c.len(); n != 8 {
+		t.Fatalf("%d entries in a cache of 8", n)
+	}
+	c = newDenyCache(2)
+	c.now = func() time.Time { return now }
+	c.remember("p", "hot", 1, l, deny)
+	c.remember("p", "cold", 1, l, deny)
+	if _, ok := c.lookup("p", "hot", 1, l); !ok {
+		t.Fatal("hot not found")
+	}
+	c.remember("p", "new", 1, l, deny) // evicts cold, not the looked-up hot
+	if _, ok := c.lookup("p", "hot", 1, l); !ok {
+		t.Error("the entry looked up was evicted")
+	}
+	if _, ok := c.lookup("p", "cold", 1, l); ok {
+		t.Error("the entry not looked up was kept")
+	}
+	// RetryAfter counts down, and the entry ends with it.
+	now = now.Add(59*time.Second + 500*time.Millisecond)
+	if r, ok := c.lookup("p", "hot", 1, l); !ok || r.RetryAfter != 500*time.Millisecond || !r.Cached {
+		t.Errorf("lookup 59.5s later = %+v, %v; want RetryAfter 500ms", r, ok)
+	}
+	now = now.Add(500 * time.Millisecond)
+	if _, ok := c.lookup("p", "hot", 1, l); ok {
+		t.Error("the entry outlived its RetryAfter")
+	}
+	// Another prefix, cost or limit is another request.
+	c.remember("p", "x", 2, l, deny)
+	for _, miss := range []func() bool{
+		func() bool { _, ok := c.lookup("q", "x", 2, l); return ok },
+		func() bool { _, ok := c.lookup("p", "x", 1, l); return ok },
+		func() bool { _, ok := c.lookup("p", "x", 2, []Limit{PerMinute(2)}); return ok },
+	} {
+		if miss() {
+			t.Error("a different request hit the cache")
+		}
+	}
+	// A denial that can never fit is kept for at most maxNeverCached.
+	c.remember("p", "never", 5, l, Result{RetryAfter: -1})
+	if r, ok := c.lookup("p", "never", 5, l); !ok || r.RetryAfter != -1 {
+		t.Errorf("never = %+v, %v", r, ok)
+	}
+	now = now.Add(maxNeverCached)
+	if _, ok := c.lookup("p", "never", 5, l); ok {
+		t.Error("a never-fitting denial outlived maxNeverCached")
+	}
+}
