@@ -3,6 +3,7 @@ package limiter
 import (
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"sync"
 	"time"
 )
@@ -104,7 +105,7 @@ func (c *denyCache) lookup(prefix, subject string, cost int64, limits []Limit) (
 		return Result{}, false
 	}
 	e := &c.slots[i]
-	if e.prefix != prefix || e.subject != subject || e.cost != cost || !limitsSame(e.limits, limits) {
+	if e.prefix != prefix || e.subject != subject || e.cost != cost || !slices.Equal(e.limits, limits) {
 		return Result{}, false // a hash collision
 	}
 	now := c.now()
@@ -179,18 +180,6 @@ func (c *denyCache) len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.index)
-}
-
-func limitsSame(a, b []Limit) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // ceilMillis rounds d up to a whole millisecond.
