@@ -6,7 +6,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"html"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,6 +43,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	round := fs.Duration("round", benchkit.RatioRoundTime, "how long each variant runs in a round")
 	names := fs.String("adapters", "goredis,rueidis,redigo", "comma-separated adapters")
 	asJSON := fs.Bool("json", false, "print the results as one JSON object (the header goes to stderr)")
+	svgFile := fs.String("svg", "", "also write the results as an SVG bar chart to this file")
 	if err := fs.Parse(args); err != nil {
 		return 0, fmt.Errorf("%w: %w", errUsage, err)
 	}
@@ -100,6 +103,11 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 		}
 	}
 	fmt.Fprintln(stderr)
+	if *svgFile != "" {
+		if err := os.WriteFile(*svgFile, benchSVG(backend, results), 0o644); err != nil {
+			return 0, err
+		}
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -272,4 +280,35 @@ func selectAdapters(names string) ([]adapter, error) {
 		}
 	}
 	return out, nil
+}
+
+// benchSVG draws results as a bar chart: for each adapter and level a bar
+// of the Limiter's decisions/s over the raw EVALSHA's, with a line at 1.
+// It is plain SVG, viewable in any browser or image viewer.
+func benchSVG(backend string, results []benchRow) []byte {
+	const (
+		left, top, barH, gap, width = 150, 50, 22, 8, 500
+	)
+	top1 := 0.0
+	for _, r := range results {
+		top1 = max(top1, r.Ratio)
+	}
+	scale := float64(width) / max(1.25, top1*1.1)
+	height := top + len(results)*(barH+gap) + 40
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", left+width+80, height)
+	fmt.Fprintf(&b, `<text x="10" y="20" font-size="14">limiter ÷ raw EVALSHA, decisions/s (FixedWindow, one limit, every call admitted)</text>`+"\n")
+	fmt.Fprintf(&b, `<text x="10" y="38" fill="#555">%s</text>`+"\n", html.EscapeString(backend))
+	for i, r := range results {
+		y := top + i*(barH+gap)
+		w := r.Ratio * scale
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s, %d callers</text>`+"\n", left-8, y+barH-6, html.EscapeString(r.Adapter), r.Callers)
+		fmt.Fprintf(&b, `<rect class="bar" x="%d" y="%d" width="%.1f" height="%d" fill="#4a7bb7"><title>%.0f vs %.0f decisions/s</title></rect>`+"\n", left, y, w, barH, r.LimiterPerSec, r.RawPerSec)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d">%.3f</text>`+"\n", float64(left)+w+6, y+barH-6, r.Ratio)
+	}
+	x1 := float64(left) + scale
+	fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#c33" stroke-dasharray="4 3"/>`+"\n", x1, top-6, x1, height-34)
+	fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle" fill="#c33">1 (as fast as raw)</text>`+"\n", x1, height-20)
+	b.WriteString("</svg>\n")
+	return []byte(b.String())
 }

@@ -2,6 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"encoding/xml"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -113,5 +116,37 @@ func TestBenchJSON(t *testing.T) {
 	}
 	if !strings.Contains(errOut, "measuring 4 levels") || !strings.Contains(errOut, "[4/4] redigo, 2 callers") {
 		t.Errorf("progress on stderr:\n%s", errOut)
+	}
+}
+
+// TestBenchSVG: -svg writes an SVG that parses as XML, with a bar per
+// adapter and level.
+func TestBenchSVG(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bench.svg")
+	code, out, errOut := runCmd(t, "bench", "-svg", path, "-adapters", "goredis,rueidis", "-callers", "1,2", "-rounds", "1", "-round", "20ms")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var svg struct {
+		XMLName xml.Name
+		Rects   []struct {
+			Class string `xml:"class,attr"`
+			Width string `xml:"width,attr"`
+		} `xml:"rect"`
+	}
+	if err := xml.Unmarshal(data, &svg); err != nil {
+		t.Fatalf("the SVG does not parse: %v\n%s", err, data)
+	}
+	if svg.XMLName.Local != "svg" || len(svg.Rects) != 4 {
+		t.Fatalf("<%s> with %d bars, want <svg> with 4:\n%s", svg.XMLName.Local, len(svg.Rects), data)
+	}
+	for _, r := range svg.Rects {
+		if w, err := strconv.ParseFloat(r.Width, 64); err != nil || w <= 0 || r.Class != "bar" {
+			t.Errorf("bar %+v", r)
+		}
 	}
 }
