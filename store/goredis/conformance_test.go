@@ -108,3 +108,7 @@ func dialTLS(cfg *tls.Config) conformance.Dialer {
 		return goredis.New(rdb), func() { _ = rdb.Close() }, nil
 	}
 }
+
+// TestManySubjects: 100 000 subjects leave no key after their window and
+// no growth of the client's heap.
+func TestManySubjects(t *testing.T) { adaptertest.ManySubjects(t, dial) }

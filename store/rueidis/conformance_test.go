@@ -87,3 +87,7 @@ func dialTLS(cfg *tls.Config) conformance.Dialer {
 		return rueidisstore.New(c), c.Close, nil
 	}
 }
+
+// TestManySubjects: 100 000 subjects leave no key after their window and
+// no growth of the client's heap.
+func TestManySubjects(t *testing.T) { adaptertest.ManySubjects(t, dial) }
