@@ -87,9 +87,45 @@ func decideInts(ctx context.Context, st store.Store, req limiter.Request, script
 	if err != nil {
 		return limiter.Result{}, fmt.Errorf("strategy: %s: %w", name, corruptErr(err))
 	}
-	res, err := bindInts(nums, n)
+	var res limiter.Result
+	if len(nums) == 2*n {
+		res, err = bindCounts(nums, req)
+	} else {
+		res, err = bindInts(nums, n)
+	}
 	intBufs.Put(pb)
 	return res, err
+}
+
+// bindCounts reads the {count_1, reset_ms_1, count_2, ...} reply that
+// FixedWindow's script gives a call that writes a cost every limit can
+// fit: count_i is limit i's counter after adding the cost, which the
+// script took back from every limit when any count exceeds its rate.
+func bindCounts(nums []int64, req limiter.Request) (limiter.Result, error) {
+	if req.DryRun || req.Cost <= 0 {
+		return limiter.Result{}, fmt.Errorf("strategy: bad reply: %d values for %d limits", len(nums), len(req.Limits))
+	}
+	allowed := true
+	for i, l := range req.Limits {
+		count, reset := nums[2*i], nums[2*i+1]
+		if req.Cost > l.Rate || count < req.Cost || reset <= 0 {
+			return limiter.Result{}, fmt.Errorf("strategy: bad reply {%d, %d} for limit %d, cost %d and rate %d", count, reset, i+1, req.Cost, l.Rate)
+		}
+		allowed = allowed && count <= l.Rate
+	}
+	var b limiter.Binder
+	for i, l := range req.Limits {
+		count, reset := nums[2*i], time.Duration(nums[2*i+1])*time.Millisecond
+		var retry time.Duration
+		if count > l.Rate {
+			retry = reset
+		}
+		if !allowed {
+			count -= req.Cost
+		}
+		b.Add(i, l.Rate-count, reset, retry)
+	}
+	return b.Result(allowed), nil
 }
 
 // intBuf holds the arguments and reply of a decision with up to two limits.

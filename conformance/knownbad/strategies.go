@@ -208,10 +208,29 @@ func (s InlinedLimits) Decide(ctx context.Context, st store.Store, req limiter.R
 	if err != nil {
 		return limiter.Result{}, err
 	}
+	var b limiter.Binder
+	if n := len(req.Limits); len(nums) == 2*n {
+		// the script's reply to a call that writes: {count_1, reset_ms_1, ...}
+		allowed := true
+		for i, l := range req.Limits {
+			allowed = allowed && nums[2*i] <= l.Rate
+		}
+		for i, l := range req.Limits {
+			count, reset := nums[2*i], time.Duration(nums[2*i+1])*time.Millisecond
+			var retry time.Duration
+			if count > l.Rate {
+				retry = reset
+			}
+			if !allowed {
+				count -= req.Cost
+			}
+			b.Add(i, l.Rate-count, reset, retry)
+		}
+		return b.Result(allowed), nil
+	}
 	if len(nums) != 1+3*len(req.Limits) {
 		return limiter.Result{}, fmt.Errorf("knownbad: %d values for %d limits", len(nums), len(req.Limits))
 	}
-	var b limiter.Binder
 	for i := range req.Limits {
 		retry := time.Duration(nums[3+3*i]) * time.Millisecond
 		if nums[3+3*i] < 0 {

@@ -132,25 +132,18 @@ func newBenchEnv(b *testing.B) *benchEnv {
 func (e *benchEnv) limit() limiter.Limit { return limiter.PerSecond(e.rate) }
 
 // raw is the hand-written call: the key built per call, EVALSHA of the
-// FixedWindow script, the reply read as []any of int64.
+// FixedWindow script, the reply (for one limit that writes: {count,
+// reset_ms}) read as int64s, admitted when the count is within the rate.
 func (e *benchEnv) raw(ctx context.Context, subject string) error {
 	key := e.prefix + ":{" + subject + benchRawSuffix
-	vals, err := e.rdb.EvalSha(ctx, strategy.FixedWindowScript().Hash(), []string{key}, "1", "0", e.rate, e.windowMs).Slice()
+	vals, err := e.rdb.EvalSha(ctx, strategy.FixedWindowScript().Hash(), []string{key}, "1", "0", e.rate, e.windowMs).Int64Slice()
 	if err != nil {
 		return fmt.Errorf("raw: %w", err)
 	}
-	if len(vals) != 4 {
-		return fmt.Errorf("raw: %d values in the reply, want 4", len(vals))
+	if len(vals) != 2 {
+		return fmt.Errorf("raw: %d values in the reply, want 2", len(vals))
 	}
-	var nums [4]int64
-	for i, v := range vals {
-		n, ok := v.(int64)
-		if !ok {
-			return fmt.Errorf("raw: reply value %d is a %T", i, v)
-		}
-		nums[i] = n
-	}
-	if nums[0] != 1 {
+	if vals[0] > e.rate {
 		return errors.New("raw: denied")
 	}
 	return nil
@@ -464,5 +457,125 @@ func BenchmarkDenyCache(b *testing.B) {
 		b.ReportMetric(tallies[0].Rate(), "raw-decisions/s")
 		b.ReportMetric(tallies[1].Rate(), "cached-decisions/s")
 		b.ReportMetric(benchkit.Median(ratios[1]), "cached-x-raw")
+	}
+}
+
+// BenchmarkServerTime compares FixedWindow with the minimal hand-written
+// fixed window (INCR, PEXPIRE when new) and ulule/limiter's design (INCRBY,
+// then PEXPIRE or PTTL), all three through one go-redis client on one
+// redis-server:
+//
+//   - <name>-x-minimal-cN: decisions/s over the minimal script's at N
+//     callers, in interleaved rounds (the two scripts as raw EVALSHAs,
+//     FixedWindow through a Limiter);
+//   - server-us-<case>: the server's time per decision (INFO commandstats
+//     usec_per_call of EVALSHA after a CONFIG RESETSTAT, each case alone
+//     for a second at 16 callers), for FixedWindow admitted and denied,
+//     with one limit and two. Every case is a raw EVALSHA through the same
+//     client: on a machine whose client and server share the cores, the
+//     server's clock also counts the time the client's work takes the CPU
+//     from it, so the cases must load the client alike.
+//
+// One measurement takes about a minute; run it with -benchtime 1x.
+//
+//	go test -run '^$' -bench ServerTime -benchtime 1x ./store/goredis/
+func BenchmarkServerTime(b *testing.B) {
+	ctx := context.Background()
+	e := newBenchEnv(b)
+	for _, s := range []*store.Script{benchkit.MinimalScript(), benchkit.IncrPTTLScript()} {
+		if err := e.rdb.ScriptLoad(ctx, s.Source()).Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	lim, err := limiter.New(goredis.New(e.rdb), strategy.NewFixedWindow(), limiter.WithPrefix("st-limiter"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	window := limiter.PerSecond(e.rate)
+	fw := benchkit.Variant{Name: "FixedWindow", Decide: func(ctx context.Context, subject string) error {
+		r, err := lim.Allow(ctx, subject, window)
+		if err == nil && !r.Allowed {
+			err = fmt.Errorf("FixedWindow denied %s", subject)
+		}
+		return err
+	}}
+	minimal := benchkit.Variant{Name: "minimal", Decide: func(ctx context.Context, subject string) error {
+		return e.rdb.EvalSha(ctx, benchkit.MinimalScript().Hash(), []string{"st-minimal:{" + subject + "}"}, e.windowMs).Err()
+	}}
+	incrPTTL := benchkit.Variant{Name: "incr-pttl", Decide: func(ctx context.Context, subject string) error {
+		vals, err := e.rdb.EvalSha(ctx, benchkit.IncrPTTLScript().Hash(), []string{"st-incr-pttl:{" + subject + "}"}, 1, e.windowMs).Int64Slice()
+		if err == nil && len(vals) != 2 {
+			err = fmt.Errorf("incr-pttl: %d values", len(vals))
+		}
+		return err
+	}}
+	// rawFW is FixedWindow's script as a raw EVALSHA: one key per limit,
+	// the arguments {cost, peek, rate_1, window_1, ...}; want is the reply's
+	// length.
+	rawFW := func(name string, want int, rateWindows ...int64) benchkit.Variant {
+		args := append([]any{1, 0}, func() []any {
+			var a []any
+			for _, v := range rateWindows {
+				a = append(a, v)
+			}
+			return a
+		}()...)
+		return benchkit.Variant{Name: name, Decide: func(ctx context.Context, subject string) error {
+			keys := make([]string, len(rateWindows)/2)
+			for i := range keys {
+				keys[i] = fmt.Sprintf("st-%s:{%s}:%d", name, subject, i)
+			}
+			vals, err := e.rdb.EvalSha(ctx, strategy.FixedWindowScript().Hash(), keys, args...).Int64Slice()
+			if err == nil && len(vals) != want {
+				err = fmt.Errorf("%s: %d values, want %d", name, len(vals), want)
+			}
+			return err
+		}}
+	}
+	const day = 86_400_000
+	compared := []benchkit.Variant{minimal, incrPTTL, fw}
+	alone := []benchkit.Variant{
+		minimal, incrPTTL,
+		rawFW("FixedWindow", 2, e.rate, e.windowMs),
+		rawFW("FixedWindow-denied", 2, 1, day),
+		rawFW("FixedWindow-2limits", 4, e.rate, e.windowMs, e.rate, 60*e.windowMs),
+		rawFW("FixedWindow-2limits-denied", 4, e.rate, e.windowMs, 1, day),
+	}
+	// Fill the denied cases' counters first.
+	for _, v := range alone[3:] {
+		for w := range e.MaxCallers() {
+			for _, s := range e.Subjects[w] {
+				if err := v.Decide(ctx, s); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	for range b.N {
+		for _, c := range e.Callers {
+			tallies, ratios, err := e.Compare(c, benchkit.RatioRounds, benchkit.RatioWarmUp, benchkit.RatioRoundTime, compared)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i, v := range compared {
+				b.ReportMetric(tallies[i].Rate(), fmt.Sprintf("%s-decisions/s-c%d", v.Name, c))
+				if i > 0 {
+					b.ReportMetric(benchkit.Median(ratios[i]), fmt.Sprintf("%s-x-minimal-c%d", v.Name, c))
+				}
+			}
+		}
+		for _, v := range alone {
+			if err := e.rdb.ConfigResetStat(ctx).Err(); err != nil {
+				b.Fatal(err)
+			}
+			if _, _, err := e.Timed(16, time.Second, v.Decide); err != nil {
+				b.Fatal(err)
+			}
+			us, err := evalshaMicros(ctx, e.rdb)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(us, "server-us-"+v.Name)
+		}
 	}
 }

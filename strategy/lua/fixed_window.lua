@@ -6,7 +6,9 @@
 -- ARGV[1+2i]     rate of limit i
 -- ARGV[2+2i]     window of limit i, in milliseconds
 --
--- Returns {allowed, remaining_1, reset_ms_1, retry_ms_1, remaining_2, ...}:
+-- Returns {allowed, remaining_1, reset_ms_1, retry_ms_1, remaining_2, ...}
+-- for a peek, a cost of 0 or a cost above a rate; a call that writes a cost
+-- every limit can fit gets the shorter {count_1, reset_ms_1, ...} below:
 -- allowed is 1 or 0 (for a peek: whether the cost would be admitted);
 -- remaining is after the decision; reset_ms is at least 1; retry_ms is 0 for
 -- a limit that admits, -1 when the cost can never fit, else the wait until
@@ -19,13 +21,109 @@
 -- than its window (the limit's period was shortened), by expiring it one
 -- window from now. Denied calls consume nothing.
 --
--- Every counter is read and checked before anything is written: a key that
--- is not a string (WRONGTYPE) or whose value is not a non-negative decimal
--- integer as INCRBY reads it (no sign, spaces, fraction, exponent, hex or
--- leading zero, at most 2^53 - 1) is an error, and the call writes nothing.
+-- A key that is not a string (WRONGTYPE) or whose value is not a
+-- non-negative decimal integer as INCRBY reads it (no sign, spaces,
+-- fraction, exponent, hex or leading zero, at most 2^53 - 1) is an error,
+-- and the call leaves every counter as it found it: the general path reads
+-- and checks every counter before writing; the paths that count first take
+-- back what they added.
 local cost = tonumber(ARGV[1])
 local write = ARGV[2] == '0' and cost > 0
 local n = #KEYS
+
+-- The common call, one limit that writes a cost that can fit, counts first
+-- and asks questions after: INCRBY (which refuses a key that is not a
+-- string or not an integer, before writing), the expiry only when the
+-- counter is new or has none (or one beyond its window), and the count
+-- taken back when it went over. Returns {count, reset_ms}: the count after
+-- INCRBY (over the rate: denied, and taken back), which the caller reads
+-- against the rate and cost it sent.
+local rate = n == 1 and write and tonumber(ARGV[3])
+if rate and cost <= rate then
+  local key = KEYS[1]
+  local c = redis.call('INCRBY', key, ARGV[1])
+  if c < cost or c > 9007199254740991 then
+    -- negative or beyond 2^53 - 1 before this call: not a counter
+    redis.call('DECRBY', key, ARGV[1])
+    return redis.error_reply('ERR limiter corrupt counter: the key of limit 1 holds no counter')
+  end
+  local ttl = redis.call('PTTL', key)
+  if ttl < 0 or ttl > tonumber(ARGV[4]) then
+    redis.call('PEXPIRE', key, ARGV[4])
+    ttl = tonumber(ARGV[4])
+  elseif ttl == 0 then
+    ttl = 1 -- less than a millisecond left
+  end
+  if c > rate then
+    redis.call('DECRBY', key, ARGV[1])
+  end
+  return {c, ttl}
+end
+
+-- Several limits that write a cost each can fit: the same, for each limit,
+-- all or nothing. A counter INCRBY refuses, or one found negative or beyond
+-- 2^53 - 1, takes back what this call added to the others (a counter it
+-- created is deleted) and fails. Returns {count_1, reset_ms_1, count_2, ...}.
+local fits = write
+for i = 1, n do
+  if not fits or cost > tonumber(ARGV[1 + 2 * i]) then
+    fits = false
+    break
+  end
+end
+if fits then
+  local counts = {}
+  local function back(i)
+    if counts[i] == cost then
+      redis.call('DEL', KEYS[i])
+    else
+      redis.call('DECRBY', KEYS[i], ARGV[1])
+    end
+  end
+  local over = false
+  for i = 1, n do
+    local c = redis.pcall('INCRBY', KEYS[i], ARGV[1])
+    local bad = type(c) ~= 'number'
+    if not bad and (c < cost or c > 9007199254740991) then
+      redis.call('DECRBY', KEYS[i], ARGV[1])
+      bad = true
+      c = redis.error_reply('ERR limiter corrupt counter: the key of limit ' .. i .. ' holds no counter')
+    end
+    if bad then
+      for j = 1, i - 1 do
+        back(j)
+      end
+      return c
+    end
+    counts[i] = c
+    if c > tonumber(ARGV[1 + 2 * i]) then
+      over = true
+    end
+  end
+  local out = {}
+  for i = 1, n do
+    local window = tonumber(ARGV[2 + 2 * i])
+    local ttl = window
+    if over and counts[i] == cost then
+      redis.call('DEL', KEYS[i]) -- created by this call: as if never counted
+    else
+      ttl = redis.call('PTTL', KEYS[i])
+      if ttl < 0 or ttl > window then
+        redis.call('PEXPIRE', KEYS[i], window)
+        ttl = window
+      elseif ttl == 0 then
+        ttl = 1
+      end
+      if over then
+        redis.call('DECRBY', KEYS[i], ARGV[1])
+      end
+    end
+    out[2 * i - 1] = counts[i]
+    out[2 * i] = ttl
+  end
+  return out
+end
+
 local counts, ttls, exists, repair = {}, {}, {}, {}
 local allowed = 1
 
