@@ -58,3 +58,16 @@ type StoreChecker interface {
 	// (wrapping store.ErrNotSupported for a missing ability).
 	CheckStore(st store.Store) error
 }
+
+// ScriptStrategy is implemented by strategies that decide a request with
+// one script call and nothing else. Limiter.AllowMany sends the calls of
+// many requests in one round trip per server (store.Batcher); a strategy
+// without it decides each request with Decide.
+type ScriptStrategy interface {
+	Strategy
+	// BatchScript returns the script that decides req and its arguments
+	// (its keys are req.Keys). An error is bad input, found before any I/O.
+	BatchScript(req Request) (*store.Script, []any, error)
+	// BatchResult reads the script's reply to req; r.Err is its error.
+	BatchResult(req Request, r store.Reply) (Result, error)
+}

@@ -108,6 +108,8 @@ func KnownBad() []Control {
 			// Its RetryAfter is the app's clock's; only a virtual server
 			// clock, moved apart from the app's, shows it wrong.
 			VirtualOnly: []string{"retry-after-honoured"}},
+		{Spec: claims("BatchOneCost", knownbad.BatchOneCost{}),
+			MustFail: []string{"allow-many-exact"}},
 		{Spec: leaser("CounterLeases", knownbad.CounterLeases{}),
 			MustFail: []string{"crashed-holder-frees-slot", "release-frees-own-slot", "retried-lease-holds-one"}},
 		{Spec: leaser("CountThenAdd", knownbad.CountThenAdd{}),

@@ -21,6 +21,10 @@
 //     arguments and reply without boxing them implements it, and
 //     Script.RunInt64s uses it (every FixedWindow decision does); other
 //     stores get the same calls through EvalSha and Eval.
+//   - Batcher is optional: a store that can send independent commands of
+//     many slots in one pipeline per server implements it, and
+//     Limiter.AllowMany sends a batch of decisions through it; without it
+//     the decisions are made one call each, concurrently.
 //   - A store keeps none of the slices a call gives it (keys, arguments,
 //     commands, dst) once the call has returned: callers reuse them.
 //   - Replies are normalised: integers to int64, bulk and simple strings to

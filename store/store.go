@@ -77,3 +77,17 @@ type Tx interface {
 	// transaction aborted by a watched key is ErrTxAborted.
 	Exec(ctx context.Context, cmds ...Cmd) ([]Reply, error)
 }
+
+// Batcher is the optional ability to send commands that are independent of
+// one another, whose keys may hash to different Cluster slots, in as few
+// round trips as the client can: one pipeline per server, the servers of a
+// Cluster in parallel. Limiter.AllowMany uses it.
+type Batcher interface {
+	// Batch sends cmds and returns one Reply per command, in order. Each
+	// command's own keys hash to one slot. A Reply's Err is the command's
+	// error reply (NOSCRIPT as ErrNoScript), ErrNil, or the failure of the
+	// round trip that carried it, which wraps ErrUnknownOutcome when the
+	// command may have run: a failure is the failure of the commands it
+	// touched, never of the others.
+	Batch(ctx context.Context, cmds []Cmd) []Reply
+}

@@ -55,6 +55,20 @@ func NewSlidingLog() SlidingLog { return SlidingLog{} }
 
 // Decide implements limiter.Strategy.
 func (SlidingLog) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	args, err := slidingLogArgs(req)
+	if err != nil {
+		return limiter.Result{}, err
+	}
+	nums, err := slidingLogScript.RunInt64s(ctx, st, req.Keys, args, args[len(args):len(args)])
+	if err != nil {
+		return limiter.Result{}, fmt.Errorf("strategy: sliding log: %w", corruptErr(err))
+	}
+	return bindInts(nums, len(req.Limits))
+}
+
+// slidingLogArgs returns the script's arguments for req, {cost, peek,
+// nonce, rate_1, window_ms_1, ...}, with room for the reply after them.
+func slidingLogArgs(req limiter.Request) ([]int64, error) {
 	n := len(req.Limits)
 	args := make([]int64, 3+2*n, 3+2*n+1+3*n)
 	args[0], args[1], args[2] = req.Cost, 0, rand.Int64()
@@ -63,13 +77,9 @@ func (SlidingLog) Decide(ctx context.Context, st store.Store, req limiter.Reques
 	}
 	for i, l := range req.Limits {
 		if l.Rate > SlidingLogMaxRate {
-			return limiter.Result{}, fmt.Errorf("%w: %s: a sliding log holds at most %d per window", limiter.ErrInvalidLimit, l, SlidingLogMaxRate)
+			return nil, fmt.Errorf("%w: %s: a sliding log holds at most %d per window", limiter.ErrInvalidLimit, l, SlidingLogMaxRate)
 		}
 		args[3+2*i], args[4+2*i] = l.Rate, l.Period.Milliseconds()
 	}
-	nums, err := slidingLogScript.RunInt64s(ctx, st, req.Keys, args, args[len(args):len(args)])
-	if err != nil {
-		return limiter.Result{}, fmt.Errorf("strategy: sliding log: %w", corruptErr(err))
-	}
-	return bindInts(nums, n)
+	return args, nil
 }

@@ -56,6 +56,20 @@ func NewTokenBucket() TokenBucket { return TokenBucket{} }
 
 // Decide implements limiter.Strategy.
 func (TokenBucket) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	args, err := tokenBucketArgs(req)
+	if err != nil {
+		return limiter.Result{}, err
+	}
+	nums, err := tokenBucketScript.RunInt64s(ctx, st, req.Keys, args, args[len(args):len(args)])
+	if err != nil {
+		return limiter.Result{}, fmt.Errorf("strategy: token bucket: %w", corruptErr(err))
+	}
+	return bindInts(nums, len(req.Limits))
+}
+
+// tokenBucketArgs returns the script's arguments for req, {cost, peek,
+// rate_1, period_µs_1, burst_1, ...}, with room for the reply after them.
+func tokenBucketArgs(req limiter.Request) ([]int64, error) {
 	n := len(req.Limits)
 	args := make([]int64, 2+3*n, 2+3*n+1+3*n)
 	args[0] = req.Cost
@@ -69,13 +83,9 @@ func (TokenBucket) Decide(ctx context.Context, st store.Store, req limiter.Reque
 		}
 		us := l.Period.Microseconds()
 		if burst > maxBucketUnits/us {
-			return limiter.Result{}, fmt.Errorf("%w: %s with burst %d: a token bucket holds at most 2^51 units (burst × period in µs)", limiter.ErrInvalidLimit, l, burst)
+			return nil, fmt.Errorf("%w: %s with burst %d: a token bucket holds at most 2^51 units (burst × period in µs)", limiter.ErrInvalidLimit, l, burst)
 		}
 		args[2+3*i], args[3+3*i], args[4+3*i] = l.Rate, us, burst
 	}
-	nums, err := tokenBucketScript.RunInt64s(ctx, st, req.Keys, args, args[len(args):len(args)])
-	if err != nil {
-		return limiter.Result{}, fmt.Errorf("strategy: token bucket: %w", corruptErr(err))
-	}
-	return bindInts(nums, n)
+	return args, nil
 }

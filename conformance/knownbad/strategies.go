@@ -310,3 +310,18 @@ func (StampLog) Decide(ctx context.Context, st store.Store, req limiter.Request)
 		return []any{l.Rate, l.Period.Milliseconds(), cost}
 	})
 }
+
+// BatchOneCost is FixedWindow whose batched calls (Limiter.AllowMany) send
+// a cost of 1 whatever each request asks for: batching code that builds one
+// argument list for all the requests of a batch. Its single calls are
+// right.
+type BatchOneCost struct{ strategy.FixedWindow }
+
+// BatchScript implements limiter.ScriptStrategy, wrongly.
+func (s BatchOneCost) BatchScript(req limiter.Request) (*store.Script, []any, error) {
+	script, args, err := s.FixedWindow.BatchScript(req)
+	if err == nil {
+		args[0] = int64(1)
+	}
+	return script, args, err
+}

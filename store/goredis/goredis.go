@@ -586,3 +586,48 @@ func normalise(v any) any {
 	}
 	return v
 }
+
+// Batch implements store.Batcher: the commands go in one go-redis
+// pipeline, which a ClusterClient splits by node and sends to the nodes in
+// parallel. Each command keeps its own outcome: one that the pipeline
+// never wrote (its node failed first, or the call was given up before it
+// left) fails without store.ErrUnknownOutcome.
+func (s *Store) Batch(ctx context.Context, cmds []store.Cmd) []store.Reply {
+	out := make([]store.Reply, len(cmds))
+	if len(cmds) == 0 {
+		return out
+	}
+	p := s.c.Pipeline()
+	gcmds, guards := queue(ctx, p, cmds)
+	var execErr error
+	berr := s.bounded(ctx, func() bool { return sealAll(guards) }, func() { _, execErr = p.Exec(ctx) })
+	for i, c := range gcmds {
+		g := guards[i]
+		if berr != nil {
+			// Given up at the deadline: a command whose guard is sealed
+			// will never be written.
+			if g.seal() {
+				out[i].Err = fmt.Errorf("goredis: %w: %w", errAbandoned, s.dials.explain(ended(ctx)))
+			} else {
+				out[i].Err = fmt.Errorf("goredis: %w: %w", store.ErrUnknownOutcome, berr)
+			}
+			continue
+		}
+		v, err := c.Result()
+		switch {
+		case v == nil && err == nil:
+			e := execErr
+			if e == nil {
+				e = errors.New("no reply")
+			}
+			out[i].Err = s.mapErr(ctx, e, g.written())
+		case err != nil && !isReply(err):
+			out[i].Err = s.mapErr(ctx, err, g.written())
+		case err != nil:
+			out[i].Err = s.mapErr(ctx, err, false)
+		default:
+			out[i].Val = normalise(v)
+		}
+	}
+	return out
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
@@ -560,4 +561,56 @@ func normalise(v any) any {
 		return replyErr(x)
 	}
 	return v
+}
+
+// Batch implements store.Batcher: on a single server, one pipeline on one
+// connection; on a Cluster, one pipeline per hash slot of the commands'
+// keys, the slots in parallel (redisc binds a connection to one slot's
+// node). A failed round trip is the failure of the commands it carried.
+func (s *Store) Batch(ctx context.Context, cmds []store.Cmd) []store.Reply {
+	out := make([]store.Reply, len(cmds))
+	run := func(at []int, group []store.Cmd) {
+		rs, err := s.Do(ctx, group...)
+		for j, i := range at {
+			if err != nil {
+				out[i].Err = err
+			} else {
+				out[i] = rs[j]
+			}
+		}
+	}
+	if s.cluster == nil || len(cmds) < 2 {
+		at := make([]int, len(cmds))
+		for i := range at {
+			at[i] = i
+		}
+		if len(cmds) > 0 {
+			run(at, cmds)
+		}
+		return out
+	}
+	bySlot := map[int][]int{}
+	var slots []int
+	for i, c := range cmds {
+		slot := redisc.Slot(cmdKey(c))
+		if _, ok := bySlot[slot]; !ok {
+			slots = append(slots, slot)
+		}
+		bySlot[slot] = append(bySlot[slot], i)
+	}
+	var wg sync.WaitGroup
+	for _, slot := range slots {
+		at := bySlot[slot]
+		group := make([]store.Cmd, len(at))
+		for j, i := range at {
+			group[j] = cmds[i]
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			run(at, group)
+		}()
+	}
+	wg.Wait()
+	return out
 }

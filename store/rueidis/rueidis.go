@@ -362,3 +362,38 @@ func notSent(err error) bool {
 	}
 	return errors.Is(err, rd.ErrDedicatedClientRecycled) || errors.Is(err, rd.ErrNoAddr)
 }
+
+// Batch implements store.Batcher with one DoMulti: rueidis pipelines the
+// commands, and a Cluster client groups them by node and sends the groups
+// in parallel. Each command keeps its own outcome.
+func (s *Store) Batch(ctx context.Context, cmds []store.Cmd) []store.Reply {
+	out := make([]store.Reply, len(cmds))
+	if err := ctx.Err(); err != nil {
+		for i := range out {
+			out[i].Err = fmt.Errorf("rueidis: %w", err) // nothing sent
+		}
+		return out
+	}
+	built := make([]rd.Completed, 0, len(cmds))
+	at := make([]int, 0, len(cmds))
+	for i, c := range cmds {
+		if err := checkCmd(c); err != nil {
+			out[i].Err = err
+			continue
+		}
+		b, _ := build(s.c.B(), c)
+		built = append(built, b)
+		at = append(at, i)
+	}
+	if len(built) == 0 {
+		return out
+	}
+	for j, r := range s.c.DoMulti(ctx, built...) {
+		if err := r.NonRedisError(); err != nil {
+			out[at[j]].Err = roundTripErr(err)
+			continue
+		}
+		out[at[j]] = reply(r)
+	}
+	return out
+}

@@ -1,0 +1,186 @@
+package limiter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/quotagate/limiter/store"
+)
+
+// Ask is one decision of AllowMany: consume Cost from every limit of Key,
+// or nothing if any limit would be exceeded.
+type Ask struct {
+	// Key is the subject, as for Allow.
+	Key string
+	// Cost is the amount to consume. 0 is taken as 1: AllowMany always
+	// consumes (use Peek to read a state).
+	Cost int64
+	// Limits are the subject's limits, as for Allow.
+	Limits []Limit
+}
+
+// Answer is the outcome of one Ask: what AllowN would have returned for it.
+type Answer struct {
+	Result Result
+	Err    error
+}
+
+// batchWorkers bounds the concurrent calls AllowMany makes when the
+// strategy or the store cannot batch.
+const batchWorkers = 16
+
+// AllowMany makes many independent decisions (different subjects, limits
+// and costs) at once, each exactly as AllowN would make it: answers[i] is
+// the outcome of asks[i], with its own error. A bad ask (an empty key, an
+// invalid limit, a negative cost) is its own sentinel error, and the others
+// are decided; the fail mode applies to each decision Redis could not make.
+//
+// When the strategy decides with one script (limiter.ScriptStrategy: every
+// scripted strategy of package strategy) and the store can batch
+// (store.Batcher: every adapter of this module), the decisions go in one
+// pipeline per Redis server, the servers of a Cluster in parallel, and a
+// script missing from a server's cache is sent once more for the batch.
+// Otherwise each decision is its own call, up to 16 at a time. The
+// Limiter's timeout bounds the whole batch.
+func (l *Limiter) AllowMany(ctx context.Context, asks []Ask) []Answer {
+	answers := make([]Answer, len(asks))
+	ss, scripted := l.strategy.(ScriptStrategy)
+	b, batcher := l.st.(store.Batcher)
+	if !scripted || !batcher {
+		l.allowEach(ctx, asks, answers)
+		return answers
+	}
+	start := time.Now()
+	type pending struct {
+		i   int
+		req Request
+	}
+	pend := make([]pending, 0, len(asks))
+	cmds := make([]store.Cmd, 0, len(asks))
+	scripts := make([]*store.Script, 0, len(asks))
+	for i, a := range asks {
+		req, script, args, err := l.batchRequest(ss, a)
+		if err != nil {
+			l.answer(ctx, answers, i, a.Key, Result{}, err, start)
+			continue
+		}
+		if script == nil { // answered by the deny cache
+			l.answer(ctx, answers, i, a.Key, req.cached, nil, start)
+			continue
+		}
+		cargs := make([]any, 0, 2+len(req.Keys)+len(args))
+		cargs = append(cargs, script.Hash(), len(req.Keys))
+		for _, k := range req.Keys {
+			cargs = append(cargs, k)
+		}
+		cargs = append(cargs, args...)
+		cmds = append(cmds, store.Cmd{Name: "EVALSHA", Args: cargs})
+		scripts = append(scripts, script)
+		pend = append(pend, pending{i: i, req: req.Request})
+	}
+	if len(cmds) > 0 {
+		bctx, cancel := l.withTimeout(ctx)
+		replies := b.Batch(bctx, cmds)
+		// A server that lost its script cache answers NOSCRIPT without
+		// running anything: those calls go once more, with the source.
+		var again []int
+		for j, r := range replies {
+			if errors.Is(r.Err, store.ErrNoScript) {
+				again = append(again, j)
+			}
+		}
+		if len(again) > 0 {
+			evals := make([]store.Cmd, len(again))
+			for k, j := range again {
+				a := slices.Clone(cmds[j].Args)
+				a[0] = scripts[j].Source()
+				evals[k] = store.Cmd{Name: "EVAL", Args: a}
+			}
+			for k, r := range b.Batch(bctx, evals) {
+				replies[again[k]] = r
+			}
+		}
+		cancel()
+		for j, p := range pend {
+			res, err := ss.BatchResult(p.req, replies[j])
+			if err != nil {
+				res, err = l.failed(err, p.req.Limits[0])
+			} else {
+				res.Limit = p.req.Limits[res.Index]
+				if l.deny != nil && !res.Allowed {
+					l.deny.remember(l.keys.prefix, asks[p.i].Key, p.req.Cost, p.req.Limits, res)
+				}
+			}
+			l.answer(ctx, answers, p.i, asks[p.i].Key, res, err, start)
+		}
+	}
+	return answers
+}
+
+// batchRequest is one ask's Request and script call, or the deny cache's
+// answer (script nil), or its bad input.
+type batchReq struct {
+	Request
+	cached Result
+}
+
+func (l *Limiter) batchRequest(ss ScriptStrategy, a Ask) (batchReq, *store.Script, []any, error) {
+	cost := a.Cost
+	if cost == 0 {
+		cost = 1
+	}
+	if cost < 0 {
+		return batchReq{}, nil, nil, fmt.Errorf("%w: %d is negative", ErrInvalidCost, cost)
+	}
+	keys, err := l.keys.build(a.Key, a.Limits, nil)
+	if err != nil {
+		return batchReq{}, nil, nil, err
+	}
+	if l.deny != nil {
+		if r, ok := l.deny.lookup(l.keys.prefix, a.Key, cost, a.Limits); ok {
+			return batchReq{cached: r}, nil, nil, nil
+		}
+	}
+	req := Request{Keys: keys, Limits: slices.Clone(a.Limits), Cost: cost}
+	script, args, err := ss.BatchScript(req)
+	if err != nil {
+		return batchReq{}, nil, nil, err
+	}
+	return batchReq{Request: req}, script, args, nil
+}
+
+// answer records one decision of a batch and tells the observer.
+func (l *Limiter) answer(ctx context.Context, answers []Answer, i int, key string, r Result, err error, start time.Time) {
+	answers[i] = Answer{Result: r, Err: err}
+	if l.obs == nil {
+		return
+	}
+	l.observe(ctx, key, r, err)
+	if co, ok := l.obs.(CallObserver); ok {
+		co.OnCall(ctx, key, r, err, time.Since(start))
+	}
+}
+
+// allowEach decides each ask with its own call, batchWorkers at a time.
+func (l *Limiter) allowEach(ctx context.Context, asks []Ask, answers []Answer) {
+	sem := make(chan struct{}, batchWorkers)
+	var wg sync.WaitGroup
+	for i, a := range asks {
+		cost := a.Cost
+		if cost == 0 {
+			cost = 1
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			r, err := l.decide(ctx, a.Key, cost, false, a.Limits)
+			answers[i] = Answer{Result: r, Err: err}
+		}()
+	}
+	wg.Wait()
+}

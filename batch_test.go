@@ -1,0 +1,181 @@
+package limiter_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/store"
+	"github.com/quotagate/limiter/strategy"
+)
+
+// batchCounter counts a store's batches and the commands in them.
+type batchCounter struct {
+	store.Store
+	batches, cmds atomic.Int64
+}
+
+func (c *batchCounter) Batch(ctx context.Context, cmds []store.Cmd) []store.Reply {
+	c.batches.Add(1)
+	c.cmds.Add(int64(len(cmds)))
+	return c.Store.(store.Batcher).Batch(ctx, cmds)
+}
+
+// TestAllowMany: 16 decisions of different subjects, costs and limits go
+// in one batch and are each what AllowN would say; a bad ask is its own
+// error and sends nothing; after SCRIPT FLUSH the batch is sent once more
+// as EVAL, counting once; denials go to the deny cache and come back from
+// it without a command; the observer hears each decision.
+func TestAllowMany(t *testing.T) {
+	m, st := newMiniFastFail(t)
+	bc := &batchCounter{Store: st}
+	obs := &tally{}
+	lim, err := limiter.New(bc, strategy.NewFixedWindow(), limiter.WithDenyCache(64), limiter.WithObserver(obs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	perMin, perHour := limiter.PerMinute(3), limiter.PerHour(4)
+	var asks []limiter.Ask
+	for i := range 16 {
+		a := limiter.Ask{Key: fmt.Sprintf("s%d", i), Cost: int64(1 + i%2), Limits: []limiter.Limit{perMin}}
+		if i%4 == 3 {
+			a.Limits = append(a.Limits, perHour)
+		}
+		asks = append(asks, a)
+	}
+	asks = append(asks, limiter.Ask{Key: "bad", Cost: -2, Limits: []limiter.Limit{perMin}})
+	// remaining after round r for cost c against 3/min (and 4/h)
+	for round := range 3 {
+		if round == 1 {
+			if rs, err := st.Do(ctx, store.Cmd{Name: "SCRIPT", Args: []any{"FLUSH"}}); err != nil || rs[0].Err != nil {
+				t.Fatalf("SCRIPT FLUSH: %v %v", rs, err)
+			}
+		}
+		before := bc.batches.Load()
+		answers := lim.AllowMany(ctx, asks)
+		if len(answers) != len(asks) {
+			t.Fatalf("%d answers to %d asks", len(answers), len(asks))
+		}
+		for i, a := range asks[:16] {
+			used := a.Cost * int64(round+1)
+			allowed := used <= 3
+			got := answers[i]
+			if got.Err != nil || got.Result.Allowed != allowed {
+				t.Fatalf("round %d, ask %d (%s cost %d): %+v, %v; want allowed %v", round, i, a.Key, a.Cost, got.Result, got.Err, allowed)
+			}
+			if allowed && got.Result.Remaining != min(3-used, 4-used) && len(a.Limits) == 2 || allowed && len(a.Limits) == 1 && got.Result.Remaining != 3-used {
+				t.Errorf("round %d, ask %d: remaining %d", round, i, got.Result.Remaining)
+			}
+			if !allowed && (got.Result.RetryAfter <= 0 || got.Result.Limit != perMin) {
+				t.Errorf("round %d, ask %d: denial %+v; want perMin binding with a RetryAfter", round, i, got.Result)
+			}
+		}
+		if bad := answers[16]; !errors.Is(bad.Err, limiter.ErrInvalidCost) {
+			t.Errorf("round %d: bad ask: %+v, %v; want ErrInvalidCost", round, bad.Result, bad.Err)
+		}
+		wantBatches := int64(1)
+		if round < 2 {
+			wantBatches = 2 // EVALSHA, then EVAL after NOSCRIPT (a new server; a flushed one)
+		}
+		if n := bc.batches.Load() - before; n != wantBatches {
+			t.Errorf("round %d: %d batches, want %d", round, n, wantBatches)
+		}
+	}
+	if m.Exists("limiter:{bad}:60000ms") {
+		t.Error("the bad ask wrote its key")
+	}
+	// Round 3: the cost-2 subjects were denied in round 1 and 2 and are in
+	// the deny cache: only the cost-1 subjects reach Redis.
+	before := bc.cmds.Load()
+	answers := lim.AllowMany(ctx, asks[:16])
+	cached := 0
+	for i, a := range answers {
+		if a.Err != nil || a.Result.Allowed {
+			t.Fatalf("round 3, ask %d: %+v, %v; want denied", i, a.Result, a.Err)
+		}
+		if a.Result.Cached {
+			cached++
+		}
+	}
+	if sent := bc.cmds.Load() - before; cached != 8 || sent != 8 {
+		t.Errorf("round 3: %d answered from the deny cache and %d sent; want 8 and 8", cached, sent)
+	}
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if want := 3*16 + 16; obs.decisions != want || obs.errors != 3 {
+		t.Errorf("observer: %d decisions and %d errors, want %d and 3", obs.decisions, obs.errors, want)
+	}
+}
+
+// TestAllowManyFailModes: with Redis gone every decision of a batch
+// follows the fail mode on its own (an error, a Degraded admission or
+// denial), and a bad ask is still its sentinel error.
+func TestAllowManyFailModes(t *testing.T) {
+	m, st := newMiniFastFail(t)
+	m.Close()
+	asks := []limiter.Ask{
+		{Key: "a", Limits: []limiter.Limit{limiter.PerMinute(3)}},
+		{Key: "b", Cost: 2, Limits: []limiter.Limit{limiter.PerHour(3)}},
+		{Key: "", Limits: []limiter.Limit{limiter.PerMinute(3)}},
+	}
+	for _, mode := range []limiter.FailMode{limiter.FailError, limiter.FailOpen, limiter.FailClosed} {
+		lim, err := limiter.New(st, strategy.NewGCRA(), limiter.WithFailMode(mode), limiter.WithTimeout(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		answers := lim.AllowMany(context.Background(), asks)
+		for i, a := range answers[:2] {
+			switch mode {
+			case limiter.FailError:
+				if a.Err == nil {
+					t.Errorf("%v, ask %d: %+v; want an error", mode, i, a.Result)
+				}
+			default:
+				if a.Err != nil || !a.Result.Degraded || a.Result.Allowed != (mode == limiter.FailOpen) {
+					t.Errorf("%v, ask %d: %+v, %v; want a Degraded decision", mode, i, a.Result, a.Err)
+				}
+			}
+		}
+		if !errors.Is(answers[2].Err, limiter.ErrInvalidKey) {
+			t.Errorf("%v: the empty key: %v; want ErrInvalidKey", mode, answers[2].Err)
+		}
+	}
+}
+
+// TestAllowManyWithoutScripts: a strategy that is not one script
+// (Bucketed: a transaction) decides each ask with its own call, and a
+// batch is exact all the same.
+func TestAllowManyWithoutScripts(t *testing.T) {
+	_, st := newMiniFastFail(t)
+	lim, err := limiter.New(st, strategy.NewBucketed())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := limiter.PerHour(5)
+	asks := make([]limiter.Ask, 40)
+	for i := range asks {
+		asks[i] = limiter.Ask{Key: fmt.Sprintf("k%d", i%4), Limits: []limiter.Limit{l}}
+	}
+	admitted := map[string]int{}
+	for i, a := range lim.AllowMany(context.Background(), asks) {
+		if a.Err != nil {
+			t.Fatalf("ask %d: %v", i, a.Err)
+		}
+		if a.Result.Allowed {
+			admitted[asks[i].Key]++
+		}
+	}
+	for k, n := range admitted {
+		if n != 5 {
+			t.Errorf("%s: %d admitted of 10 asks against 5 per hour", k, n)
+		}
+	}
+	if len(admitted) != 4 {
+		t.Errorf("admitted %v; want 4 subjects", admitted)
+	}
+}

@@ -1,0 +1,130 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/store"
+)
+
+// Property 40: AllowMany decides each ask exactly as AllowN would. Four
+// callers send six batches each, every batch asking once for each of eight
+// subjects (four at cost 1 against 5 per hour, four at cost 2 against 6
+// per hour) and three bad asks: every subject is admitted exactly its
+// limit's worth (unknown outcomes counted apart), every bad ask is its
+// own sentinel error (empty key, negative cost, invalid limit) and writes
+// nothing, and on a server the suite may flush, the batches after a SCRIPT
+// FLUSH are decided without an error.
+func checkAllowMany(c *checker) {
+	const workers, batches = 4, 6
+	ones, twos := limiter.PerHour(5), limiter.PerHour(6)
+	c.window(ones, twos)
+	lim := c.limiter(nil)
+	type subject struct {
+		key  string
+		cost int64
+		l    limiter.Limit
+	}
+	var subjects []subject
+	for i := range 4 {
+		subjects = append(subjects, subject{fmt.Sprintf("p40-a%d", i), 1, ones}, subject{fmt.Sprintf("p40-b%d", i), 2, twos})
+	}
+	bad := []struct {
+		ask  limiter.Ask
+		want error
+	}{
+		{limiter.Ask{Key: "", Limits: []limiter.Limit{ones}}, limiter.ErrInvalidKey},
+		{limiter.Ask{Key: "p40-bad-cost", Cost: -1, Limits: []limiter.Limit{ones}}, limiter.ErrInvalidCost},
+		{limiter.Ask{Key: "p40-bad-limit", Limits: []limiter.Limit{{Rate: 0, Period: time.Hour}}}, limiter.ErrInvalidLimit},
+	}
+	asks := make([]limiter.Ask, 0, len(subjects)+len(bad))
+	for _, s := range subjects {
+		asks = append(asks, limiter.Ask{Key: s.key, Cost: s.cost, Limits: []limiter.Limit{s.l}})
+	}
+	for _, b := range bad {
+		asks = append(asks, b.ask)
+	}
+
+	var mu sync.Mutex
+	admitted := make([]int64, len(subjects))
+	unknownCost := make([]int64, len(subjects))
+	var errs []error
+	var problems []string
+	batch := func() {
+		ctx, cancel := context.WithTimeout(c.ctx, loadTimeout)
+		defer cancel()
+		answers := lim.AllowMany(ctx, asks)
+		mu.Lock()
+		defer mu.Unlock()
+		if len(answers) != len(asks) {
+			problems = append(problems, fmt.Sprintf("%d answers to %d asks", len(answers), len(asks)))
+			return
+		}
+		for i, s := range subjects {
+			a := answers[i]
+			switch {
+			case errors.Is(a.Err, store.ErrUnknownOutcome):
+				unknownCost[i] += s.cost
+				errs = append(errs, a.Err)
+			case a.Err != nil:
+				errs = append(errs, fmt.Errorf("%s: %w", s.key, a.Err))
+			case a.Result.Allowed:
+				admitted[i] += s.cost
+			case a.Result.RetryAfter == 0:
+				problems = append(problems, fmt.Sprintf("%s denied with no RetryAfter: %+v", s.key, a.Result))
+			}
+			if a.Err == nil && a.Result.Limit != s.l {
+				problems = append(problems, fmt.Sprintf("%s: binding limit %v, want %v", s.key, a.Result.Limit, s.l))
+			}
+		}
+		for j, b := range bad {
+			if a := answers[len(subjects)+j]; !errors.Is(a.Err, b.want) {
+				problems = append(problems, fmt.Sprintf("bad ask %+v: %+v, %v; want %v", b.ask, a.Result, a.Err, b.want))
+			}
+		}
+	}
+	start := time.Now()
+	batch()
+	if c.h.Caps().Private {
+		for _, n := range c.h.Nodes() {
+			if rs, err := n.Do(c.ctx, store.Cmd{Name: "SCRIPT", Args: []any{"FLUSH"}}); err != nil || rs[0].Err != nil {
+				c.t.Fatalf("SCRIPT FLUSH: %v %v", err, rs)
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range batches {
+				batch()
+			}
+		}()
+	}
+	wg.Wait()
+	calls := (1 + workers*batches) * len(subjects)
+	c.unknownOutcomes("property 40", calls, errs)
+	for _, p := range problems[:min(len(problems), 5)] {
+		c.t.Errorf("property 40: %s", p)
+	}
+	for i, s := range subjects {
+		rate, rf := s.l.Rate, c.refill(s.l, start)
+		// Every subject is asked far more than its limit: exactly the
+		// limit's worth in units of its cost is admitted.
+		want := rate / s.cost * s.cost
+		if a := admitted[i]; a > rate+rf || a+unknownCost[i] < want {
+			c.t.Errorf("property 40: %s (cost %d, %s) was admitted %d units in batches; want %d (%d of unknown outcome, %d refilled)", s.key, s.cost, s.l, a, want, unknownCost[i], rf)
+		}
+	}
+	for _, k := range c.keys() {
+		if strings.Contains(k, "p40-bad") {
+			c.t.Errorf("property 40: a bad ask wrote %q", k)
+		}
+	}
+}

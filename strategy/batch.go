@@ -1,0 +1,119 @@
+package strategy
+
+import (
+	"fmt"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/store"
+)
+
+// The scripted strategies implement limiter.ScriptStrategy, so that
+// Limiter.AllowMany can send many of their decisions in one round trip.
+// Their BatchScript builds the same arguments as Decide, and BatchResult
+// reads the same reply.
+
+// BatchScript implements limiter.ScriptStrategy.
+func (FixedWindow) BatchScript(req limiter.Request) (*store.Script, []any, error) {
+	args, err := intArgs(req, fixedWindowParams)
+	return fixedWindowScript, args, err
+}
+
+// BatchResult implements limiter.ScriptStrategy.
+func (FixedWindow) BatchResult(req limiter.Request, r store.Reply) (limiter.Result, error) {
+	return batchResult(req, r, "fixed window", fixedWindowBind)
+}
+
+// BatchScript implements limiter.ScriptStrategy.
+func (GCRA) BatchScript(req limiter.Request) (*store.Script, []any, error) {
+	args, err := intArgs(req, gcraParams)
+	return gcraScript, args, err
+}
+
+// BatchResult implements limiter.ScriptStrategy.
+func (GCRA) BatchResult(req limiter.Request, r store.Reply) (limiter.Result, error) {
+	return batchResult(req, r, "gcra", bindAll)
+}
+
+// BatchScript implements limiter.ScriptStrategy.
+func (SlidingWindow) BatchScript(req limiter.Request) (*store.Script, []any, error) {
+	args, err := intArgs(req, slidingWindowParams)
+	return slidingWindowScript, args, err
+}
+
+// BatchResult implements limiter.ScriptStrategy.
+func (SlidingWindow) BatchResult(req limiter.Request, r store.Reply) (limiter.Result, error) {
+	return batchResult(req, r, "sliding window", bindAll)
+}
+
+// BatchScript implements limiter.ScriptStrategy.
+func (TokenBucket) BatchScript(req limiter.Request) (*store.Script, []any, error) {
+	args, err := tokenBucketArgs(req)
+	return tokenBucketScript, boxed(args), err
+}
+
+// BatchResult implements limiter.ScriptStrategy.
+func (TokenBucket) BatchResult(req limiter.Request, r store.Reply) (limiter.Result, error) {
+	return batchResult(req, r, "token bucket", bindAll)
+}
+
+// BatchScript implements limiter.ScriptStrategy.
+func (SlidingLog) BatchScript(req limiter.Request) (*store.Script, []any, error) {
+	args, err := slidingLogArgs(req)
+	return slidingLogScript, boxed(args), err
+}
+
+// BatchResult implements limiter.ScriptStrategy.
+func (SlidingLog) BatchResult(req limiter.Request, r store.Reply) (limiter.Result, error) {
+	return batchResult(req, r, "sliding log", bindAll)
+}
+
+// intArgs returns {cost, peek, a_1, b_1, ...} for req with (a_i, b_i) =
+// params(limit i), boxed for a store.Cmd.
+func intArgs(req limiter.Request, params func(limiter.Limit) (int64, int64, error)) ([]any, error) {
+	args := make([]any, 2, 2+2*len(req.Limits))
+	args[0], args[1] = req.Cost, int64(0)
+	if req.DryRun {
+		args[1] = int64(1)
+	}
+	for _, l := range req.Limits {
+		a, b, err := params(l)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, a, b)
+	}
+	return args, nil
+}
+
+// boxed returns ints as a []any for a store.Cmd.
+func boxed(ints []int64) []any {
+	out := make([]any, len(ints))
+	for i, v := range ints {
+		out[i] = v
+	}
+	return out
+}
+
+// batchResult reads the reply r of script name to req with bind.
+func batchResult(req limiter.Request, r store.Reply, name string, bind func([]int64, limiter.Request) (limiter.Result, error)) (limiter.Result, error) {
+	if r.Err != nil {
+		return limiter.Result{}, fmt.Errorf("strategy: %s: %w", name, corruptErr(r.Err))
+	}
+	nums, err := store.AppendInt64s(nil, r.Val)
+	if err != nil {
+		return limiter.Result{}, fmt.Errorf("strategy: %s: %w", name, err)
+	}
+	return bind(nums, req)
+}
+
+func bindAll(nums []int64, req limiter.Request) (limiter.Result, error) {
+	return bindInts(nums, len(req.Limits))
+}
+
+// fixedWindowBind reads either of FixedWindow's replies.
+func fixedWindowBind(nums []int64, req limiter.Request) (limiter.Result, error) {
+	if len(nums) == 2*len(req.Limits) {
+		return bindCounts(nums, req)
+	}
+	return bindInts(nums, len(req.Limits))
+}
