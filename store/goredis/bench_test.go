@@ -579,3 +579,53 @@ func BenchmarkServerTime(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAllowMany compares Limiter.AllowMany, 16 decisions per call
+// (FixedWindow, every one admitted, 16 subjects per call), with one
+// decision per call (Allow), both through the go-redis adapter at 16
+// callers in interleaved rounds: many-x-allow is the ratio of their
+// decisions per second. redis-benchmark's pipelined EVALSHA of the same
+// script (-c 16 -P 16) on the same server is reported beside them.
+//
+//	go test -run '^$' -bench AllowMany -benchtime 1x ./store/goredis/
+func BenchmarkAllowMany(b *testing.B) {
+	const callers, perCall = 16, 16
+	e := newBenchEnv(b)
+	l := e.limit()
+	asks := make([][]limiter.Ask, callers)
+	for w := range asks {
+		for j := range perCall {
+			asks[w] = append(asks[w], limiter.Ask{Key: fmt.Sprintf("many-%02d-%02d", w, j), Limits: []limiter.Limit{l}})
+		}
+	}
+	var worker atomic.Int64
+	many := benchkit.Variant{Name: "many", Decide: func(ctx context.Context, _ string) error {
+		w := int(worker.Add(1)) % callers
+		for _, a := range e.lim.AllowMany(ctx, asks[w]) {
+			if a.Err != nil {
+				return a.Err
+			}
+			if !a.Result.Allowed {
+				return errors.New("AllowMany: denied")
+			}
+		}
+		return nil
+	}}
+	one := benchkit.Variant{Name: "allow", Decide: e.allow}
+	for range b.N {
+		tallies, _, err := e.Compare(callers, benchkit.RatioRounds, benchkit.RatioWarmUp, benchkit.RatioRoundTime, []benchkit.Variant{one, many})
+		if err != nil {
+			b.Fatal(err)
+		}
+		single, batched := tallies[0].Rate(), tallies[1].Rate()*perCall
+		b.ReportMetric(single, "allow-decisions/s")
+		b.ReportMetric(batched, "many-decisions/s")
+		b.ReportMetric(batched/single, "many-x-allow")
+		rps, err := benchkit.RedisBenchmark(e.rdb.Options().Addr, callers, perCall, 200000,
+			"EVALSHA", strategy.FixedWindowScript().Hash(), "1", "limiter:{rb:__rand_int__}:1000ms", "1", "0", strconv.FormatInt(e.rate, 10), "1000")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(rps, "redis-benchmark-P16/s")
+	}
+}

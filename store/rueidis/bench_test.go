@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
@@ -218,4 +220,56 @@ func BenchmarkFixedWindowRatio(b *testing.B) {
 			Callers: 64,
 			Metric:  "vs-goredis-raw-c64",
 		})
+}
+
+// BenchmarkAllowMany compares Limiter.AllowMany, 16 decisions per call
+// (FixedWindow, every one admitted, 16 subjects per call) through rueidis
+// at 16 callers, with redis-benchmark's pipelined EVALSHA of the same
+// script (-c 16 -P 16) on the same server, in alternating rounds:
+// many-x-redis-benchmark is the ratio of their decisions per second.
+//
+//	go test -run '^$' -bench AllowMany -benchtime 1x ./store/rueidis/
+func BenchmarkAllowMany(b *testing.B) {
+	const callers, perCall, rounds = 16, 16, 4
+	e := newBenchEnv(b)
+	addr := e.rdb.Options().Addr
+	l := e.limit()
+	asks := make([][]limiter.Ask, callers)
+	for w := range asks {
+		for j := range perCall {
+			asks[w] = append(asks[w], limiter.Ask{Key: fmt.Sprintf("many-%02d-%02d", w, j), Limits: []limiter.Limit{l}})
+		}
+	}
+	var worker atomic.Int64
+	many := func(ctx context.Context, _ string) error {
+		w := int(worker.Add(1)) % callers
+		for _, a := range e.lim.AllowMany(ctx, asks[w]) {
+			if a.Err != nil {
+				return a.Err
+			}
+			if !a.Result.Allowed {
+				return errors.New("AllowMany: denied")
+			}
+		}
+		return nil
+	}
+	for range b.N {
+		var mine, theirs []float64
+		for range rounds {
+			n, d, err := e.Timed(callers, time.Second, many)
+			if err != nil {
+				b.Fatal(err)
+			}
+			mine = append(mine, float64(n*perCall)/d.Seconds())
+			rps, err := benchkit.RedisBenchmark(addr, callers, perCall, 200000,
+				"EVALSHA", e.sha, "1", "limiter:{rb:__rand_int__}:1000ms", "1", "0", strconv.FormatInt(e.rate, 10), "1000")
+			if err != nil {
+				b.Fatal(err)
+			}
+			theirs = append(theirs, rps)
+		}
+		b.ReportMetric(benchkit.Median(mine), "many-decisions/s")
+		b.ReportMetric(benchkit.Median(theirs), "redis-benchmark-P16/s")
+		b.ReportMetric(benchkit.Median(mine)/benchkit.Median(theirs), "many-x-redis-benchmark")
+	}
 }
