@@ -17,6 +17,10 @@
 // FailMode: return the error, fail open, or fail closed with the Result
 // marked Degraded).
 //
+// AllowMany makes many independent decisions at once (Ask, Answer), in one
+// pipeline per Redis server when the strategy is one script and the store
+// can batch (ScriptStrategy, store.Batcher).
+//
 // Wait and WaitN block until a request is admitted, sleeping each denial's
 // RetryAfter, or return at once when no wait can help (ErrNeverAdmitted,
 // ErrWaitTooLong).
@@ -33,11 +37,12 @@
 // prefix:{subject}:rule, so all keys of a decision share one Redis Cluster
 // hash slot whatever the subject holds.
 //
-// A user needs the Limiter (New, Allow, AllowN, Peek, Reset, Wait), Limit,
-// Result, the options, the fail modes and the errors; Concurrency, InFlight
-// and Lease for leases; Observer for metrics. The rest is for those who
-// write a strategy (Strategy, Request, Binder, Resetter, RequestResetter,
-// StoreChecker; Leaser, LeaseRequest, LeaseState): those types live in
+// A user needs the Limiter (New, Allow, AllowN, AllowMany, Peek, Reset,
+// Wait), Limit, Ask, Answer, Result, the options, the fail modes and the
+// errors; Concurrency, InFlight and Lease for leases; Observer for metrics.
+// The rest is for those who write a strategy (Strategy, Request, Binder,
+// Resetter, RequestResetter, StoreChecker, ScriptStrategy; Leaser,
+// LeaseRequest, LeaseState): those types live in
 // this package because the Limiter calls them, and a strategy of your own
 // is proven with package conformance.
 //

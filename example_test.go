@@ -64,6 +64,32 @@ func ExampleLimiter_Allow_rules() {
 	// daily remaining: 998
 }
 
+// AllowMany decides many subjects at once, in one round trip per Redis
+// server; each ask gets its own answer, and a bad ask its own error.
+func ExampleLimiter_AllowMany() {
+	mr, _ := miniredis.Run()
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1})
+	defer rdb.Close()
+	lim, _ := limiter.New(goredis.New(rdb), strategy.NewFixedWindow())
+
+	perMinute := []limiter.Limit{limiter.PerMinute(2)}
+	asks := []limiter.Ask{
+		{Key: "user:1", Limits: perMinute},
+		{Key: "user:2", Cost: 2, Limits: perMinute},
+		{Key: "user:3", Cost: 3, Limits: perMinute},
+		{Key: "", Limits: perMinute},
+	}
+	for i, a := range lim.AllowMany(context.Background(), asks) {
+		fmt.Printf("%q: allowed=%v remaining=%d err=%v\n", asks[i].Key, a.Result.Allowed, a.Result.Remaining, a.Err)
+	}
+	// Output:
+	// "user:1": allowed=true remaining=1 err=<nil>
+	// "user:2": allowed=true remaining=0 err=<nil>
+	// "user:3": allowed=false remaining=2 err=<nil>
+	// "": allowed=false remaining=0 err=limiter: invalid key: empty key
+}
+
 // With FailOpen a decision Redis could not make admits the request and says
 // so: Degraded is set and Cause holds the error.
 func ExampleWithFailMode() {
