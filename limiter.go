@@ -109,6 +109,10 @@ type Result struct {
 	// Cached reports a denial repeated from the deny cache (WithDenyCache):
 	// Redis denied the same request and cannot admit it before RetryAfter.
 	Cached bool
+	// Leased reports an admission made from this process's quota lease
+	// (WithQuotaLease): the units were consumed in Redis before, in the
+	// same window.
+	Leased bool
 	// Cause is the backend error behind a Degraded decision. A decision
 	// that Redis made may carry one too, when work after the decision
 	// failed (a strategy could not take back a denied request's count):
@@ -127,6 +131,7 @@ type Limiter struct {
 	obs      Observer                                         // nil: none (observer.go)
 	sleep    func(ctx context.Context, d time.Duration) error // Wait's (wait.go); nil: a timer
 	deny     *denyCache                                       // WithDenyCache (denycache.go); nil: none
+	leases   *leaseTable                                      // WithQuotaLease (lease.go); nil: none
 }
 
 // Option configures a Limiter.
@@ -238,6 +243,9 @@ func (l *Limiter) Reset(ctx context.Context, key string, limits ...Limit) error 
 	if l.deny != nil {
 		l.deny.forget(l.keys.prefix, key)
 	}
+	if l.leases != nil {
+		l.leases.forget(l.keys.prefix, key)
+	}
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
 	if r, ok := l.strategy.(RequestResetter); ok {
@@ -261,6 +269,16 @@ func (l *Limiter) decide(ctx context.Context, key string, cost int64, dry bool, 
 	if l.obs != nil {
 		return l.decideObserved(ctx, key, cost, dry, limits)
 	}
+	if l.leases != nil && cost > 0 && !dry && len(limits) == 1 && key != "" && limits[0].validate() == nil {
+		if r, err, ok := l.decideLeased(ctx, key, cost, limits[0]); ok {
+			return r, err
+		}
+	}
+	return l.decideDirect(ctx, key, cost, dry, limits)
+}
+
+// decideDirect is decide without quota leases: the deny cache, then Redis.
+func (l *Limiter) decideDirect(ctx context.Context, key string, cost int64, dry bool, limits []Limit) (Result, error) {
 	if l.deny != nil && cost > 0 {
 		if r, ok := l.deny.lookup(l.keys.prefix, key, cost, limits); ok {
 			return r, nil

@@ -13,6 +13,13 @@ import (
 type Spec struct {
 	// Name names the strategy in reports.
 	Name string
+	// Options are given to every Limiter the checks build (after the
+	// check's own prefix), e.g. WithQuotaLease.
+	Options []limiter.Option
+	// LeaseUnits is the quota lease Options give (0: none). A leasing
+	// Limiter's counters hold units leased and not yet admitted, so the
+	// checks compare admissions with the limit, not with the counter.
+	LeaseUnits int64
 	// Strategy is the strategy under test.
 	Strategy limiter.Strategy
 	// Leaser, instead of Strategy, is a concurrency leaser under test: the
@@ -152,6 +159,17 @@ func FixedWindow() Spec {
 		RoundTrips: 1,
 		Scripts:    true,
 	}
+}
+
+// FixedWindowLeased is FixedWindow decided through a Limiter with quota
+// leases of 10 units (limiter.WithQuotaLease): the checks of exact
+// admission hold with most decisions made in the process.
+func FixedWindowLeased() Spec {
+	spec := FixedWindow()
+	spec.Name = "FixedWindow+lease"
+	spec.Options = []limiter.Option{limiter.WithQuotaLease(10)}
+	spec.LeaseUnits = 10
+	return spec
 }
 
 // Bucketed is the Spec of strategy.Bucketed: epoch-aligned windows, denied

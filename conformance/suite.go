@@ -204,7 +204,8 @@ func (c *checker) limiter(st store.Store, opts ...limiter.Option) *limiter.Limit
 	if st == nil {
 		st = c.h.Store()
 	}
-	l, err := limiter.New(st, c.spec.Strategy, append([]limiter.Option{limiter.WithPrefix(c.prefix)}, opts...)...)
+	all := append([]limiter.Option{limiter.WithPrefix(c.prefix)}, c.spec.Options...)
+	l, err := limiter.New(st, c.spec.Strategy, append(all, opts...)...)
 	if err != nil {
 		c.t.Fatalf("limiter.New: %v", err)
 	}

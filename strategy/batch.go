@@ -117,3 +117,15 @@ func fixedWindowBind(nums []int64, req limiter.Request) (limiter.Result, error) 
 	}
 	return bindInts(nums, len(req.Limits))
 }
+
+// WindowQuota implements limiter.WindowQuota: units are counted in a
+// window that ends when the counter expires.
+func (FixedWindow) WindowQuota() {}
+
+// WindowQuota implements limiter.WindowQuota: units are counted in a
+// window that ends when the counter expires.
+func (*Optimistic) WindowQuota() {}
+
+// WindowQuota implements limiter.WindowQuota: units are counted in the
+// epoch-aligned window their transaction's TIME names.
+func (*Bucketed) WindowQuota() {}

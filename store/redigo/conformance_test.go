@@ -93,3 +93,12 @@ func dialTLS(cfg *tls.Config) conformance.Dialer {
 // TestManySubjects: 100 000 subjects leave no key after their window and
 // no growth of the client's heap.
 func TestManySubjects(t *testing.T) { adaptertest.ManySubjects(t, dial) }
+
+// TestQuotaLeases runs the checks of admission with quota leases on.
+func TestQuotaLeases(t *testing.T) {
+	adaptertest.QuotaLeases(t, map[string]conformance.HarnessMaker{
+		"miniredis":    conformance.Miniredis(dial),
+		"redis-server": conformance.RedisServer(dial),
+		"cluster":      conformance.RedisCluster(t, dialCluster, dial),
+	})
+}

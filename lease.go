@@ -1,0 +1,209 @@
+package limiter
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// WindowQuota is implemented by strategies whose admitted units are counted
+// in fixed windows: units consumed at one moment may be admitted one by one
+// later, as long as that is before the window ends, and an admitted Result
+// of a single-limit call has ResetAfter at most the time left in that
+// window. WithQuotaLease leases quota only from such strategies (the fixed
+// windows of package strategy); a refilling strategy (GCRA, a token
+// bucket) or a sliding one would let leased units through in an interval
+// where its bound does not allow them.
+type WindowQuota interface {
+	Strategy
+	// WindowQuota marks the strategy; it is never called.
+	WindowQuota()
+}
+
+// WithQuotaLease makes the Limiter lease quota for subjects it decides
+// often, so that most of their decisions are made in the process without a
+// round trip. A single-limit call of a subject with no lease in this
+// process takes units of the limit's quota from Redis in one atomic step
+// (an AllowN of units), admits itself from it, and later calls of the same
+// subject and limit are admitted from what is left, in the process, until
+// it is used up or the window the units were counted in ends. When Redis
+// cannot give a whole lease (fewer than units remain) the calls go to Redis
+// one by one until the window ends, exactly as without leases.
+//
+// It never over-admits: every unit admitted in the process was consumed in
+// Redis first, in the window it is admitted in (the lease ends at the
+// window's end as measured from before the request was sent, so before the
+// server's). What it may do is under-admit: units leased by a process and
+// not used before their window ends are lost to every process, at most
+// units−1 per process, subject and window; and Result.Remaining of a leased
+// decision is this process's view (what Redis had left when the lease was
+// taken, plus what the lease still holds). Calls with several limits, a
+// cost above units, Peek and AllowN(0) always go to Redis. Reset forgets the
+// subject's leases in this process.
+//
+// units must be at least 2; the strategy must implement WindowQuota, or New
+// returns ErrInvalidOption. Choose units well below a limit's Rate divided
+// by the number of processes, so that a lease fits in what one process
+// uses of a window.
+func WithQuotaLease(units int64) Option {
+	return func(l *Limiter) error {
+		if units < 2 || units > MaxRate {
+			return fmt.Errorf("%w: quota lease of %d units: want 2 to %d", ErrInvalidOption, units, MaxRate)
+		}
+		if _, ok := l.strategy.(WindowQuota); !ok {
+			return fmt.Errorf("%w: quota lease: %T does not count in fixed windows (WindowQuota)", ErrInvalidOption, l.strategy)
+		}
+		l.leases = &leaseTable{units: units, now: time.Now, m: map[leaseID]*quotaLease{}}
+		return nil
+	}
+}
+
+// leaseTable holds the process's quota leases.
+type leaseTable struct {
+	units int64
+	now   func() time.Time
+
+	mu    sync.Mutex
+	m     map[leaseID]*quotaLease
+	sweep int // size at which the next insert drops ended leases
+}
+
+type leaseID struct {
+	prefix, subject string
+	limit           Limit
+}
+
+// quotaLease is one subject's lease under one limit: left units that may
+// be admitted until leftUntil (the end of the window they were counted in),
+// and, after Redis could not give a whole lease, direct until directUntil:
+// calls the lease cannot cover go to Redis one by one until then. taking is
+// non-nil while a caller takes a new lease; the others wait for it.
+type quotaLease struct {
+	left        int64
+	remaining   int64 // what Redis had left beside the lease when it was taken
+	leftUntil   time.Time
+	direct      bool
+	directUntil time.Time
+	taking      chan struct{}
+}
+
+// ended reports a lease with nothing left to do at now.
+func (ls *quotaLease) ended(now time.Time) bool {
+	return ls.taking == nil && !now.Before(ls.leftUntil) && (!ls.direct || !now.Before(ls.directUntil))
+}
+
+// leaseMargin is taken off a lease's end, against clocks that run at
+// slightly different rates on the app server and on Redis.
+const leaseMargin = time.Millisecond
+
+// decideLeased decides a single-limit call with cost > 0 from the
+// subject's lease, taking a new one when it has none. ok is false when the
+// call must go to Redis as usual.
+func (l *Limiter) decideLeased(ctx context.Context, key string, cost int64, limit Limit) (Result, error, bool) {
+	t := l.leases
+	if cost > t.units || t.units > limit.Rate {
+		return Result{}, nil, false
+	}
+	id := leaseID{l.keys.prefix, key, limit}
+	for {
+		t.mu.Lock()
+		ls := t.m[id]
+		now := t.now()
+		switch {
+		case ls == nil || ls.ended(now):
+			// No lease, or its window ended: this caller takes one.
+			ls = &quotaLease{taking: make(chan struct{})}
+			t.insert(id, ls, now)
+			t.mu.Unlock()
+			return l.takeLease(ctx, t, ls, key, cost, limit)
+		case ls.left >= cost && now.Before(ls.leftUntil):
+			ls.left -= cost
+			r := Result{Allowed: true, Remaining: ls.remaining + ls.left, ResetAfter: ls.leftUntil.Sub(now), Limit: limit, Leased: true}
+			t.mu.Unlock()
+			return r, nil, true
+		case ls.taking != nil:
+			wait := ls.taking
+			t.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return Result{}, nil, false // decide in Redis, which reports ctx's end
+			}
+		case ls.direct && now.Before(ls.directUntil):
+			t.mu.Unlock()
+			return Result{}, nil, false
+		default:
+			// Not enough left: this caller takes the next lease.
+			ls.taking = make(chan struct{})
+			t.mu.Unlock()
+			return l.takeLease(ctx, t, ls, key, cost, limit)
+		}
+	}
+}
+
+// insert adds a lease, first dropping ended ones when the table has grown
+// (amortised: a sweep each time it doubles).
+func (t *leaseTable) insert(id leaseID, ls *quotaLease, now time.Time) {
+	if len(t.m) >= t.sweep {
+		for k, v := range t.m {
+			if v.ended(now) {
+				delete(t.m, k)
+			}
+		}
+		t.sweep = max(2*len(t.m), 1024)
+	}
+	t.m[id] = ls
+}
+
+// takeLease takes units of limit's quota for key from Redis and admits the
+// call from them. ls is marked taking; the waiting callers are woken
+// whatever happens. A call whose lease Redis could not decide returns that
+// outcome (the error, or the fail mode's Degraded Result): the lease's
+// command may have run, and is never followed by another.
+func (l *Limiter) takeLease(ctx context.Context, t *leaseTable, ls *quotaLease, key string, cost int64, limit Limit) (Result, error, bool) {
+	sent := t.now()
+	res, err := l.decideDirect(ctx, key, t.units, false, []Limit{limit})
+	t.mu.Lock()
+	defer func() {
+		close(ls.taking)
+		ls.taking = nil
+		t.mu.Unlock()
+	}()
+	switch {
+	case err != nil || res.Degraded:
+		return res, err, true
+	case !res.Allowed:
+		// Less than a lease is left: what the old lease still holds is
+		// used until its window ends, the rest goes to Redis one by one
+		// until this window ends.
+		ls.direct = true
+		ls.directUntil = sent.Add(min(res.ResetAfter, limit.Period) - leaseMargin)
+		if res.RetryAfter > 0 {
+			ls.directUntil = sent.Add(res.RetryAfter - leaseMargin)
+		}
+		return Result{}, nil, false
+	}
+	// A new lease, maybe in a new window: what the old one held is
+	// dropped, since it may belong to a window that is over.
+	ls.direct = false
+	ls.left = t.units - cost
+	ls.remaining = res.Remaining
+	ls.leftUntil = sent.Add(res.ResetAfter - leaseMargin)
+	res.Limit = limit
+	res.Remaining += ls.left
+	res.Leased = true
+	return res, nil, true
+}
+
+// forget drops prefix's leases of subject.
+func (t *leaseTable) forget(prefix, subject string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k, v := range t.m {
+		if k.prefix == prefix && k.subject == subject && v.taking == nil {
+			delete(t.m, k)
+		}
+	}
+}

@@ -1,0 +1,99 @@
+package limiter
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quotagate/limiter/internal/redistest"
+	"github.com/quotagate/limiter/store"
+	"github.com/quotagate/limiter/store/goredis"
+)
+
+// windowCounter is a fixed window counter on miniredis for the lease's own
+// tests, without the strategy package (which imports this one): INCRBY,
+// PEXPIRE when new, PTTL, taken back when over.
+type windowCounter struct{}
+
+var windowScript = store.NewScript(`
+local c = redis.call('INCRBY', KEYS[1], ARGV[1])
+if c == tonumber(ARGV[1]) then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
+local ttl = redis.call('PTTL', KEYS[1])
+if c > tonumber(ARGV[2]) then
+  redis.call('DECRBY', KEYS[1], ARGV[1])
+  return {0, tonumber(ARGV[2]) - c + tonumber(ARGV[1]), ttl}
+end
+return {1, tonumber(ARGV[2]) - c, ttl}`)
+
+func (windowCounter) Decide(ctx context.Context, st store.Store, req Request) (Result, error) {
+	l := req.Limits[0]
+	nums, err := windowScript.RunInt64s(ctx, st, req.Keys, []int64{req.Cost, l.Rate, l.Period.Milliseconds()}, nil)
+	if err != nil {
+		return Result{}, err
+	}
+	var b Binder
+	retry := time.Duration(0)
+	if nums[0] == 0 {
+		retry = time.Duration(nums[2]) * time.Millisecond
+	}
+	b.Add(0, nums[1], time.Duration(nums[2])*time.Millisecond, retry)
+	return b.Result(nums[0] == 1), nil
+}
+
+func (windowCounter) WindowQuota() {}
+
+// TestQuotaLeaseEndsWithItsWindow moves the server's clock and the lease
+// table's together: units leased in a window are never admitted after it
+// ends, even one millisecond after, and the next call takes a lease in the
+// new window; a lease's end is measured from before its request was sent.
+func TestQuotaLeaseEndsWithItsWindow(t *testing.T) {
+	m := redistest.NewMini(t)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	var mu sync.Mutex
+	local := time.Unix(1_000_000, 0)
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return local }
+	advance := func(d time.Duration) {
+		mu.Lock()
+		local = local.Add(d)
+		mu.Unlock()
+		m.Advance(d)
+	}
+	lim, err := New(goredis.New(rdb), windowCounter{}, WithQuotaLease(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim.leases.now = now
+	ctx := context.Background()
+	l := PerSecond(100)
+	key, _ := Key(DefaultPrefix, "s", l)
+	r, err := lim.Allow(ctx, "s", l)
+	if err != nil || !r.Allowed || !r.Leased || r.ResetAfter != time.Second {
+		t.Fatalf("first call: %+v, %v; want a lease, the window's reset 1s from now", r, err)
+	}
+	advance(time.Second - leaseMargin - time.Millisecond)
+	if r, err := lim.Allow(ctx, "s", l); err != nil || !r.Allowed || !r.Leased || r.ResetAfter != time.Millisecond {
+		t.Fatalf("1 ms before the lease ends: %+v, %v; want admitted from the lease", r, err)
+	}
+	advance(time.Millisecond)
+	// The lease has ended (the window ends leaseMargin later): the next
+	// call takes a new lease, in Redis.
+	if r, err := lim.Allow(ctx, "s", l); err != nil || !r.Allowed || r.Remaining != 100-20+9 {
+		t.Fatalf("at the lease's end: %+v, %v", r, err)
+	}
+	if v, _ := m.Get(key); v != "20" {
+		t.Errorf("counter %q, want 20: the second lease counted in the first window (which has %s left)", v, m.TTL(key))
+	}
+	advance(leaseMargin)
+	// The window ended: the second lease (taken 1 ms before its end) has
+	// ended too, and a third one is taken in the new window.
+	if r, err := lim.Allow(ctx, "s", l); err != nil || !r.Allowed || !r.Leased || r.Remaining != 99 {
+		t.Fatalf("in the new window: %+v, %v; want a new lease, 99 remaining", r, err)
+	}
+	if v, _ := m.Get(key); v != "10" {
+		t.Errorf("counter %q in the new window, want 10", v)
+	}
+}
