@@ -629,3 +629,39 @@ func BenchmarkAllowMany(b *testing.B) {
 		b.ReportMetric(rps, "redis-benchmark-P16/s")
 	}
 }
+
+// BenchmarkQuotaLease compares deciding one hot subject that is admitted
+// (FixedWindow, a limit no run reaches) with quota leases of 100 units
+// (limiter.WithQuotaLease) and without, through go-redis at 64 callers in
+// interleaved rounds: lease-x-fixedwindow is the ratio of their decisions
+// per second.
+//
+//	go test -run '^$' -bench QuotaLease -benchtime 1x ./store/goredis/
+func BenchmarkQuotaLease(b *testing.B) {
+	const callers = 64
+	e := newBenchEnv(b)
+	leased, err := limiter.New(goredis.New(e.rdb), strategy.NewFixedWindow(), limiter.WithQuotaLease(100), limiter.WithPrefix("lease"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	l := e.limit()
+	hot := func(lim *limiter.Limiter) benchkit.Decide {
+		return func(ctx context.Context, _ string) error {
+			r, err := lim.Allow(ctx, "hot", l)
+			if err == nil && !r.Allowed {
+				err = errors.New("denied")
+			}
+			return err
+		}
+	}
+	variants := []benchkit.Variant{{Name: "fixedwindow", Decide: hot(e.lim)}, {Name: "lease", Decide: hot(leased)}}
+	for range b.N {
+		tallies, ratios, err := e.Compare(callers, benchkit.RatioRounds, benchkit.RatioWarmUp, benchkit.RatioRoundTime, variants)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(tallies[0].Rate(), "fixedwindow-decisions/s")
+		b.ReportMetric(tallies[1].Rate(), "lease-decisions/s")
+		b.ReportMetric(benchkit.Median(ratios[1]), "lease-x-fixedwindow")
+	}
+}
