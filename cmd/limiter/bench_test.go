@@ -59,6 +59,7 @@ func TestBenchUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"bench", "-callers", "0"}, {"bench", "-callers", "16,1"}, {"bench", "-callers", "x"},
 		{"bench", "-adapters", "nope"}, {"bench", "-rounds", "0"}, {"bench", "-redis", "http://x"}, {"bench", "extra"},
+		{"bench", "-strategies", "bucketed"}, {"bench", "-workloads", "cold"},
 	} {
 		if code, _, _ := runCmd(t, args...); code != 2 {
 			t.Errorf("%q: exit %d, want 2", args, code)
@@ -66,29 +67,59 @@ func TestBenchUsage(t *testing.T) {
 	}
 }
 
-// benchRows parses the table: "adapter/callers" -> raw/s, limiter/s, ratio.
+// benchRows parses the table: "adapter/callers" (prefixed with
+// "strategy/workload/" when those are not fixedwindow and admit) -> raw/s,
+// limiter/s, ratio.
 func benchRows(t *testing.T, out string) map[string][3]float64 {
 	t.Helper()
 	rows := map[string][3]float64{}
 	for _, line := range strings.Split(out, "\n") {
 		f := strings.Fields(line)
-		if len(f) < 5 || f[0] == "ADAPTER" {
+		if len(f) < 7 || f[0] == "STRATEGY" {
 			continue
 		}
-		if _, err := strconv.Atoi(f[1]); err != nil {
+		if _, err := strconv.Atoi(f[3]); err != nil {
 			continue
 		}
 		var v [3]float64
 		for i := range v {
-			x, err := strconv.ParseFloat(f[2+i], 64)
+			x, err := strconv.ParseFloat(f[4+i], 64)
 			if err != nil {
-				t.Fatalf("bad number %q in %q", f[2+i], line)
+				t.Fatalf("bad number %q in %q", f[4+i], line)
 			}
 			v[i] = x
 		}
-		rows[f[0]+"/"+f[1]] = v
+		key := f[2] + "/" + f[3]
+		if f[0] != "fixedwindow" || f[1] != "admit" {
+			key = f[0] + "/" + f[1] + "/" + key
+		}
+		rows[key] = v
 	}
 	return rows
+}
+
+// TestBenchStrategiesAndWorkloads: every strategy and workload measures,
+// with latency quantiles and allocations in the JSON rows.
+func TestBenchStrategiesAndWorkloads(t *testing.T) {
+	s := redistest.StartServer(t)
+	code, out, errOut := runCmd(t, "bench", "-json", "-redis", "redis://"+s.Addr(), "-adapters", "rueidis", "-strategies", strings.Join(benchStrategyNames(), ","),
+		"-workloads", "admit,deny,hot", "-callers", "2", "-rounds", "1", "-round", "20ms")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	var rep struct{ Results []benchRow }
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("output does not parse: %v\n%s", err, out)
+	}
+	if want := len(benchStrategyNames()) * 3; len(rep.Results) != want {
+		t.Fatalf("%d results, want %d", len(rep.Results), want)
+	}
+	for _, r := range rep.Results {
+		if r.RawPerSec <= 0 || r.LimiterPerSec <= 0 || r.P50Micros <= 0 || r.P99Micros < r.P50Micros || r.Allocs <= 0 || r.RawAllocs <= 0 {
+			t.Errorf("result %+v", r)
+		}
+	}
+	assertNoKeys(t, s.Addr())
 }
 
 // TestBenchJSON: -json prints one JSON object that parses, a result per
@@ -114,7 +145,7 @@ func TestBenchJSON(t *testing.T) {
 			t.Errorf("result %+v", r)
 		}
 	}
-	if !strings.Contains(errOut, "measuring 4 levels") || !strings.Contains(errOut, "[4/4] redigo, 2 callers") {
+	if !strings.Contains(errOut, "measuring 4 levels") || !strings.Contains(errOut, "[4/4] fixedwindow admit, redigo, 2 callers") {
 		t.Errorf("progress on stderr:\n%s", errOut)
 	}
 }

@@ -43,17 +43,23 @@
 // 2 for a usage error.
 //
 //	limiter bench [-redis URL] [-adapters goredis,rueidis,redigo]
-//	              [-callers 1,16,64] [-rounds 6] [-round 250ms]
+//	              [-strategies fixedwindow,gcra,...] [-workloads admit,deny,hot]
+//	              [-callers 1,16,64] [-rounds 6] [-round 250ms] [-json] [-svg FILE]
 //
-// bench measures, for each adapter, FixedWindow decisions per second through
-// the Limiter and through the client's own hand-written EVALSHA of the same
-// script on the same keys, with exactly N concurrent callers per level, in
-// rounds that alternate the two (so drift cancels), and prints both rates,
-// their ratio over all rounds and the median and range of the per-round
-// ratios. On the embedded miniredis (the default) the server runs in the
-// same process, so only the client side is compared; point -redis at a real
-// server, ideally on another machine, for numbers that mean something. It
-// writes only keys under limiter-bench: and deletes them afterwards.
+// bench measures, for each strategy (fixedwindow, gcra, tokenbucket,
+// slidingwindow, slidinglog), workload (admit: every call admitted, 4
+// subjects per caller; deny: every call denied; hot: every caller on one
+// subject) and adapter, decisions per second through the Limiter and
+// through the client's own hand-written EVALSHA of the strategy's script on
+// the same keys, with exactly N concurrent callers per level, in rounds that
+// alternate the two (so drift cancels), and prints both rates, their ratio
+// over all rounds, the median and range of the per-round ratios, the
+// Limiter's p50 and p99 latency, and the allocations per call of each (one
+// caller, one call after another). On the embedded miniredis (the default)
+// the server runs in the same process, so only the client side is compared
+// and the allocations include the server's; point -redis at a real server,
+// ideally on another machine, for numbers that mean something. It writes
+// only keys under limiter-bench: and deletes them afterwards.
 //
 //	limiter serve [-addr A] [-redis URL] [-rules FILE] [-hash KEY]
 //	              [-interval D] [-fail-mode error|open|closed] [-prefix P]
