@@ -204,41 +204,13 @@ func (s InlinedLimits) Decide(ctx context.Context, st store.Store, req limiter.R
 		args = append(args, l.Rate, l.Period.Milliseconds())
 	}
 	src.WriteString(strategy.FixedWindowScript().Source())
-	nums, err := store.NewScript(src.String()).RunInt64s(ctx, st, req.Keys, args, nil)
-	if err != nil {
-		return limiter.Result{}, err
+	boxed := make([]any, len(args))
+	for i, a := range args {
+		boxed[i] = a
 	}
-	var b limiter.Binder
-	if n := len(req.Limits); len(nums) == 2*n {
-		// the script's reply to a call that writes: {count_1, reset_ms_1, ...}
-		allowed := true
-		for i, l := range req.Limits {
-			allowed = allowed && nums[2*i] <= l.Rate
-		}
-		for i, l := range req.Limits {
-			count, reset := nums[2*i], time.Duration(nums[2*i+1])*time.Millisecond
-			var retry time.Duration
-			if count > l.Rate {
-				retry = reset
-			}
-			if !allowed {
-				count -= req.Cost
-			}
-			b.Add(i, l.Rate-count, reset, retry)
-		}
-		return b.Result(allowed), nil
-	}
-	if len(nums) != 1+3*len(req.Limits) {
-		return limiter.Result{}, fmt.Errorf("knownbad: %d values for %d limits", len(nums), len(req.Limits))
-	}
-	for i := range req.Limits {
-		retry := time.Duration(nums[3+3*i]) * time.Millisecond
-		if nums[3+3*i] < 0 {
-			retry = -1
-		}
-		b.Add(i, nums[1+3*i], time.Duration(nums[2+3*i])*time.Millisecond, retry)
-	}
-	return b.Result(nums[0] == 1), nil
+	v, err := store.NewScript(src.String()).Run(ctx, st, req.Keys, boxed)
+	// The reply is FixedWindow's: read it as FixedWindow does.
+	return strategy.NewFixedWindow().BatchResult(req, store.Reply{Val: v, Err: err})
 }
 
 //go:embed lua/gcra_app_clock.lua

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/quotagate/limiter"
 )
 
 const (
@@ -342,4 +344,33 @@ func FmtRatios(rs []float64) string {
 		s[i] = fmt.Sprintf("%.3f", r)
 	}
 	return strings.Join(s, " ")
+}
+
+// ManyAsks returns, for each of callers callers, perCall asks of cost 1
+// against l, each of its own subject, for Limiter.AllowMany.
+func ManyAsks(callers, perCall int, l limiter.Limit) [][]limiter.Ask {
+	asks := make([][]limiter.Ask, callers)
+	for w := range asks {
+		for j := range perCall {
+			asks[w] = append(asks[w], limiter.Ask{Key: fmt.Sprintf("many-%02d-%02d", w, j), Limits: []limiter.Limit{l}})
+		}
+	}
+	return asks
+}
+
+// Many returns a Decide that makes one AllowMany call of asks (a caller's
+// set in turn) and fails unless every ask is admitted.
+func Many(lim *limiter.Limiter, asks [][]limiter.Ask) Decide {
+	var next atomic.Int64
+	return func(ctx context.Context, _ string) error {
+		for _, a := range lim.AllowMany(ctx, asks[int(next.Add(1))%len(asks)]) {
+			if a.Err != nil {
+				return a.Err
+			}
+			if !a.Result.Allowed {
+				return fmt.Errorf("AllowMany: %s denied", a.Result.Limit)
+			}
+		}
+		return nil
+	}
 }

@@ -592,25 +592,7 @@ func BenchmarkAllowMany(b *testing.B) {
 	const callers, perCall = 16, 16
 	e := newBenchEnv(b)
 	l := e.limit()
-	asks := make([][]limiter.Ask, callers)
-	for w := range asks {
-		for j := range perCall {
-			asks[w] = append(asks[w], limiter.Ask{Key: fmt.Sprintf("many-%02d-%02d", w, j), Limits: []limiter.Limit{l}})
-		}
-	}
-	var worker atomic.Int64
-	many := benchkit.Variant{Name: "many", Decide: func(ctx context.Context, _ string) error {
-		w := int(worker.Add(1)) % callers
-		for _, a := range e.lim.AllowMany(ctx, asks[w]) {
-			if a.Err != nil {
-				return a.Err
-			}
-			if !a.Result.Allowed {
-				return errors.New("AllowMany: denied")
-			}
-		}
-		return nil
-	}}
+	many := benchkit.Variant{Name: "many", Decide: benchkit.Many(e.lim, benchkit.ManyAsks(callers, perCall, l))}
 	one := benchkit.Variant{Name: "allow", Decide: e.allow}
 	for range b.N {
 		tallies, _, err := e.Compare(callers, benchkit.RatioRounds, benchkit.RatioWarmUp, benchkit.RatioRoundTime, []benchkit.Variant{one, many})

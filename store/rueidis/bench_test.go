@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -234,25 +233,7 @@ func BenchmarkAllowMany(b *testing.B) {
 	e := newBenchEnv(b)
 	addr := e.rdb.Options().Addr
 	l := e.limit()
-	asks := make([][]limiter.Ask, callers)
-	for w := range asks {
-		for j := range perCall {
-			asks[w] = append(asks[w], limiter.Ask{Key: fmt.Sprintf("many-%02d-%02d", w, j), Limits: []limiter.Limit{l}})
-		}
-	}
-	var worker atomic.Int64
-	many := func(ctx context.Context, _ string) error {
-		w := int(worker.Add(1)) % callers
-		for _, a := range e.lim.AllowMany(ctx, asks[w]) {
-			if a.Err != nil {
-				return a.Err
-			}
-			if !a.Result.Allowed {
-				return errors.New("AllowMany: denied")
-			}
-		}
-		return nil
-	}
+	many := benchkit.Many(e.lim, benchkit.ManyAsks(callers, perCall, l))
 	for range b.N {
 		var mine, theirs []float64
 		for range rounds {
