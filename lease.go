@@ -39,8 +39,8 @@ type WindowQuota interface {
 // units−1 per process, subject and window; and Result.Remaining of a leased
 // decision is this process's view (what Redis had left when the lease was
 // taken, plus what the lease still holds). Calls with several limits, a
-// cost above units, Peek and AllowN(0) always go to Redis. Reset forgets the
-// subject's leases in this process.
+// cost above units, Peek, AllowN(0) and AllowMany always go to Redis.
+// Reset forgets the subject's leases in this process.
 //
 // units must be at least 2; the strategy must implement WindowQuota, or New
 // returns ErrInvalidOption. Choose units well below a limit's Rate divided

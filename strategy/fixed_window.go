@@ -48,7 +48,7 @@ func NewFixedWindow() FixedWindow { return FixedWindow{} }
 
 // Decide implements limiter.Strategy.
 func (FixedWindow) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
-	return decideInts(ctx, st, req, fixedWindowScript, "fixed window", fixedWindowParams)
+	return decideInts(ctx, st, req, fixedWindowScript, "fixed window", fixedWindowParams, fixedWindowBind)
 }
 
 // fixedWindowParams returns the script's arguments for l: its rate and
@@ -58,12 +58,12 @@ func fixedWindowParams(l limiter.Limit) (rate, window int64, err error) {
 }
 
 // decideInts runs script, whose arguments are {cost, peek, a_1, b_1, a_2,
-// ...} with (a_i, b_i) = params(limit i) and whose reply is {allowed,
-// remaining, reset_ms, retry_ms, ...}, with one pooled buffer for the
+// ...} with (a_i, b_i) = params(limit i) and whose integer reply bind
+// reads, with one pooled buffer for the
 // arguments and the reply: stores keep neither after a call (the
 // store.Store contract). After a failed call the buffer is left to the
 // garbage collector, in case a store's abandoned work still holds it.
-func decideInts(ctx context.Context, st store.Store, req limiter.Request, script *store.Script, name string, params func(limiter.Limit) (int64, int64, error)) (limiter.Result, error) {
+func decideInts(ctx context.Context, st store.Store, req limiter.Request, script *store.Script, name string, params func(limiter.Limit) (int64, int64, error), bind func([]int64, limiter.Request) (limiter.Result, error)) (limiter.Result, error) {
 	n := len(req.Limits)
 	pb := intBufs.Get().(*intBuf)
 	ints := pb[:]
@@ -87,12 +87,7 @@ func decideInts(ctx context.Context, st store.Store, req limiter.Request, script
 	if err != nil {
 		return limiter.Result{}, fmt.Errorf("strategy: %s: %w", name, corruptErr(err))
 	}
-	var res limiter.Result
-	if len(nums) == 2*n {
-		res, err = bindCounts(nums, req)
-	} else {
-		res, err = bindInts(nums, n)
-	}
+	res, err := bind(nums, req)
 	intBufs.Put(pb)
 	return res, err
 }

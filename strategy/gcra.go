@@ -58,7 +58,7 @@ func NewGCRA() GCRA { return GCRA{} }
 
 // Decide implements limiter.Strategy.
 func (GCRA) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
-	return decideInts(ctx, st, req, gcraScript, "gcra", gcraParams)
+	return decideInts(ctx, st, req, gcraScript, "gcra", gcraParams, bindAll)
 }
 
 // gcraParams returns l's emission interval in whole microseconds (rounded

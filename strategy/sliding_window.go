@@ -66,7 +66,7 @@ func NewSlidingWindow() SlidingWindow { return SlidingWindow{} }
 
 // Decide implements limiter.Strategy.
 func (SlidingWindow) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
-	return decideInts(ctx, st, req, slidingWindowScript, "sliding window", slidingWindowParams)
+	return decideInts(ctx, st, req, slidingWindowScript, "sliding window", slidingWindowParams, bindAll)
 }
 
 // slidingWindowParams returns l's rate and period in milliseconds, or
