@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -32,8 +33,23 @@ func checkExactAdmission(c *checker) {
 		return c.underLoad(func(ctx context.Context) (limiter.Result, error) { return lim.Allow(ctx, "p1", l) })
 	})
 	rf := c.refill(l, start)
+	// An optimistic strategy may give up under contention (ErrContention,
+	// never an admission: property 32), having counted nothing: with 200
+	// callers on one key a caller can lose every race until its deadline.
+	// Such a call is a denial here, not a failure.
+	var gaveUp int64
+	if c.spec.Optimistic != nil {
+		errs = slices.DeleteFunc(errs, func(err error) bool {
+			if errors.Is(err, limiter.ErrContention) && !errors.Is(err, store.ErrUnknownOutcome) {
+				gaveUp++
+				return true
+			}
+			return false
+		})
+		d += gaveUp
+	}
 	unknown := c.unknownOutcomes("property 1", g*m, errs)
-	c.t.Logf("property 1: %d admitted, %d denied, %d errors; the slowest call took %s", a, d, len(errs), time.Duration(c.slowest.Load()).Round(time.Millisecond))
+	c.t.Logf("property 1: %d admitted, %d denied (%d of them gave up under contention), %d errors; the slowest call took %s", a, d, gaveUp, len(errs), time.Duration(c.slowest.Load()).Round(time.Millisecond))
 	if a > rate+rf || (c.spec.Exact && a+unknown < rate) {
 		c.t.Errorf("property 1: admitted %d (and %d calls whose outcome is unknown) of %d calls with limit %d (%d refilled while they ran), want %s %d",
 			a, unknown, g*m, rate, rf, map[bool]string{true: "exactly", false: "at most"}[c.spec.Exact], rate)
