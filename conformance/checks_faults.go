@@ -244,7 +244,20 @@ func checkSameSlot(c *checker) {
 				keys = append(keys, k)
 			}
 		}
-		if len(keys) != len(limits) {
+		// An epoch-aligned strategy may hold a limit's previous window
+		// beside the current one when the call met a window's edge: count
+		// the limits that have keys.
+		counted := len(keys)
+		if c.spec.Aligned {
+			counted = 0
+			for _, l := range limits {
+				base, _ := limiter.Key(prefix, subject, l)
+				if slices.ContainsFunc(keys, func(k string) bool { return k == base || strings.HasPrefix(k, base+":") }) {
+					counted++
+				}
+			}
+		}
+		if counted != len(limits) || (!c.spec.Aligned && len(keys) != len(limits)) {
 			c.t.Errorf("property 22: subject %.12q: %d keys for %d limits", subject, len(keys), len(limits))
 		}
 		slots := map[int64]bool{}
