@@ -1,6 +1,7 @@
 package strategy
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/quotagate/limiter"
@@ -129,3 +130,18 @@ func (*Optimistic) WindowQuota() {}
 // WindowQuota implements limiter.WindowQuota: units are counted in the
 // epoch-aligned window their transaction's TIME names.
 func (*Bucketed) WindowQuota() {}
+
+// decideArgs runs script with the arguments args builds for req (with room
+// for the reply after them) and reads its {allowed, remaining, reset_ms,
+// retry_ms, ...} reply.
+func decideArgs(ctx context.Context, st store.Store, req limiter.Request, script *store.Script, name string, args func(limiter.Request) ([]int64, error)) (limiter.Result, error) {
+	a, err := args(req)
+	if err != nil {
+		return limiter.Result{}, err
+	}
+	nums, err := script.RunInt64s(ctx, st, req.Keys, a, a[len(a):len(a)])
+	if err != nil {
+		return limiter.Result{}, fmt.Errorf("strategy: %s: %w", name, corruptErr(err))
+	}
+	return bindInts(nums, len(req.Limits))
+}

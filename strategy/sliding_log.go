@@ -55,15 +55,7 @@ func NewSlidingLog() SlidingLog { return SlidingLog{} }
 
 // Decide implements limiter.Strategy.
 func (SlidingLog) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
-	args, err := slidingLogArgs(req)
-	if err != nil {
-		return limiter.Result{}, err
-	}
-	nums, err := slidingLogScript.RunInt64s(ctx, st, req.Keys, args, args[len(args):len(args)])
-	if err != nil {
-		return limiter.Result{}, fmt.Errorf("strategy: sliding log: %w", corruptErr(err))
-	}
-	return bindInts(nums, len(req.Limits))
+	return decideArgs(ctx, st, req, slidingLogScript, "sliding log", slidingLogArgs)
 }
 
 // slidingLogArgs returns the script's arguments for req, {cost, peek,

@@ -56,15 +56,7 @@ func NewTokenBucket() TokenBucket { return TokenBucket{} }
 
 // Decide implements limiter.Strategy.
 func (TokenBucket) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
-	args, err := tokenBucketArgs(req)
-	if err != nil {
-		return limiter.Result{}, err
-	}
-	nums, err := tokenBucketScript.RunInt64s(ctx, st, req.Keys, args, args[len(args):len(args)])
-	if err != nil {
-		return limiter.Result{}, fmt.Errorf("strategy: token bucket: %w", corruptErr(err))
-	}
-	return bindInts(nums, len(req.Limits))
+	return decideArgs(ctx, st, req, tokenBucketScript, "token bucket", tokenBucketArgs)
 }
 
 // tokenBucketArgs returns the script's arguments for req, {cost, peek,
