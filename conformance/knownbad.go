@@ -84,6 +84,14 @@ func KnownBad() []Control {
 			ServerOnly: []string{"server-conditions"}},
 		{Spec: FixedWindow(), Store: "LaxInts", Wrap: knownbad.LaxInts,
 			MustFail: []string{"integer-scripts"}},
+		{Spec: AlignedWindow(), Store: "ArrayInts", Wrap: knownbad.ArrayInts,
+			MustFail: []string{"integer-scripts", "exact-admission"}},
+		{Spec: func() Spec {
+			spec := claims("RepairAtDenial", knownbad.RepairAtDenial{})
+			spec.RepairsAtDenial = true
+			return spec
+		}(),
+			MustFail: []string{"self-repair"}, VirtualOnly: []string{"self-repair"}},
 		{Spec: FixedWindow(), Store: "IgnoresDeadline", Wrap: knownbad.IgnoresDeadline,
 			MustFail: []string{"slow-reply-past-deadline", "redis-down-or-blackholed"}},
 		{Spec: claims("InlinedLimits", knownbad.InlinedLimits{Tag: strconv.FormatUint(rand.Uint64(), 36)}),

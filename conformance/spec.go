@@ -46,6 +46,12 @@ type Spec struct {
 	// the cost) until the window ends. Without it, and without
 	// DeniedConsume, a denied request writes nothing.
 	Compensates bool
+	// RepairsAtDenial: a key found without a TTL (stripped by hand) gets
+	// its TTL back at the next denial rather than at the next admission.
+	// Only for keys named by their window's index (Aligned), which are
+	// never read after their window: a stripped key can never hold its
+	// subject past the window (property 11 checks that too).
+	RepairsAtDenial bool
 	// TTLSlack is how much longer than its Period a key may live (a grace
 	// period); 0 for FixedWindow.
 	TTLSlack time.Duration
@@ -191,6 +197,26 @@ func Bucketed() Spec {
 	}
 }
 
+// AlignedWindow is the Spec of strategy.AlignedWindow: epoch-aligned
+// windows decided in Lua, exact, every key expiring at its window's end.
+func AlignedWindow() Spec {
+	return Spec{
+		Name:            "AlignedWindow",
+		Strategy:        strategy.NewAlignedWindow(),
+		Exact:           true,
+		Counter:         true,
+		Window:          true,
+		Aligned:         true,
+		RepairsAtDenial: true,
+		Commit:          "EVALSHA",
+		RoundTrips:      1,
+		Scripts:         true,
+		Clocked: func(now func() time.Time) limiter.Strategy {
+			return strategy.NewAlignedWindow(strategy.WithAlignedClock(now))
+		},
+	}
+}
+
 // OptimisticSuiteAttempts is the retry bound of the Optimistic Spec's
 // strategy: large, so that 200 callers on one key (property 1) never run
 // out of attempts and the strategy is held to exactness.
@@ -302,7 +328,7 @@ func StorePaths() []Spec {
 
 // Strategies returns the Specs of every strategy this module ships.
 func Strategies() []Spec {
-	return []Spec{FixedWindow(), Bucketed(), Optimistic(), GCRA(), TokenBucket(), SlidingWindow(), SlidingLog(), Concurrency()}
+	return []Spec{FixedWindow(), AlignedWindow(), Bucketed(), Optimistic(), GCRA(), TokenBucket(), SlidingWindow(), SlidingLog(), Concurrency()}
 }
 
 // refillTime is how long a refilling strategy takes to get back used units

@@ -107,7 +107,7 @@ func checkScripts(c *checker) {
 
 // Script.RunInt64s, the path of integer scripts (a store.Int64sEvaler's or
 // the generic one), passes integer arguments exactly, appends the reply to
-// dst, and reads a reply element that is not an integer (nil, text) or an
+// dst (an array's integers, or an integer reply as one value), and reads a reply element that is not an integer (nil, text) or an
 // error reply as an error, never as 0. An Int64sEvaler's EVALSHA of an
 // unknown script is ErrNoScript, so the fallback works.
 func checkIntScripts(c *checker) {
@@ -133,6 +133,15 @@ func checkIntScripts(c *checker) {
 			c.t.Errorf("store: an integer script's reply {1, %s, 2} = %v, nil error; want an error, not a made-up integer",
 				map[int64]string{-1: "nil", -2: `"x"`}[mode], got)
 		}
+	}
+	for _, n := range []int64{7, -9, 1 << 50} {
+		got, err := s.RunInt64s(c.ctx, st, []string{k}, []int64{-4, n}, dst[:1])
+		if err != nil || !reflect.DeepEqual(got, []int64{42, n}) {
+			c.t.Errorf("store: an integer script's integer reply %d = %v, %v; want [42 %d] (one value, appended)", n, got, err, n)
+		}
+	}
+	if got, err := s.RunInt64s(c.ctx, st, []string{k}, []int64{-5}, nil); err == nil {
+		c.t.Errorf("store: an integer script's reply \"x\" = %v, nil error; want an error", got)
 	}
 	_, err = s.RunInt64s(c.ctx, st, []string{k}, []int64{-3}, nil)
 	if err == nil || errors.Is(err, store.ErrNoScript) || errors.Is(err, store.ErrUnknownOutcome) {

@@ -307,29 +307,49 @@ func (c *checker) subjectKeys(subject string) []string {
 // server: the raw counter when the spec declares one, else through Peek.
 func (c *checker) counter(subject string, l limiter.Limit) int64 {
 	c.t.Helper()
+	if c.spec.Counter && c.spec.Aligned {
+		// one counter per window, key + ":" + index: all of them
+		base, err := limiter.Key(c.prefix, subject, l)
+		if err != nil {
+			c.t.Fatalf("key: %v", err)
+		}
+		var sum int64
+		for _, k := range c.keys() {
+			if idx, ok := strings.CutPrefix(k, base+":"); ok && idx != "" && strings.Trim(idx, "0123456789") == "" {
+				sum += c.count(k)
+			}
+		}
+		return sum
+	}
 	if c.spec.Counter {
 		key, err := limiter.Key(c.prefix, subject, l)
 		if err != nil {
 			c.t.Fatalf("key: %v", err)
 		}
-		r, err := c.do(store.Cmd{Name: "GET", Args: []any{key}})
-		if errors.Is(r.Err, store.ErrNil) {
-			return 0
-		}
-		if err != nil || r.Err != nil {
-			c.t.Fatalf("GET %s: %v %v", key, err, r.Err)
-		}
-		n, err := store.Int64(r.Val)
-		if err != nil {
-			c.t.Fatalf("GET %s: %v", key, err)
-		}
-		return n
+		return c.count(key)
 	}
 	res, err := c.limiter(nil).Peek(c.ctx, subject, l)
 	if err != nil {
 		c.t.Fatalf("Peek: %v", err)
 	}
 	return l.Rate - res.Remaining
+}
+
+// count reads the counter at key (0 when there is none).
+func (c *checker) count(key string) int64 {
+	c.t.Helper()
+	r, err := c.do(store.Cmd{Name: "GET", Args: []any{key}})
+	if errors.Is(r.Err, store.ErrNil) {
+		return 0
+	}
+	if err != nil || r.Err != nil {
+		c.t.Fatalf("GET %s: %v %v", key, err, r.Err)
+	}
+	n, err := store.Int64(r.Val)
+	if err != nil {
+		c.t.Fatalf("GET %s: %v", key, err)
+	}
+	return n
 }
 
 // do runs one command on the harness's store.

@@ -46,8 +46,10 @@ func (s *Script) Run(ctx context.Context, st Store, keys []string, args []any) (
 // RunInt64s when the store has it.
 //
 // Implementations append the reply's integers to dst and return the
-// extended slice; they keep neither keys, args nor dst after returning. A
-// reply that is not an array of integers is an error, never zeros.
+// extended slice: an array's elements, or an integer reply as one value
+// (a script's common path may return a bare integer, which Redis sends
+// without an array around it). They keep neither keys, args nor dst after
+// returning. Any other reply is an error, never zeros.
 type Int64sEvaler interface {
 	// EvalShaInt64s is EvalSha with integer arguments and reply.
 	EvalShaInt64s(ctx context.Context, sha string, keys []string, args []int64, dst []int64) ([]int64, error)
@@ -87,8 +89,12 @@ func (s *Script) runBoxed(ctx context.Context, st Store, keys []string, args []i
 }
 
 // AppendInt64s appends the integers of an array reply to dst, converting
-// each element with Int64; any other reply or element is an error.
+// each element with Int64, or an integer reply (int64) as one value; any
+// other reply or element is an error.
 func AppendInt64s(dst []int64, v any) ([]int64, error) {
+	if n, ok := v.(int64); ok {
+		return append(dst, n), nil
+	}
 	arr, err := Slice(v)
 	if err != nil {
 		return nil, err

@@ -81,14 +81,26 @@ import (
 //     adapter uses TxPipeline, which a ClusterClient routes by slot);
 //   - Redis 2.6 or later (PEXPIREAT, TIME); no scripting.
 type Bucketed struct {
-	now   func() time.Time
+	epochClock
 	grace time.Duration
+}
+
+// epochClock is what the epoch-aligned strategies share: the app clock and,
+// per store, the app clock's offset to the server's TIME.
+type epochClock struct {
+	now func() time.Time
+	// name names the strategy in errors.
+	name string
 
 	// clocks holds one serverClock per store (each store may reach another
 	// server, with another clock); a few entries at most in practice.
 	mu     sync.Mutex
 	clocks map[store.Store]*serverClock
 	shared serverClock // for stores that cannot be map keys
+}
+
+func newEpochClock(name string) epochClock {
+	return epochClock{now: time.Now, name: name, clocks: map[store.Store]*serverClock{}}
 }
 
 // BucketedOption configures a Bucketed.
@@ -112,7 +124,7 @@ func WithGrace(d time.Duration) BucketedOption {
 
 // NewBucketed returns the Bucketed strategy.
 func NewBucketed(opts ...BucketedOption) *Bucketed {
-	b := &Bucketed{now: time.Now, grace: time.Second, clocks: map[store.Store]*serverClock{}}
+	b := &Bucketed{epochClock: newEpochClock("bucketed"), grace: time.Second}
 	for _, o := range opts {
 		o(b)
 	}
@@ -134,7 +146,7 @@ type serverClock struct {
 	offset atomic.Int64 // microseconds: server - app
 }
 
-func (b *Bucketed) clockFor(st store.Store) (c *serverClock) {
+func (b *epochClock) clockFor(st store.Store) (c *serverClock) {
 	defer func() {
 		if recover() != nil { // a store whose dynamic type is not comparable
 			c = &b.shared
@@ -162,16 +174,16 @@ func (c *serverClock) observe(t0, t1 time.Time, serverUs int64) {
 
 // serverNow returns the estimated server time in microseconds, sampling
 // TIME first when the clock has never been synced.
-func (b *Bucketed) serverNow(ctx context.Context, st store.Store, c *serverClock) (int64, error) {
+func (b *epochClock) serverNow(ctx context.Context, st store.Store, c *serverClock) (int64, error) {
 	if !c.synced.Load() {
 		t0 := b.now()
 		rs, err := st.Do(ctx, store.Cmd{Name: "TIME"})
 		t1 := b.now()
 		if err != nil {
-			return 0, fmt.Errorf("strategy: bucketed: TIME: %w", err)
+			return 0, fmt.Errorf("strategy: %s: TIME: %w", b.name, err)
 		}
 		if rs[0].Err != nil {
-			return 0, fmt.Errorf("strategy: bucketed: TIME: %w", rs[0].Err)
+			return 0, fmt.Errorf("strategy: %s: TIME: %w", b.name, rs[0].Err)
 		}
 		us, err := parseTime(rs[0].Val)
 		if err != nil {
@@ -196,7 +208,7 @@ func parseTime(v any) (int64, error) {
 		usec, err = store.Int64(arr[1])
 	}
 	if err != nil {
-		return 0, fmt.Errorf("strategy: bucketed: bad TIME reply %v: %w", v, err)
+		return 0, fmt.Errorf("strategy: bad TIME reply %v: %w", v, err)
 	}
 	return sec*1_000_000 + usec, nil
 }
@@ -207,7 +219,7 @@ type buckets struct {
 	keys []string
 }
 
-func (b *Bucketed) stamp(req limiter.Request, serverUs int64, bs *buckets) {
+func (bs *buckets) stamp(req limiter.Request, serverUs int64) {
 	ms := serverUs / 1000
 	if bs.idx == nil {
 		bs.idx = make([]int64, len(req.Limits))
@@ -258,7 +270,7 @@ func (b *Bucketed) Decide(ctx context.Context, st store.Store, req limiter.Reque
 		return limiter.Result{}, err
 	}
 	var bs buckets
-	b.stamp(req, now, &bs)
+	bs.stamp(req, now)
 	if req.DryRun || req.Cost == 0 || neverFits(req) {
 		return b.peek(ctx, st, c, req, &bs)
 	}
@@ -300,7 +312,7 @@ func (b *Bucketed) peek(ctx context.Context, st store.Store, c *serverClock, req
 		}
 		c.observe(t0, t1, now)
 		if !bs.matches(req, now) && attempt < maxStamps {
-			b.stamp(req, now, bs)
+			bs.stamp(req, now)
 			continue
 		}
 		for i := range n {
@@ -320,7 +332,7 @@ func (b *Bucketed) peek(ctx context.Context, st store.Store, c *serverClock, req
 				allowed = false
 			}
 		}
-		return b.bind(req, bs, now, counts[:n], counts[:n], allowed, false), nil
+		return bindBuckets(req, bs, now, counts[:n], counts[:n], allowed, false), nil
 	}
 }
 
@@ -330,11 +342,12 @@ func fits(count, cost, rate int64) bool {
 	return cost <= rate && count <= rate-cost
 }
 
-// ErrStaleWindow is the Cause of a Bucketed denial made because the TIME of
-// the decision's own transaction named other windows than the ones it was
-// counted in, on every attempt: a round trip about as long as the window.
-// The request was taken back, counted in no window.
-var ErrStaleWindow = errors.New("strategy: bucketed: the round trip is as long as the window: the decision could not be counted in the server's current window")
+// ErrStaleWindow is the Cause of a Bucketed or AlignedWindow denial made
+// because the server's TIME, read in the decision's own round trip, named
+// other windows than the ones the decision was sent for, on every attempt:
+// a round trip about as long as the window. The request was taken back,
+// counted in no window.
+var ErrStaleWindow = errors.New("strategy: the round trip is as long as the window: the decision could not be counted in the server's current window")
 
 // consume increments every limit's bucket in one transaction, moves the
 // decision to the server's buckets when the stamp was wrong, and takes the
@@ -423,7 +436,7 @@ func (b *Bucketed) consume(ctx context.Context, st store.Store, c *serverClock, 
 		// Stamped with the wrong window: take this attempt back and count
 		// in the server's windows instead, in the same transaction.
 		prev = buckets{idx: append([]int64(nil), bs.idx...), keys: append([]string(nil), bs.keys...)}
-		b.stamp(req, now, bs)
+		bs.stamp(req, now)
 	}
 	var before [limiter.MaxLimits]int64
 	allowed := !stale
@@ -434,12 +447,12 @@ func (b *Bucketed) consume(ctx context.Context, st store.Store, c *serverClock, 
 		}
 	}
 	if allowed {
-		return b.bind(req, bs, now, before[:n], after[:n], true, false), nil
+		return bindBuckets(req, bs, now, before[:n], after[:n], true, false), nil
 	}
 	// Denied: take the cost back from every limit. The decision stands
 	// whether or not this succeeds; a failure leaves an over-count that
 	// ends with the window, and is the Result's Cause.
-	res := b.bind(req, bs, now, before[:n], before[:n], false, stale)
+	res := bindBuckets(req, bs, now, before[:n], before[:n], false, stale)
 	err := b.takeBack(dc.from(ctx), st, req, bs, nil)
 	switch {
 	case stale && err != nil:
@@ -546,13 +559,13 @@ func execReply(ctx context.Context, st store.Store, cmds []store.Cmd) ([]any, er
 	return vals, nil
 }
 
-// bind builds the Result at server time nowUs: before[i] is limit i's count
+// bindBuckets builds the Result at server time nowUs: before[i] is limit i's count
 // without this request, after[i] with it when it was consumed.
 //
 // In a stale decision, one that could not be counted in the server's
 // windows, each limit whose stamped window is not the server's current one
 // denies until that window ends.
-func (b *Bucketed) bind(req limiter.Request, bs *buckets, nowUs int64, before, after []int64, allowed, stale bool) limiter.Result {
+func bindBuckets(req limiter.Request, bs *buckets, nowUs int64, before, after []int64, allowed, stale bool) limiter.Result {
 	var bd limiter.Binder
 	nowMs := nowUs / 1000
 	for i, l := range req.Limits {
@@ -577,6 +590,12 @@ func (b *Bucketed) bind(req limiter.Request, bs *buckets, nowUs int64, before, a
 // ResetRequest implements limiter.RequestResetter: it deletes the keys of
 // the current window, and of the windows on either side, of every limit.
 func (b *Bucketed) ResetRequest(ctx context.Context, st store.Store, req limiter.Request) error {
+	return b.resetWindows(ctx, st, req)
+}
+
+// resetWindows deletes the keys of the current window, and of the windows
+// on either side, of every limit of req.
+func (b *epochClock) resetWindows(ctx context.Context, st store.Store, req limiter.Request) error {
 	now, err := b.serverNow(ctx, st, b.clockFor(st))
 	if err != nil {
 		return err
@@ -593,7 +612,7 @@ func (b *Bucketed) ResetRequest(ctx context.Context, st store.Store, req limiter
 		err = rs[0].Err
 	}
 	if err != nil {
-		return fmt.Errorf("strategy: bucketed: reset: %w", err)
+		return fmt.Errorf("strategy: %s: reset: %w", b.name, err)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package knownbad
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 
 	"github.com/quotagate/limiter/store"
@@ -109,6 +110,33 @@ func (s laxInts) EvalShaInt64s(ctx context.Context, sha string, keys []string, a
 
 func (s laxInts) EvalInt64s(ctx context.Context, src string, keys []string, args []int64, dst []int64) ([]int64, error) {
 	return laxInt64s(s.Store.Eval(ctx, src, keys, boxInts(args)))(dst)
+}
+
+// ArrayInts wraps st with an integer-script path that accepts only array
+// replies, refusing a script's bare integer reply (the common path of
+// AlignedWindow returns its count alone).
+func ArrayInts(st store.Store) store.Store { return arrayInts{st} }
+
+type arrayInts struct{ store.Store }
+
+func (s arrayInts) EvalShaInt64s(ctx context.Context, sha string, keys []string, args []int64, dst []int64) ([]int64, error) {
+	return arrayInt64s(s.Store.EvalSha(ctx, sha, keys, boxInts(args)))(dst)
+}
+
+func (s arrayInts) EvalInt64s(ctx context.Context, src string, keys []string, args []int64, dst []int64) ([]int64, error) {
+	return arrayInt64s(s.Store.Eval(ctx, src, keys, boxInts(args)))(dst)
+}
+
+func arrayInt64s(v any, err error) func(dst []int64) ([]int64, error) {
+	return func(dst []int64) ([]int64, error) {
+		if err != nil {
+			return nil, err
+		}
+		if _, ok := v.([]any); !ok {
+			return nil, fmt.Errorf("knownbad: reply %v is not an array", v)
+		}
+		return store.AppendInt64s(dst, v)
+	}
 }
 
 func boxInts(args []int64) []any {

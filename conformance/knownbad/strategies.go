@@ -115,6 +115,42 @@ var seed003Lua string
 
 var seed003 = store.NewScript(seed003Lua)
 
+//go:embed lua/repair_at_denial.lua
+var repairAtDenialLua string
+
+var repairAtDenial = store.NewScript(repairAtDenialLua)
+
+// RepairAtDenial is a first-request fixed window, one limit, that gives a
+// counter stripped of its TTL its TTL back only when it denies, while its
+// keys are not named by window: it claims what only keys named by their
+// window may claim (Spec.RepairsAtDenial), and a stripped counter that is
+// never denied holds its subject past its window.
+type RepairAtDenial struct{}
+
+// Decide implements limiter.Strategy, wrongly.
+func (RepairAtDenial) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	if len(req.Limits) != 1 || req.Cost == 0 || req.DryRun {
+		return strategy.NewFixedWindow().Decide(ctx, st, req)
+	}
+	l := req.Limits[0]
+	v, err := repairAtDenial.Run(ctx, st, req.Keys, []any{req.Cost, l.Rate, l.Period.Milliseconds()})
+	if err != nil {
+		return limiter.Result{}, err
+	}
+	nums, err := store.Int64s(v)
+	if err != nil || len(nums) != 2 {
+		return limiter.Result{}, fmt.Errorf("knownbad: reply %v: %w", v, err)
+	}
+	var b limiter.Binder
+	reset := time.Duration(max(nums[1], 1)) * time.Millisecond
+	if nums[0] > l.Rate {
+		b.Add(0, l.Rate-(nums[0]-req.Cost), reset, reset)
+		return b.Result(false), nil
+	}
+	b.Add(0, l.Rate-nums[0], reset, 0)
+	return b.Result(true), nil
+}
+
 // RuleByRule is one script per rule, each consuming,
 // stopping at the first rule that rejects.
 type RuleByRule struct{}

@@ -460,18 +460,18 @@ func BenchmarkDenyCache(b *testing.B) {
 	}
 }
 
-// BenchmarkServerTime compares FixedWindow with the minimal hand-written
-// fixed window (INCR, PEXPIRE when new) and ulule/limiter's design (INCRBY,
-// then PEXPIRE or PTTL), all three through one go-redis client on one
-// redis-server:
+// BenchmarkServerTime compares FixedWindow and AlignedWindow with the
+// minimal hand-written fixed window (INCR, PEXPIRE when new) and
+// ulule/limiter's design (INCRBY, then PEXPIRE or PTTL), all through one
+// go-redis client on one redis-server:
 //
 //   - <name>-x-minimal-cN: decisions/s over the minimal script's at N
 //     callers, in interleaved rounds (the two scripts as raw EVALSHAs,
-//     FixedWindow through a Limiter);
+//     FixedWindow and AlignedWindow through a Limiter);
 //   - server-us-<case>: the server's time per decision (INFO commandstats
 //     usec_per_call of EVALSHA after a CONFIG RESETSTAT, each case alone
-//     for a second at 16 callers), for FixedWindow admitted and denied,
-//     with one limit and two. Every case is a raw EVALSHA through the same
+//     for a second at 16 callers), for AlignedWindow admitted, and for
+//     FixedWindow admitted and denied, with one limit and two. Every case is a raw EVALSHA through the same
 //     client: on a machine whose client and server share the cores, the
 //     server's clock also counts the time the client's work takes the CPU
 //     from it, so the cases must load the client alike.
@@ -532,17 +532,46 @@ func BenchmarkServerTime(b *testing.B) {
 			return err
 		}}
 	}
+	aligned, err := limiter.New(goredis.New(e.rdb), strategy.NewAlignedWindow(), limiter.WithPrefix("st-aligned"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	aw := benchkit.Variant{Name: "AlignedWindow", Decide: func(ctx context.Context, subject string) error {
+		r, err := aligned.Allow(ctx, subject, window)
+		if err == nil && !r.Allowed {
+			err = fmt.Errorf("AlignedWindow denied %s", subject)
+		}
+		return err
+	}}
+	// rawAligned is AlignedWindow's script as a raw EVALSHA, its window
+	// named from the app clock (the limiter adds its offset to the
+	// server's; here both are one machine's clock).
+	rawAligned := benchkit.Variant{Name: "AlignedWindow", Decide: func(ctx context.Context, subject string) error {
+		key := "st-rawaligned:{" + subject + "}:" + strconv.FormatInt(time.Now().UnixMilli()/e.windowMs, 10)
+		v, err := e.rdb.EvalSha(ctx, strategy.AlignedWindowScript().Hash(), []string{key}, 1, e.rate, e.windowMs).Result()
+		if err == nil {
+			if n, ok := v.(int64); !ok || n < 1 {
+				if vals, ok := v.([]any); !ok || len(vals) != 3 || vals[0] == int64(-1) {
+					err = fmt.Errorf("AlignedWindow: reply %v", v)
+				}
+			}
+		}
+		return err
+	}}
+	if err := e.rdb.ScriptLoad(ctx, strategy.AlignedWindowScript().Source()).Err(); err != nil {
+		b.Fatal(err)
+	}
 	const day = 86_400_000
-	compared := []benchkit.Variant{minimal, incrPTTL, fw}
+	compared := []benchkit.Variant{minimal, incrPTTL, fw, aw}
 	alone := []benchkit.Variant{
-		minimal, incrPTTL,
+		minimal, incrPTTL, rawAligned,
 		rawFW("FixedWindow", 2, e.rate, e.windowMs),
 		rawFW("FixedWindow-denied", 2, 1, day),
 		rawFW("FixedWindow-2limits", 4, e.rate, e.windowMs, e.rate, 60*e.windowMs),
 		rawFW("FixedWindow-2limits-denied", 4, e.rate, e.windowMs, 1, day),
 	}
 	// Fill the denied cases' counters first.
-	for _, v := range alone[3:] {
+	for _, v := range alone[4:] {
 		for w := range e.MaxCallers() {
 			for _, s := range e.Subjects[w] {
 				if err := v.Decide(ctx, s); err != nil {

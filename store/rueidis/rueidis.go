@@ -217,13 +217,21 @@ func (s *Store) intsCmd(ctx context.Context, name, script string, keys []string,
 	return s.scriptCmd(name, script, keys, intTexts(&s.texts, args, texts[:len(args)])), nil
 }
 
-// appendInts appends the integers of an array reply to dst.
+// appendInts appends the integers of an array reply, or an integer reply,
+// to dst.
 //
 //go:noinline
 func appendInts(dst []int64, r *rd.RedisResult) ([]int64, error) {
 	m, err := message(r)
 	if err != nil {
 		return nil, err
+	}
+	if m.IsInt64() {
+		n, err := m.AsInt64()
+		if err != nil {
+			return nil, fmt.Errorf("rueidis: %w", err)
+		}
+		return append(dst, n), nil
 	}
 	es, err := m.ToArray()
 	if err != nil {

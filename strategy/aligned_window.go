@@ -1,0 +1,186 @@
+package strategy
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"time"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/store"
+)
+
+//go:embed lua/aligned_window.lua
+var alignedWindowLua string
+
+var alignedWindowScript = store.NewScript(alignedWindowLua)
+
+// AlignedWindowScript returns the script AlignedWindow runs, for tools that
+// preload it (SCRIPT LOAD) or benchmark it raw.
+func AlignedWindowScript() *store.Script { return alignedWindowScript }
+
+// AlignedWindow counts cost per limit in windows aligned to the Unix epoch
+// on the server's clock, [b·Period, (b+1)·Period), with the window's index
+// b in the key, decided in Lua. It is the cheapest exact strategy on the
+// server: an admitted call on a window that has started is one INCRBY.
+//
+// A counter is created only by a call whose script reads the server's TIME
+// and finds it in the counter's window, and it expires at the window's end
+// (PEXPIREAT, set once). So a counter exists only during
+// its own window, and every later call of that window counts with one
+// INCRBY, without reading the clock; the reset time is known from the
+// window's index.
+//
+// Guarantees:
+//   - atomic: one Lua script, one round trip, all limits of a call decided
+//     together; a request denied by any limit consumes nothing from any;
+//   - exact: under any contention, at most Rate is admitted per window, and
+//     a denial never rests on another call's transient count;
+//   - windows by the server's clock, never sliding: the app server names
+//     the window from its clock (WithAlignedClock, default time.Now) plus
+//     its offset to Redis TIME, sampled on first use and refreshed by every
+//     call that creates a counter; a call sent for a window the server's
+//     clock is not in (a skewed app clock, a call racing a window's end)
+//     is counted nowhere and sent again for the server's window, up to 4
+//     times, then denied until the window ends with ErrStaleWindow as the
+//     Result's Cause;
+//   - a counter that is not a non-negative decimal integer (or a key of
+//     another type) is limiter.ErrCorruptCounter, and every counter is left
+//     as it was found;
+//   - every key has a TTL from the command that creates it, and lives no
+//     longer than its window; a counter found without one (stripped by
+//     hand) is given its window's end back by the next denial, and is never
+//     read after its window in any case, as windows are named by index;
+//   - every denial has RetryAfter of at least 1 ms (or -1 for a cost above
+//     a Rate, decided without writing);
+//   - boundary bursts: up to 2×Rate in any interval one Period long, as any
+//     fixed window;
+//   - round trips: 1, plus one TIME per store on first use and one more per
+//     window move;
+//   - keys per decision: one per limit, in one Cluster slot;
+//   - Periods of whole milliseconds, as the Limiter requires;
+//   - Redis 5.0 or later (or a server that runs Lua, such as miniredis).
+type AlignedWindow struct {
+	epochClock
+}
+
+// AlignedWindowOption configures an AlignedWindow.
+type AlignedWindowOption func(*AlignedWindow)
+
+// WithAlignedClock sets the app clock AlignedWindow aligns to Redis TIME
+// (default time.Now). Only its Unix time is used, never its location.
+func WithAlignedClock(now func() time.Time) AlignedWindowOption {
+	return func(a *AlignedWindow) {
+		if now != nil {
+			a.now = now
+		}
+	}
+}
+
+// NewAlignedWindow returns the AlignedWindow strategy.
+func NewAlignedWindow(opts ...AlignedWindowOption) *AlignedWindow {
+	a := &AlignedWindow{epochClock: newEpochClock("aligned window")}
+	for _, o := range opts {
+		o(a)
+	}
+	return a
+}
+
+// Decide implements limiter.Strategy.
+func (a *AlignedWindow) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	c := a.clockFor(st)
+	now, err := a.serverNow(ctx, st, c)
+	if err != nil {
+		return limiter.Result{}, err
+	}
+	n := len(req.Limits)
+	write := !req.DryRun && req.Cost > 0 && !neverFits(req)
+	pb := intBufs.Get().(*intBuf)
+	ints := pb[:]
+	if len(ints) < 1+2*n+n+2 {
+		ints = make([]int64, 1+2*n+n+2)
+	}
+	// A read sends the cost alone; a counting call each limit's rate and
+	// period (the window's index ends its key).
+	nargs := 1
+	if write {
+		nargs += 2 * n
+		for i, l := range req.Limits {
+			ints[1+2*i], ints[2+2*i] = l.Rate, l.Period.Milliseconds()
+		}
+	}
+	ints[0] = req.Cost
+	args := ints[:nargs:nargs]
+	var bs buckets
+	var before, after [limiter.MaxLimits]int64
+	for attempt := 1; ; attempt++ {
+		bs.stamp(req, now)
+		t0 := a.now()
+		nums, err := alignedWindowScript.RunInt64s(ctx, st, bs.keys, args, ints[len(args):len(args)])
+		if err != nil {
+			return limiter.Result{}, fmt.Errorf("strategy: aligned window: %w", corruptErr(err))
+		}
+		if !write {
+			if len(nums) != n {
+				return limiter.Result{}, fmt.Errorf("strategy: aligned window: %d values for %d limits", len(nums), n)
+			}
+			allowed := true
+			for i, l := range req.Limits {
+				before[i] = max(nums[i], 0)
+				allowed = allowed && fits(before[i], req.Cost, l.Rate)
+			}
+			intBufs.Put(pb)
+			return bindBuckets(req, &bs, now, before[:n], before[:n], allowed, false), nil
+		}
+		if len(nums) == 3 && nums[0] == -1 {
+			// The server's clock is not in a window this call would
+			// have created: counted nowhere; name the windows again from
+			// that clock.
+			now = nums[1]*1_000_000 + nums[2]
+			c.observe(t0, a.now(), now)
+			if attempt < maxStamps {
+				continue
+			}
+			intBufs.Put(pb)
+			for i := range n {
+				before[i] = 0
+			}
+			res := bindBuckets(req, &bs, now, before[:n], before[:n], false, true)
+			res.Cause = ErrStaleWindow
+			return res, nil
+		}
+		if len(nums) < n {
+			return limiter.Result{}, fmt.Errorf("strategy: aligned window: %d values for %d limits", len(nums), n)
+		}
+		allowed := true
+		for i, l := range req.Limits {
+			after[i] = nums[i]
+			if after[i] < req.Cost {
+				return limiter.Result{}, fmt.Errorf("strategy: aligned window: bad count %d for limit %d and cost %d", after[i], i+1, req.Cost)
+			}
+			before[i] = after[i] - req.Cost
+			allowed = allowed && after[i] <= l.Rate
+		}
+		switch {
+		case !allowed && len(nums) == n+1:
+			// the server's clock, in milliseconds, from a counter's TTL
+			now = nums[n] * 1000
+		case allowed && len(nums) == n+2:
+			now = nums[n]*1_000_000 + nums[n+1]
+			c.observe(t0, a.now(), now)
+		case !allowed || len(nums) != n:
+			return limiter.Result{}, fmt.Errorf("strategy: aligned window: %d values for %d limits (admitted: %v)", len(nums), n, allowed)
+		}
+		intBufs.Put(pb)
+		if !allowed {
+			return bindBuckets(req, &bs, now, before[:n], before[:n], false, false), nil
+		}
+		return bindBuckets(req, &bs, now, before[:n], after[:n], true, false), nil
+	}
+}
+
+// ResetRequest implements limiter.RequestResetter: it deletes the keys of
+// the current window, and of the windows on either side, of every limit.
+func (a *AlignedWindow) ResetRequest(ctx context.Context, st store.Store, req limiter.Request) error {
+	return a.resetWindows(ctx, st, req)
+}

@@ -1,0 +1,196 @@
+package strategy_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/internal/redistest"
+	"github.com/quotagate/limiter/store"
+	"github.com/quotagate/limiter/store/goredis"
+	"github.com/quotagate/limiter/strategy"
+)
+
+// commandCalls reads INFO commandstats: calls per command since the last
+// CONFIG RESETSTAT.
+func commandCalls(t *testing.T, rdb *redis.Client) map[string]int64 {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int64{}
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		for _, f := range strings.Split(rest, ",") {
+			if v, ok := strings.CutPrefix(f, "calls="); ok {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					t.Fatalf("%q: %v", line, err)
+				}
+				out[strings.TrimPrefix(name, "cmdstat_")] = n
+			}
+		}
+	}
+	return out
+}
+
+// TestAlignedWindowOneIncrby proves the design on a redis-server: in one
+// window, the first decision reads TIME and sets the expiry, and every
+// later one is a single INCRBY; a denial takes its count back.
+func TestAlignedWindowOneIncrby(t *testing.T) {
+	rdb := realServer(t)
+	ctx := context.Background()
+	lim := newLim(t, goredis.New(rdb), strategy.NewAlignedWindow())
+	l := limiter.PerHour(10)
+	// Away from the window's end, so that all calls fall in one window.
+	if _, err := lim.Allow(ctx, "warm", l); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 12 {
+		r, err := lim.Allow(ctx, "one", l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := i < 10; r.Allowed != want || (want && r.Remaining != int64(9-i)) {
+			t.Fatalf("call %d: %+v; want allowed=%v with %d remaining", i+1, r, want, 9-i)
+		}
+		if !r.Allowed && (r.RetryAfter <= 0 || r.RetryAfter > time.Hour || r.RetryAfter != r.ResetAfter) {
+			t.Fatalf("call %d: denied with RetryAfter %s, ResetAfter %s; want both the time to the window's end", i+1, r.RetryAfter, r.ResetAfter)
+		}
+	}
+	calls := commandCalls(t, rdb)
+	want := map[string]int64{"evalsha": 12, "incrby": 12, "time": 1, "pexpireat": 1, "decrby": 2, "pttl": 2}
+	for name, n := range want {
+		if calls[name] != n {
+			t.Errorf("%s called %d times, want %d (all: %v)", name, calls[name], n, calls)
+		}
+	}
+	keys, err := rdb.Keys(ctx, "t:{one}:*").Result()
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("keys %q, %v; want one", keys, err)
+	}
+	idx, err := strconv.ParseInt(keys[0][strings.LastIndexByte(keys[0], ':')+1:], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp, err := rdb.PExpireTime(ctx, keys[0]).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end := (idx + 1) * time.Hour.Milliseconds(); exp != time.Duration(end)*time.Millisecond {
+		t.Errorf("key %s expires at %d ms, want its window's end %d ms", keys[0], exp.Milliseconds(), end)
+	}
+	if v, err := rdb.Get(ctx, keys[0]).Int64(); err != nil || v != 10 {
+		t.Errorf("counter %d, %v; want 10", v, err)
+	}
+}
+
+// TestAlignedWindowSkewedAppClock: an app clock minutes off the server's
+// names windows the server's clock is not in; the decision is counted in
+// the server's window, in as many round trips as it takes to learn the
+// offset, and every later decision names the right window at once.
+func TestAlignedWindowSkewedAppClock(t *testing.T) {
+	rdb := realServer(t)
+	ctx := context.Background()
+	for _, skew := range []time.Duration{-7 * time.Minute, 7 * time.Minute} {
+		t.Run(fmt.Sprint(skew), func(t *testing.T) {
+			// The first TIME sample is right; then the app clock jumps.
+			var jumped bool
+			now := func() time.Time {
+				if jumped {
+					return time.Now().Add(skew)
+				}
+				return time.Now()
+			}
+			lim := newLim(t, goredis.New(rdb), strategy.NewAlignedWindow(strategy.WithAlignedClock(now)))
+			l := limiter.PerMinute(3)
+			subject := "skew" + skew.String()
+			if _, err := lim.Peek(ctx, subject, l); err != nil {
+				t.Fatal(err)
+			}
+			jumped = true
+			for i := range 4 {
+				r, err := lim.Allow(ctx, subject, l)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := i < 3; r.Allowed != want || r.ResetAfter > time.Minute {
+					t.Fatalf("call %d: %+v; want allowed=%v, reset within a minute", i+1, r, want)
+				}
+			}
+			srv, err := rdb.Time(ctx).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys, err := rdb.Keys(ctx, "t:{"+subject+"}:*").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := fmt.Sprintf("t:{%s}:60000ms:%d", subject, srv.UnixMilli()/60000)
+			if len(keys) != 1 || keys[0] != want {
+				// A window's end between the calls and TIME moves the index by one.
+				if len(keys) != 1 || !strings.HasPrefix(keys[0], fmt.Sprintf("t:{%s}:60000ms:%d", subject, srv.UnixMilli()/60000-1)) {
+					t.Fatalf("keys %q; want [%s] (the server's window, not the app clock's)", keys, want)
+				}
+			}
+		})
+	}
+}
+
+// movingServer advances a miniredis clock by a step before every script
+// it runs: a server whose clock always names a later window than the last
+// reply did, as when a round trip is as long as a window.
+type movingServer struct {
+	store.Store
+	m    *redistest.Mini
+	step time.Duration
+}
+
+func (s movingServer) EvalSha(ctx context.Context, sha string, keys []string, args []any) (any, error) {
+	s.m.Advance(s.step)
+	return s.Store.EvalSha(ctx, sha, keys, args)
+}
+
+func (s movingServer) Eval(ctx context.Context, src string, keys []string, args []any) (any, error) {
+	s.m.Advance(s.step)
+	return s.Store.Eval(ctx, src, keys, args)
+}
+
+// TestAlignedWindowStale: a server whose clock is never in the window the
+// decision was sent for is denied with ErrStaleWindow as the Cause, after
+// 4 round trips, and counts nothing.
+func TestAlignedWindowStale(t *testing.T) {
+	m, st := newMini(t)
+	ctx := context.Background()
+	mv := movingServer{Store: st, m: m, step: time.Minute}
+	lim := newLim(t, mv, strategy.NewAlignedWindow(strategy.WithAlignedClock(m.Now)))
+	r, err := lim.Allow(ctx, "stale", limiter.PerMinute(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Allowed || !errors.Is(r.Cause, strategy.ErrStaleWindow) || r.RetryAfter <= 0 || r.RetryAfter > time.Minute {
+		t.Fatalf("%+v; want denied until the window's end with ErrStaleWindow", r)
+	}
+	if keys := m.Keys(); len(keys) != 0 {
+		t.Fatalf("keys %q after a stale decision; want none", keys)
+	}
+	// A server that keeps still: admitted in one round trip.
+	r, err = newLim(t, st, strategy.NewAlignedWindow(strategy.WithAlignedClock(m.Now))).Allow(ctx, "still", limiter.PerMinute(5))
+	if err != nil || !r.Allowed || r.Remaining != 4 {
+		t.Fatalf("%+v, %v; want admitted with 4 remaining", r, err)
+	}
+}
