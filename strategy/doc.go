@@ -1,7 +1,8 @@
 // Package strategy holds the rate-limiting algorithms, each written once
-// against store.Store so it runs on every adapter: fixed windows in three
-// forms (FixedWindow in Lua, Bucketed and Optimistic without Lua), GCRA and
-// TokenBucket (a smooth rate with an explicit burst), SlidingWindow (the
+// against store.Store so it runs on every adapter: fixed windows in four
+// forms (FixedWindow and AlignedWindow in Lua, Bucketed and Optimistic
+// without Lua), GCRA and TokenBucket (a smooth rate with an explicit
+// burst), SlidingWindow (the
 // sliding window counter, O(1)) and SlidingLog (the exact sliding window),
 // the last four in Lua on the server's clock; and Concurrency, the leaser
 // behind limiter.Concurrency (requests in flight).
