@@ -1,8 +1,11 @@
 package benchkit
 
 import (
+	"context"
 	_ "embed"
+	"fmt"
 
+	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/store"
 )
 
@@ -27,3 +30,15 @@ func MinimalScript() *store.Script { return minimalScript }
 // else PTTL; KEYS[1] the counter, ARGV[1] the cost, ARGV[2] the window in
 // ms; returns {count, ttl_ms}), for comparison in the same run.
 func IncrPTTLScript() *store.Script { return incrPTTLScript }
+
+// AlignedWindow is the variant "AlignedWindow": one decision of l through
+// lim (a Limiter of strategy.AlignedWindow), an error when it is denied.
+func AlignedWindow(lim *limiter.Limiter, l limiter.Limit) Variant {
+	return Variant{Name: "AlignedWindow", Decide: func(ctx context.Context, subject string) error {
+		r, err := lim.Allow(ctx, subject, l)
+		if err == nil && !r.Allowed {
+			err = fmt.Errorf("AlignedWindow denied %s", subject)
+		}
+		return err
+	}}
+}

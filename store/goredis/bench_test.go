@@ -536,13 +536,7 @@ func BenchmarkServerTime(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	aw := benchkit.Variant{Name: "AlignedWindow", Decide: func(ctx context.Context, subject string) error {
-		r, err := aligned.Allow(ctx, subject, window)
-		if err == nil && !r.Allowed {
-			err = fmt.Errorf("AlignedWindow denied %s", subject)
-		}
-		return err
-	}}
+	aw := benchkit.AlignedWindow(aligned, window)
 	// rawAligned is AlignedWindow's script as a raw EVALSHA, its window
 	// named from the app clock (the limiter adds its offset to the
 	// server's; here both are one machine's clock).

@@ -191,3 +191,33 @@ func BenchmarkFixedWindowRatio(b *testing.B) {
 	e := newBenchEnv(b)
 	e.RunRatio(b, benchkit.Variant{Name: "raw", Decide: e.raw}, benchkit.Variant{Name: "limiter", Decide: e.allow}, nil)
 }
+
+// BenchmarkCheapestRatio compares the library's cheapest exact strategy,
+// AlignedWindow through a Limiter on the redigo adapter, with the minimal
+// hand-written fixed window (INCR, PEXPIRE when new, the count returned) as
+// a raw EVALSHA on a connection of the same pool, in interleaved rounds at
+// 1, 16 and 64 callers: ratio-cN is AlignedWindow's decisions/s over the
+// minimal script's (RunRatio's metrics, with the minimal script as raw).
+//
+//	go test -run '^$' -bench CheapestRatio -benchtime 1x ./store/redigo/
+func BenchmarkCheapestRatio(b *testing.B) {
+	e := newBenchEnv(b)
+	minimal := benchkit.MinimalScript()
+	c := e.pool.Get()
+	_, err := c.Do("SCRIPT", "LOAD", minimal.Source())
+	_ = c.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	lim, err := limiter.New(redigo.New(e.pool), strategy.NewAlignedWindow(), limiter.WithPrefix("aligned"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw := benchkit.Variant{Name: "minimal", Decide: func(_ context.Context, subject string) error {
+		c := e.pool.Get()
+		_, err := redis.Int64(c.Do("EVALSHA", minimal.Hash(), 1, "minimal:{"+subject+"}", e.windowMs))
+		_ = c.Close()
+		return err
+	}}
+	e.RunRatio(b, raw, benchkit.AlignedWindow(lim, e.limit()), nil)
+}

@@ -254,3 +254,30 @@ func BenchmarkAllowMany(b *testing.B) {
 		b.ReportMetric(benchkit.Median(mine)/benchkit.Median(theirs), "many-x-redis-benchmark")
 	}
 }
+
+// BenchmarkCheapestRatio compares the library's cheapest exact strategy,
+// AlignedWindow through a Limiter on the rueidis adapter, with the minimal
+// hand-written fixed window (INCR, PEXPIRE when new, the count returned) as
+// a raw EVALSHA through the same client, in interleaved rounds at 1, 16
+// and 64 callers: ratio-cN is AlignedWindow's decisions/s over the minimal
+// script's (RunRatio's metrics, with the minimal script as raw).
+//
+//	go test -run '^$' -bench CheapestRatio -benchtime 1x ./store/rueidis/
+func BenchmarkCheapestRatio(b *testing.B) {
+	e := newBenchEnv(b)
+	ctx := context.Background()
+	minimal := benchkit.MinimalScript()
+	if err := e.c.Do(ctx, e.c.B().ScriptLoad().Script(minimal.Source()).Build()).Error(); err != nil {
+		b.Fatal(err)
+	}
+	lim, err := limiter.New(rueidisstore.New(e.c), strategy.NewAlignedWindow(), limiter.WithPrefix("aligned"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	window := strconv.FormatInt(e.windowMs, 10)
+	raw := benchkit.Variant{Name: "minimal", Decide: func(ctx context.Context, subject string) error {
+		cmd := e.c.B().Evalsha().Sha1(minimal.Hash()).Numkeys(1).Key("minimal:{" + subject + "}").Arg(window).Build()
+		return e.c.Do(ctx, cmd).Error()
+	}}
+	e.RunRatio(b, raw, benchkit.AlignedWindow(lim, e.limit()), nil)
+}
