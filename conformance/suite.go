@@ -118,11 +118,15 @@ func CheckByName(name string) (Check, bool) {
 }
 
 // RunStrategyTests runs every check against each spec on stores made by mk,
-// one subtest per spec and check.
+// one subtest per spec and check. The specs' subtests run in parallel (as
+// go test's -parallel allows), each spec's checks one after another: every
+// check has a server, or keys, of its own, and the checks that measure the
+// whole process run alone.
 func RunStrategyTests(t *testing.T, mk HarnessMaker, specs ...Spec) {
 	t.Helper()
 	for _, spec := range specs {
 		t.Run(spec.Name, func(t *testing.T) {
+			t.Parallel()
 			for _, ch := range Checks() {
 				if !ch.For(spec) {
 					continue

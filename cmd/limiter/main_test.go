@@ -206,7 +206,7 @@ func TestCheckOverTLS(t *testing.T) {
 			t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 		}
 		for _, want := range []string{"over TLS", "maxmemory-policy volatile-lru", "warning: maxmemory-policy volatile-lru evicts keys with a TTL first",
-			"strategies here: FixedWindow, Bucketed, Optimistic", "no fault proxy on this TLS backend"} {
+			"strategies here: FixedWindow, AlignedWindow, Bucketed, Optimistic", "no fault proxy on this TLS backend"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("output lacks %q:\n%s", want, out)
 			}
