@@ -559,6 +559,10 @@ func checkWindowLengths(c *checker) {
 		// The key lives until its window ends (plus the slack): a Period
 		// from now, or, for epoch-aligned windows, until the next multiple
 		// of the Period.
+		// at is read before the server's clock: the time the reply of
+		// TIME takes back to us (long on a loaded machine) must count as
+		// elapsed, not as window left.
+		at := time.Now()
 		left, slack := w, c.spec.TTLSlack
 		switch {
 		case c.spec.Aligned:
@@ -570,7 +574,6 @@ func checkWindowLengths(c *checker) {
 			// whole milliseconds (1 ms of rounding allowed)
 			left, slack = refillTime(l, 1), slack+time.Millisecond
 		}
-		at := time.Now()
 		r, err := lim.Allow(c.ctx, subject, l)
 		if err != nil || !r.Allowed {
 			c.t.Errorf("property 10: window %s: first call = %+v, %v", w, r, err)
