@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/quotagate/limiter"
@@ -95,11 +96,8 @@ func (a *AlignedWindow) Decide(ctx context.Context, st store.Store, req limiter.
 	}
 	n := len(req.Limits)
 	write := !req.DryRun && req.Cost > 0 && !neverFits(req)
-	pb := intBufs.Get().(*intBuf)
-	ints := pb[:]
-	if len(ints) < 1+2*n+n+2 {
-		ints = make([]int64, 1+2*n+n+2)
-	}
+	pb := alignedBufs.Get().(*alignedBuf)
+	ints := pb.ints[:]
 	// A read sends the cost alone; a counting call each limit's rate and
 	// period (the window's index ends its key).
 	nargs := 1
@@ -111,7 +109,8 @@ func (a *AlignedWindow) Decide(ctx context.Context, st store.Store, req limiter.
 	}
 	ints[0] = req.Cost
 	args := ints[:nargs:nargs]
-	var bs buckets
+	clear(pb.keys[:n]) // names of an earlier call's keys
+	bs := buckets{idx: pb.idx[:n], keys: pb.keys[:n]}
 	var before, after [limiter.MaxLimits]int64
 	for attempt := 1; ; attempt++ {
 		bs.stamp(req, now)
@@ -129,7 +128,7 @@ func (a *AlignedWindow) Decide(ctx context.Context, st store.Store, req limiter.
 				before[i] = max(nums[i], 0)
 				allowed = allowed && fits(before[i], req.Cost, l.Rate)
 			}
-			intBufs.Put(pb)
+			alignedBufs.Put(pb)
 			return bindBuckets(req, &bs, now, before[:n], before[:n], allowed, false), nil
 		}
 		if len(nums) == 3 && nums[0] == -1 {
@@ -141,7 +140,7 @@ func (a *AlignedWindow) Decide(ctx context.Context, st store.Store, req limiter.
 			if attempt < maxStamps {
 				continue
 			}
-			intBufs.Put(pb)
+			alignedBufs.Put(pb)
 			for i := range n {
 				before[i] = 0
 			}
@@ -171,13 +170,25 @@ func (a *AlignedWindow) Decide(ctx context.Context, st store.Store, req limiter.
 		case !allowed || len(nums) != n:
 			return limiter.Result{}, fmt.Errorf("strategy: aligned window: %d values for %d limits (admitted: %v)", len(nums), n, allowed)
 		}
-		intBufs.Put(pb)
+		alignedBufs.Put(pb)
 		if !allowed {
 			return bindBuckets(req, &bs, now, before[:n], before[:n], false, false), nil
 		}
 		return bindBuckets(req, &bs, now, before[:n], after[:n], true, false), nil
 	}
 }
+
+// alignedBuf holds a decision's arguments and reply, and its keys: a
+// store keeps none of them after a call (the store.Store contract). After
+// a failed call the buffer is left to the garbage collector, in case a
+// store's abandoned work still holds it.
+type alignedBuf struct {
+	ints [1 + 2*limiter.MaxLimits + limiter.MaxLimits + 2]int64
+	idx  [limiter.MaxLimits]int64
+	keys [limiter.MaxLimits]string
+}
+
+var alignedBufs = sync.Pool{New: func() any { return new(alignedBuf) }}
 
 // ResetRequest implements limiter.RequestResetter: it deletes the keys of
 // the current window, and of the windows on either side, of every limit.

@@ -97,6 +97,24 @@ type epochClock struct {
 	mu     sync.Mutex
 	clocks map[store.Store]*serverClock
 	shared serverClock // for stores that cannot be map keys
+	// last is the entry clockFor found last: most programs have one store.
+	last atomic.Pointer[clockEntry]
+}
+
+type clockEntry struct {
+	st store.Store
+	c  *serverClock
+}
+
+// same reports st == e.st, false for a store whose dynamic type is not
+// comparable.
+func (e *clockEntry) same(st store.Store) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	return e.st == st
 }
 
 func newEpochClock(name string) epochClock {
@@ -147,6 +165,9 @@ type serverClock struct {
 }
 
 func (b *epochClock) clockFor(st store.Store) (c *serverClock) {
+	if e := b.last.Load(); e != nil && e.same(st) {
+		return e.c
+	}
 	defer func() {
 		if recover() != nil { // a store whose dynamic type is not comparable
 			c = &b.shared
@@ -161,6 +182,7 @@ func (b *epochClock) clockFor(st store.Store) (c *serverClock) {
 		c = new(serverClock)
 		b.clocks[st] = c
 	}
+	b.last.Store(&clockEntry{st: st, c: c})
 	return c
 }
 
@@ -238,7 +260,11 @@ func (bs *buckets) stamp(req limiter.Request, serverUs int64) {
 // number after a colon that the index could be confused with: the index is
 // always the part after the last colon.
 func bucketKey(key string, idx int64) string {
-	buf := make([]byte, 0, len(key)+21)
+	var arr [96]byte
+	buf := arr[:0]
+	if len(key)+21 > len(arr) {
+		buf = make([]byte, 0, len(key)+21)
+	}
 	buf = append(buf, key...)
 	buf = append(buf, ':')
 	return string(strconv.AppendInt(buf, idx, 10))

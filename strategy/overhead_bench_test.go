@@ -3,6 +3,7 @@ package strategy_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/store"
@@ -58,6 +59,35 @@ func BenchmarkOverheadDecide(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := fw.Decide(ctx, cannedStore{}, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// alignedStore answers TIME with the app clock and every script call with
+// an admitted count of 2 (AlignedWindow's common reply).
+type alignedStore struct{ cannedStore }
+
+func (alignedStore) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	now := time.Now()
+	return []store.Reply{{Val: []any{now.Unix(), int64(now.Nanosecond() / 1000)}}}, nil
+}
+
+func (alignedStore) EvalShaInt64s(ctx context.Context, sha string, keys []string, args []int64, dst []int64) ([]int64, error) {
+	return append(dst, 2), nil
+}
+
+// BenchmarkOverheadAligned is BenchmarkOverhead for AlignedWindow.
+func BenchmarkOverheadAligned(b *testing.B) {
+	lim, err := limiter.New(alignedStore{}, strategy.NewAlignedWindow())
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	l := limiter.PerSecond(1 << 40)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := lim.Allow(ctx, "user-01-1", l); err != nil {
 			b.Fatal(err)
 		}
 	}
