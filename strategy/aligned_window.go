@@ -50,8 +50,10 @@ func AlignedWindowScript() *store.Script { return alignedWindowScript }
 //     as it was found;
 //   - every key has a TTL from the command that creates it, and lives no
 //     longer than its window; a counter found without one (stripped by
-//     hand) is given its window's end back by the next denial, and is never
-//     read after its window in any case, as windows are named by index;
+//     hand) is given its window's end back by the next denial. Until then
+//     it stays, but windows are named by index: after its window only a
+//     call whose estimate of the server's clock lags (by the offset's
+//     error, milliseconds) names it;
 //   - every denial has RetryAfter of at least 1 ms (or -1 for a cost above
 //     a Rate, decided without writing);
 //   - boundary bursts: up to 2×Rate in any interval one Period long, as any
@@ -128,8 +130,9 @@ func (a *AlignedWindow) Decide(ctx context.Context, st store.Store, req limiter.
 				before[i] = max(nums[i], 0)
 				allowed = allowed && fits(before[i], req.Cost, l.Rate)
 			}
-			alignedBufs.Put(pb)
-			return bindBuckets(req, &bs, now, before[:n], before[:n], allowed, false), nil
+			res := bindBuckets(req, &bs, now, before[:n], before[:n], allowed, false)
+			alignedBufs.Put(pb) // after bindBuckets, which reads bs
+			return res, nil
 		}
 		if len(nums) == 3 && nums[0] == -1 {
 			// The server's clock is not in a window this call would
@@ -140,12 +143,12 @@ func (a *AlignedWindow) Decide(ctx context.Context, st store.Store, req limiter.
 			if attempt < maxStamps {
 				continue
 			}
-			alignedBufs.Put(pb)
 			for i := range n {
 				before[i] = 0
 			}
 			res := bindBuckets(req, &bs, now, before[:n], before[:n], false, true)
 			res.Cause = ErrStaleWindow
+			alignedBufs.Put(pb)
 			return res, nil
 		}
 		if len(nums) < n {
@@ -170,11 +173,14 @@ func (a *AlignedWindow) Decide(ctx context.Context, st store.Store, req limiter.
 		case !allowed || len(nums) != n:
 			return limiter.Result{}, fmt.Errorf("strategy: aligned window: %d values for %d limits (admitted: %v)", len(nums), n, allowed)
 		}
-		alignedBufs.Put(pb)
-		if !allowed {
-			return bindBuckets(req, &bs, now, before[:n], before[:n], false, false), nil
+		var res limiter.Result
+		if allowed {
+			res = bindBuckets(req, &bs, now, before[:n], after[:n], true, false)
+		} else {
+			res = bindBuckets(req, &bs, now, before[:n], before[:n], false, false)
 		}
-		return bindBuckets(req, &bs, now, before[:n], after[:n], true, false), nil
+		alignedBufs.Put(pb)
+		return res, nil
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -192,5 +193,38 @@ func TestAlignedWindowStale(t *testing.T) {
 	r, err = newLim(t, st, strategy.NewAlignedWindow(strategy.WithAlignedClock(m.Now))).Allow(ctx, "still", limiter.PerMinute(5))
 	if err != nil || !r.Allowed || r.Remaining != 4 {
 		t.Fatalf("%+v, %v; want admitted with 4 remaining", r, err)
+	}
+}
+
+// TestAlignedWindowConcurrent: decisions at once on many subjects, each
+// with its own count (run with -race: the pooled buffers must never be
+// shared by two decisions).
+func TestAlignedWindowConcurrent(t *testing.T) {
+	_, st := newMini(t)
+	lim := newLim(t, st, strategy.NewAlignedWindow())
+	l := limiter.PerHour(20)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			subject := fmt.Sprint("c", w)
+			for i := range 25 {
+				r, err := lim.Allow(context.Background(), subject, l)
+				if err == nil && (r.Allowed != (i < 20) || r.Allowed && r.Remaining != int64(19-i) || r.Limit != l) {
+					err = fmt.Errorf("%s call %d: %+v", subject, i+1, r)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
