@@ -136,11 +136,16 @@ func (a *AlignedWindow) Decide(ctx context.Context, st store.Store, req limiter.
 		}
 		if len(nums) == 3 && nums[0] == -1 {
 			// The server's clock is not in a window this call would
-			// have created: counted nowhere; name the windows again from
-			// that clock.
+			// have created: counted nowhere. Name the windows again for
+			// the server's time when the next attempt arrives: now on
+			// the app clock, plus the offset just observed, plus half a
+			// round trip (a window about as short as the round trip
+			// would otherwise end before every attempt arrives).
 			now = nums[1]*1_000_000 + nums[2]
-			c.observe(t0, a.now(), now)
+			t1 := a.now()
+			c.observe(t0, t1, now)
 			if attempt < maxStamps {
+				now = max(now, a.now().UnixMicro()+c.offset.Load()+t1.Sub(t0).Microseconds()/2)
 				continue
 			}
 			for i := range n {

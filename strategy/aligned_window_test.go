@@ -178,7 +178,7 @@ func TestAlignedWindowStale(t *testing.T) {
 	m, st := newMini(t)
 	ctx := context.Background()
 	mv := movingServer{Store: st, m: m, step: time.Minute}
-	lim := newLim(t, mv, strategy.NewAlignedWindow(strategy.WithAlignedClock(m.Now)))
+	lim := newLim(t, mv, strategy.NewAlignedWindow())
 	r, err := lim.Allow(ctx, "stale", limiter.PerMinute(5))
 	if err != nil {
 		t.Fatal(err)
