@@ -27,10 +27,9 @@ func AlignedWindowScript() *store.Script { return alignedWindowScript }
 //
 // A counter is created only by a call whose script reads the server's TIME
 // and finds it in the counter's window, and it expires at the window's end
-// (PEXPIREAT, set once). So a counter exists only during
-// its own window, and every later call of that window counts with one
-// INCRBY, without reading the clock; the reset time is known from the
-// window's index.
+// (PEXPIREAT, set once). So a counter exists only during its own window,
+// and every later call of that window counts with one INCRBY, without
+// reading the clock; the reset time is known from the window's index.
 //
 // Guarantees:
 //   - atomic: one Lua script, one round trip, all limits of a call decided
@@ -58,6 +57,10 @@ func AlignedWindowScript() *store.Script { return alignedWindowScript }
 //     a Rate, decided without writing);
 //   - boundary bursts: up to 2×Rate in any interval one Period long, as any
 //     fixed window;
+//   - no grace past a window's end (Bucketed has one): after a failover to
+//     a replica whose clock runs ahead of the old primary's, a window's
+//     counter may expire early and start again, admitting up to one more
+//     Rate in that window;
 //   - round trips: 1, plus one TIME per store on first use and one more per
 //     window move;
 //   - keys per decision: one per limit, in one Cluster slot;
