@@ -36,7 +36,13 @@ func (cannedStore) EvalInt64s(ctx context.Context, src string, keys []string, ar
 //
 //	go test -run '^$' -bench Overhead ./strategy/
 func BenchmarkOverhead(b *testing.B) {
-	lim, err := limiter.New(cannedStore{}, strategy.NewFixedWindow())
+	overhead(b, cannedStore{}, strategy.NewFixedWindow())
+}
+
+// overhead runs one admitted decision per iteration through a Limiter of
+// s on st, reporting allocations.
+func overhead(b *testing.B, st store.Store, s limiter.Strategy) {
+	lim, err := limiter.New(st, s)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -44,8 +50,8 @@ func BenchmarkOverhead(b *testing.B) {
 	l := limiter.PerSecond(1 << 40)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := lim.Allow(ctx, "user-01-1", l); err != nil {
-			b.Fatal(err)
+		if r, err := lim.Allow(ctx, "user-01-1", l); err != nil || !r.Allowed {
+			b.Fatal(r, err)
 		}
 	}
 }
@@ -79,16 +85,5 @@ func (alignedStore) EvalShaInt64s(ctx context.Context, sha string, keys []string
 
 // BenchmarkOverheadAligned is BenchmarkOverhead for AlignedWindow.
 func BenchmarkOverheadAligned(b *testing.B) {
-	lim, err := limiter.New(alignedStore{}, strategy.NewAlignedWindow())
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	l := limiter.PerSecond(1 << 40)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := lim.Allow(ctx, "user-01-1", l); err != nil {
-			b.Fatal(err)
-		}
-	}
+	overhead(b, alignedStore{}, strategy.NewAlignedWindow())
 }
