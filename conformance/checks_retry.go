@@ -54,3 +54,55 @@ func checkRetryHonoured(c *checker) {
 		c.t.Errorf("property 35: no round judged: every denial was voided by a window's end")
 	}
 }
+
+// Property 41: quota comes back exactly. For a strategy that refills one
+// unit every Period/Rate (GCRA, token bucket: Spec.Refills without a Bound
+// of its own), a limit emptied at t is asked every tenth of an interval:
+// the n-th unit is admitted at exactly t + n·Period/Rate, not one step
+// later, and each denial on the way has exactly the wait that is left as
+// its RetryAfter. Then, a Period after the last admission, the whole
+// Burst and not a unit more. A bucket kept in floating point, refilled by
+// adding a tenth of a token per call, holds 0.9999999999999999 tokens
+// after ten (drift: it under-admits from then on, and with other steps it
+// over-admits). Exactness to the millisecond needs a clock the suite
+// moves: on a real clock the check skips.
+func checkRefillExact(c *checker) {
+	if !c.spec.Refills || c.spec.Bound != nil {
+		c.t.Skip("the strategy declares no refill of one unit every Period/Rate")
+	}
+	if !c.h.Caps().VirtualClock {
+		c.t.Skip("needs a virtual clock: when a unit comes back cannot be observed to the millisecond through a real clock")
+	}
+	const steps, per = 30, 10 // 10 probes per interval
+	l := limiter.Limit{Rate: 10, Period: time.Second, Burst: 3, Name: "q"}
+	interval := l.Period / time.Duration(l.Rate)
+	step := interval / per
+	c.window(l)
+	lim := c.limiter(nil)
+	if r, err := lim.AllowN(c.ctx, "p41", l.Burst, l); err != nil || !r.Allowed {
+		c.t.Fatalf("property 41: AllowN(%d) on a fresh limit = %+v, %v; want admitted", l.Burst, r, err)
+	}
+	for s := 1; s <= steps; s++ {
+		c.h.Advance(step)
+		r, err := lim.Allow(c.ctx, "p41", l)
+		if err != nil {
+			c.t.Fatalf("property 41: %s after the limit was emptied: %v", time.Duration(s)*step, err)
+		}
+		due := s%per == 0
+		switch {
+		case due && !r.Allowed:
+			c.t.Fatalf("property 41: %s after the limit (%d per %s, burst %d) was emptied and asked every %s, unit %d was denied (RetryAfter %s): it is due exactly then", time.Duration(s)*step, l.Rate, l.Period, l.Burst, step, s/per, r.RetryAfter)
+		case !due && r.Allowed:
+			c.t.Fatalf("property 41: %s after the limit (%d per %s, burst %d) was emptied and asked every %s, a unit was admitted %s before it was due", time.Duration(s)*step, l.Rate, l.Period, l.Burst, step, time.Duration(per-s%per)*step)
+		case !due && r.RetryAfter != time.Duration(per-s%per)*step:
+			c.t.Errorf("property 41: %s after the limit was emptied, a denial's RetryAfter is %s; the next unit is due in exactly %s", time.Duration(s)*step, r.RetryAfter, time.Duration(per-s%per)*step)
+		}
+	}
+	c.h.Advance(l.Period)
+	if r, err := lim.AllowN(c.ctx, "p41", l.Burst, l); err != nil || !r.Allowed {
+		c.t.Fatalf("property 41: AllowN(%d) a Period after the last admission = %+v, %v; want admitted (the whole burst is back)", l.Burst, r, err)
+	}
+	if r, err := lim.Allow(c.ctx, "p41", l); err != nil || r.Allowed {
+		c.t.Fatalf("property 41: Allow right after the whole burst of %d was taken = %+v, %v; want denied (a bucket holds at most its burst)", l.Burst, r, err)
+	}
+}

@@ -116,6 +116,8 @@ func KnownBad() []Control {
 			// Its RetryAfter is the app's clock's; only a virtual server
 			// clock, moved apart from the app's, shows it wrong.
 			VirtualOnly: []string{"retry-after-honoured"}},
+		{Spec: floatTokenBucket(),
+			MustFail: []string{"refill-exact"}, VirtualOnly: []string{"refill-exact"}},
 		{Spec: claims("BatchOneCost", knownbad.BatchOneCost{}),
 			MustFail: []string{"allow-many-exact"}},
 		{Spec: leaser("CounterLeases", knownbad.CounterLeases{}),
@@ -147,6 +149,14 @@ func appClockGCRA() Spec {
 	spec.Name = "AppClockGCRA"
 	spec.Strategy = knownbad.AppClockGCRA{}
 	spec.Clocked = func(now func() time.Time) limiter.Strategy { return knownbad.AppClockGCRA{Now: now} }
+	return spec
+}
+
+// floatTokenBucket is TokenBucket's Spec for a token bucket kept in
+// floating point.
+func floatTokenBucket() Spec {
+	spec := TokenBucket()
+	spec.Name, spec.Strategy = "FloatTokenBucket", knownbad.FloatTokenBucket{}
 	return spec
 }
 

@@ -88,6 +88,7 @@ func Checks() []Check {
 		{ID: 32, Name: "contention-never-admits", run: checkContentionNeverAdmits},
 		{ID: 35, Name: "retry-after-honoured", run: checkRetryHonoured},
 		{ID: 40, Name: "allow-many-exact", run: checkAllowMany},
+		{ID: 41, Name: "refill-exact", run: checkRefillExact},
 		{ID: 36, Name: "leases-exact", run: checkLeasesExact, leases: true},
 		{ID: 37, Name: "crashed-holder-frees-slot", run: checkCrashedHolder, leases: true},
 		{ID: 38, Name: "release-frees-own-slot", run: checkReleaseHarmless, leases: true},

@@ -333,3 +333,23 @@ func (s BatchOneCost) BatchScript(req limiter.Request) (*store.Script, []any, er
 	}
 	return script, args, err
 }
+
+//go:embed lua/float_token_bucket.lua
+var floatBucketLua string
+
+var floatBucket = store.NewScript(floatBucketLua)
+
+// FloatTokenBucket is a token bucket kept in floating point that refills
+// by adding fractions of a token on every call: the sums drift.
+type FloatTokenBucket struct{}
+
+// Decide implements limiter.Strategy, wrongly.
+func (FloatTokenBucket) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	return oneLimitAtATime(ctx, st, req, floatBucket, func(l limiter.Limit, cost int64) []any {
+		burst := l.Burst
+		if burst == 0 {
+			burst = l.Rate
+		}
+		return []any{l.Rate, l.Period.Milliseconds(), burst, cost}
+	})
+}
