@@ -33,6 +33,9 @@ type Spec struct {
 	// Counter: each limit's key holds its count as a base-10 integer, so the
 	// suite can read the server's counter directly (GET).
 	Counter bool
+	// CountsDown: each Counter key holds Rate + 1 − the count (1 + what is
+	// left) instead of the count.
+	CountsDown bool
 	// Window: fixed-window semantics: a counter's window lasts the Period
 	// and is never extended. It starts with its first request, or, when
 	// Aligned, at a multiple of the Period since the Unix epoch.
@@ -205,6 +208,7 @@ func AlignedWindow() Spec {
 		Strategy:        strategy.NewAlignedWindow(),
 		Exact:           true,
 		Counter:         true,
+		CountsDown:      true,
 		Window:          true,
 		Aligned:         true,
 		RepairsAtDenial: true,

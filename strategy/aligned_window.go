@@ -23,13 +23,16 @@ func AlignedWindowScript() *store.Script { return alignedWindowScript }
 // AlignedWindow counts cost per limit in windows aligned to the Unix epoch
 // on the server's clock, [b·Period, (b+1)·Period), with the window's index
 // b in the key, decided in Lua. It is the cheapest exact strategy on the
-// server: an admitted call on a window that has started is one INCRBY.
+// server: an admitted call on a window that has started is one DECRBY.
 //
 // A counter is created only by a call whose script reads the server's TIME
 // and finds it in the counter's window, and it expires at the window's end
 // (PEXPIREAT, set once). So a counter exists only during its own window,
-// and every later call of that window counts with one INCRBY, without
-// reading the clock; the reset time is known from the window's index.
+// and every later call of that window counts with one DECRBY, without
+// reading the clock; the reset time is known from the window's index. A
+// counter counts down: it holds 1 + what is left of the Rate (Rate + 1 −
+// the count), so the script checks the limit against 0, not against an
+// argument it would have to read.
 //
 // Guarantees:
 //   - atomic: one Lua script, one round trip, all limits of a call decided
@@ -46,7 +49,9 @@ func AlignedWindowScript() *store.Script { return alignedWindowScript }
 //     Result's Cause;
 //   - a counter that is not a non-negative decimal integer (or a key of
 //     another type) is limiter.ErrCorruptCounter, and every counter is left
-//     as it was found;
+//     as it was found; so is one above its Rate (a count below zero, never
+//     written by the strategy), except that a single-limit call takes its
+//     cost from it before it finds out;
 //   - every key has a TTL from the command that creates it, and lives no
 //     longer than its window; a counter found without one (stripped by
 //     hand) is given its window's end back by the next denial. Until then
@@ -130,7 +135,11 @@ func (a *AlignedWindow) Decide(ctx context.Context, st store.Store, req limiter.
 			}
 			allowed := true
 			for i, l := range req.Limits {
-				before[i] = max(nums[i], 0)
+				before[i] = 0
+				if nums[i] > 0 {
+					// a counter holds 1 + what is left of the rate
+					before[i] = max(l.Rate+1-nums[i], 0)
+				}
 				allowed = allowed && fits(before[i], req.Cost, l.Rate)
 			}
 			res := bindBuckets(req, &bs, now, before[:n], before[:n], allowed, false)
@@ -162,11 +171,18 @@ func (a *AlignedWindow) Decide(ctx context.Context, st store.Store, req limiter.
 		if len(nums) < n {
 			return limiter.Result{}, fmt.Errorf("strategy: aligned window: %d values for %d limits", len(nums), n)
 		}
+		if n == 1 && len(nums) == 1 {
+			// The common call: what the counter holds after taking the
+			// cost, 1 + what is left of the rate; the count is the rest.
+			nums[0] = req.Limits[0].Rate + 1 - nums[0]
+		}
 		allowed := true
 		for i, l := range req.Limits {
 			after[i] = nums[i]
 			if after[i] < req.Cost {
-				return limiter.Result{}, fmt.Errorf("strategy: aligned window: bad count %d for limit %d and cost %d", after[i], i+1, req.Cost)
+				// a counter above its rate, which the script never
+				// writes: a count below zero
+				return limiter.Result{}, fmt.Errorf("strategy: aligned window: %w: count %d for limit %d and cost %d", limiter.ErrCorruptCounter, after[i], i+1, req.Cost)
 			}
 			before[i] = after[i] - req.Cost
 			allowed = allowed && after[i] <= l.Rate

@@ -46,10 +46,11 @@ func commandCalls(t *testing.T, rdb *redis.Client) map[string]int64 {
 	return out
 }
 
-// TestAlignedWindowOneIncrby proves the design on a redis-server: in one
-// window, the first decision reads TIME and sets the expiry, and every
-// later one is a single INCRBY; a denial takes its count back.
-func TestAlignedWindowOneIncrby(t *testing.T) {
+// TestAlignedWindowOneDecrby proves the design on a redis-server: in one
+// window, the first decision reads TIME, sets the counter (INCRBY of the
+// Rate + 1 onto what its DECRBY left) and its expiry, and every later one
+// is a single DECRBY; a denial gives its cost back.
+func TestAlignedWindowOneDecrby(t *testing.T) {
 	rdb := realServer(t)
 	ctx := context.Background()
 	lim := newLim(t, goredis.New(rdb), strategy.NewAlignedWindow())
@@ -74,7 +75,7 @@ func TestAlignedWindowOneIncrby(t *testing.T) {
 		}
 	}
 	calls := commandCalls(t, rdb)
-	want := map[string]int64{"evalsha": 12, "incrby": 12, "time": 1, "pexpireat": 1, "decrby": 2, "pttl": 2}
+	want := map[string]int64{"evalsha": 12, "decrby": 12, "incrby": 1 + 2, "time": 1, "pexpireat": 1, "pttl": 2}
 	for name, n := range want {
 		if calls[name] != n {
 			t.Errorf("%s called %d times, want %d (all: %v)", name, calls[name], n, calls)
@@ -95,8 +96,8 @@ func TestAlignedWindowOneIncrby(t *testing.T) {
 	if end := (idx + 1) * time.Hour.Milliseconds(); exp != time.Duration(end)*time.Millisecond {
 		t.Errorf("key %s expires at %d ms, want its window's end %d ms", keys[0], exp.Milliseconds(), end)
 	}
-	if v, err := rdb.Get(ctx, keys[0]).Int64(); err != nil || v != 10 {
-		t.Errorf("counter %d, %v; want 10", v, err)
+	if v, err := rdb.Get(ctx, keys[0]).Int64(); err != nil || v != 1 {
+		t.Errorf("counter %d, %v; want 1 (1 + nothing left of 10)", v, err)
 	}
 }
 

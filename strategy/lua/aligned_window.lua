@@ -1,5 +1,6 @@
 -- Fixed windows aligned to the Unix epoch, named by their index, several
--- limits decided at once, all or nothing.
+-- limits decided at once, all or nothing. A counter counts down: it holds
+-- 1 + what is left of its limit's rate in its window.
 --
 -- KEYS[i]        counter of limit i in window b_i: a name ending in ":"
 --                and the decimal b_i, the window [b_i * period_i,
@@ -11,13 +12,20 @@
 -- ARGV[2i]       rate of limit i
 -- ARGV[2i+1]     period of limit i, in milliseconds
 --
--- A read returns the counts, 0 for a counter that does not exist.
+-- A counter holds rate + 1 - count, the count being the cost admitted in
+-- its window: it is created at rate + 1 - cost and every admitted cost is
+-- taken from it, so it holds at least 1 as long as it exists (a key this
+-- script finds at 0 or below was not written by it).
 --
--- A counting call returns the counts after adding the cost: admitted when
--- every count is within its rate; otherwise denied, and the cost was taken
--- back from every limit. The common call (one limit, a counter that
--- exists, admitted) returns its count as an integer; every other call an
--- array {count_1, ..., count_n, ...}:
+-- A read returns what the counters hold, 0 for a counter that does not
+-- exist (the caller turns them into counts).
+--
+-- A counting call: the common call (one limit, a counter that exists,
+-- admitted) returns, as an integer, what the counter holds after taking
+-- the cost (1 + what is left). Every other call returns an array of the
+-- counts after adding the cost {count_1, ..., count_n, ...}: admitted when
+-- every count is within its rate; otherwise denied, and the cost was given
+-- back to every limit:
 --   - admitted, no counter created: the counts alone;
 --   - admitted, a counter created: the call read the server's clock, and
 --     the counts are followed by TIME's seconds and microseconds;
@@ -28,30 +36,25 @@
 --     clock was off): nothing is counted; the caller names the windows
 --     again from that time.
 --
--- Why one INCRBY is enough for the common call: a counter is created only
+-- Why one DECRBY is enough for the common call: a counter is created only
 -- by a call that reads TIME and finds the server's clock in the counter's
 -- window, and it expires at the window's end (PEXPIREAT, an absolute time,
 -- set once). So a counter exists only during its own window by the
 -- server's clock, and a call that finds it existing counts in the right
--- window without reading the clock. The window never slides.
+-- window without reading the clock; counting down, the limit is checked
+-- against 0 with the cost as it came (no argument read into a number). The
+-- window never slides.
 --
--- A counter that INCRBY refuses (not an integer, a key of another type), or
+-- A counter that DECRBY refuses (not an integer, a key of another type), or
 -- one found negative, is an error, and every counter is left as it was
--- found (a counter this call created is deleted). A counting call that is
--- denied gives a counter found without a TTL (a leak from elsewhere) its
--- window's end back; an admitted call does not look (it would cost a
--- second command), and a counter is never read after its window.
--- The common call first: one limit, counting, a counter that exists, and
--- admitted: one INCRBY, nothing else made (no table, no closure).
+-- found (a counter this call created is deleted). A counter found above
+-- its rate (not written by this script; a count below zero) is an error
+-- too; the common call does not look (the caller does: its reply is then
+-- above the rate minus the cost). A counting call that is denied gives a
+-- counter found without a TTL (a leak from elsewhere) its window's end
+-- back; an admitted call does not look (it would cost a second command),
+-- and a counter is never read after its window.
 local n = #KEYS
-local c
-if n == 1 and #ARGV == 3 then
-  c = redis.call('INCRBY', KEYS[1], ARGV[1])
-  if c > tonumber(ARGV[1]) and c <= tonumber(ARGV[2]) then
-    return c
-  end
-end
-
 if #ARGV == 1 then
   local out = {}
   for i = 1, n do
@@ -62,6 +65,13 @@ if #ARGV == 1 then
     out[i] = tonumber(v or '0')
   end
   return out
+end
+
+-- The common call first: one DECRBY, nothing else made (no table, no
+-- closure, no number read from ARGV).
+local first = redis.call('DECRBY', KEYS[1], ARGV[1])
+if first > 0 and n == 1 then
+  return first
 end
 
 local cost = tonumber(ARGV[1])
@@ -87,65 +97,49 @@ local function denied_at(i, stop)
   return t[1] * 1000 + math.floor(t[2] / 1000)
 end
 
--- One limit, counted above, and not the common call.
-if n == 1 then
-  local key = KEYS[1]
-  if c < cost then
-    redis.call('DECRBY', key, ARGV[1])
-    return redis.error_reply('ERR limiter corrupt counter: the key of limit 1 holds no counter')
-  end
-  local start, stop = window(1)
-  if c > cost then
-    -- over the rate: denied, taken back
-    redis.call('DECRBY', key, ARGV[1])
-    return {c, denied_at(1, stop)}
-  end
-  -- created by this call (or found at 0): is the server's clock in its
-  -- window?
-  local t = redis.call('TIME')
-  local ms = t[1] * 1000 + math.floor(t[2] / 1000)
-  if ms < start or ms >= stop then
-    redis.call('DEL', key)
-    return {-1, t[1], t[2]}
-  end
-  redis.call('PEXPIREAT', key, stop)
-  return {c, t[1], t[2]}
-end
-
--- Several limits: the same for each, all or nothing.
-local counts = {}
+-- Count limit by limit (the first was taken above), all or nothing.
+local counts, created = {}, {}
 local function back(upto)
   for j = 1, upto do
-    if counts[j] == cost then
+    if created[j] then
       redis.call('DEL', KEYS[j])
     else
-      redis.call('DECRBY', KEYS[j], ARGV[1])
+      redis.call('INCRBY', KEYS[j], ARGV[1])
     end
   end
 end
-local over, created = false, false
+local over, fresh = false, false
 for i = 1, n do
-  local c = redis.pcall('INCRBY', KEYS[i], ARGV[1])
-  if type(c) ~= 'number' or c < cost then
-    if type(c) == 'number' then
-      redis.call('DECRBY', KEYS[i], ARGV[1])
-      c = redis.error_reply('ERR limiter corrupt counter: the key of limit ' .. i .. ' holds no counter')
+  local v = first
+  if i > 1 then
+    v = redis.pcall('DECRBY', KEYS[i], ARGV[1])
+    if type(v) ~= 'number' then
+      back(i - 1)
+      return v
     end
-    back(i - 1)
-    return c
   end
-  counts[i] = c
-  if c > tonumber(ARGV[2 * i]) then
-    over = true
-  elseif c == cost then
-    created = true
+  local rate = tonumber(ARGV[2 * i])
+  if v == -cost then
+    -- created by DECRBY (no counter, or one at 0)
+    created[i], fresh = true, true
+    counts[i] = cost
+  else
+    counts[i] = rate + 1 - v
+    if v < -cost or counts[i] < cost then
+      redis.call('INCRBY', KEYS[i], ARGV[1])
+      back(i - 1)
+      return redis.error_reply('ERR limiter corrupt counter: the key of limit ' .. i .. ' holds no counter')
+    end
+    if counts[i] > rate then
+      over = true
+    end
   end
 end
 if over then
   back(n)
   local now
   for i = 1, n do
-    if counts[i] ~= cost then
+    if not created[i] then
       local _, stop = window(i)
       local at = denied_at(i, stop)
       now = now or at
@@ -154,11 +148,12 @@ if over then
   counts[n + 1] = now
   return counts
 end
-if created then
+if fresh then
+  -- Counters created by this call: is the server's clock in their windows?
   local t = redis.call('TIME')
   local ms = t[1] * 1000 + math.floor(t[2] / 1000)
   for i = 1, n do
-    if counts[i] == cost then
+    if created[i] then
       local start, stop = window(i)
       if ms < start or ms >= stop then
         back(n)
@@ -167,8 +162,9 @@ if created then
     end
   end
   for i = 1, n do
-    if counts[i] == cost then
+    if created[i] then
       local _, stop = window(i)
+      redis.call('INCRBY', KEYS[i], tonumber(ARGV[2 * i]) + 1)
       redis.call('PEXPIREAT', KEYS[i], stop)
     end
   end
