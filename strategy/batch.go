@@ -111,9 +111,19 @@ func bindAll(nums []int64, req limiter.Request) (limiter.Result, error) {
 	return bindInts(nums, len(req.Limits))
 }
 
-// fixedWindowBind reads either of FixedWindow's replies.
+// fixedWindowBind reads any of FixedWindow's replies.
 func fixedWindowBind(nums []int64, req limiter.Request) (limiter.Result, error) {
-	if len(nums) == 2*len(req.Limits) {
+	switch {
+	case len(nums) == 1 && len(req.Limits) == 1:
+		// {count, reset_ms} as one integer: reset_ms·(2·rate+1) + count
+		m := 2*req.Limits[0].Rate + 1
+		if nums[0] < 0 {
+			return limiter.Result{}, fmt.Errorf("strategy: bad reply %d for rate %d", nums[0], req.Limits[0].Rate)
+		}
+		var pair [2]int64
+		pair[0], pair[1] = nums[0]%m, nums[0]/m
+		return bindCounts(pair[:], req)
+	case len(nums) == 2*len(req.Limits):
 		return bindCounts(nums, req)
 	}
 	return bindInts(nums, len(req.Limits))

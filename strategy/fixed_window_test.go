@@ -135,3 +135,71 @@ func fixedWindowCountsFirst(t *testing.T, rdb *redis.Client) {
 		}
 	}
 }
+
+// TestFixedWindowIntegerReply: the common call's {count, reset_ms} comes
+// back as one integer, reset_ms·(2·rate+1) + count, when that fits below
+// 2^52, and as the pair otherwise; both read the same, admitted and
+// denied, on miniredis and on a redis-server.
+func TestFixedWindowIntegerReply(t *testing.T) {
+	t.Run("miniredis", func(t *testing.T) {
+		m, _ := newMini(t)
+		rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
+		t.Cleanup(func() { _ = rdb.Close() })
+		fixedWindowIntegerReply(t, rdb)
+	})
+	t.Run("redis-server", func(t *testing.T) { fixedWindowIntegerReply(t, realServer(t)) })
+}
+
+func fixedWindowIntegerReply(t *testing.T, rdb *redis.Client) {
+	ctx := context.Background()
+	lim := newLim(t, goredis.New(rdb), strategy.NewFixedWindow())
+	for _, tc := range []struct {
+		name    string
+		l       limiter.Limit
+		integer bool // the common call's reply is one integer
+	}{
+		{"small", limiter.Per(3, time.Hour), true},
+		// 3 600 000 ms · (2·2^40 + 1) is above 2^52: the pair
+		{"large", limiter.Per(1<<40, time.Hour), false},
+	} {
+		key, err := limiter.Key("t", "int-"+tc.name, tc.l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The raw reply of a second call (the counter exists).
+		raw := func() any {
+			v, err := rdb.EvalSha(ctx, strategy.FixedWindowScript().Hash(), []string{key}, 1, 0, tc.l.Rate, tc.l.Period.Milliseconds()).Result()
+			if err != nil {
+				t.Fatalf("%s: EVALSHA: %v", tc.name, err)
+			}
+			return v
+		}
+		if r, err := lim.Allow(ctx, "int-"+tc.name, tc.l); err != nil || !r.Allowed || r.Remaining != tc.l.Rate-1 {
+			t.Fatalf("%s: first call %+v, %v; want admitted, %d remaining", tc.name, r, err, tc.l.Rate-1)
+		}
+		v := raw() // the second unit, counted
+		if _, isInt := v.(int64); isInt != tc.integer {
+			t.Fatalf("%s: reply %#v; want an integer: %v", tc.name, v, tc.integer)
+		}
+		if tc.integer {
+			m := 2*tc.l.Rate + 1
+			n := v.(int64)
+			if count, reset := n%m, n/m; count != 2 || reset <= 59*60*1000 || reset > 3600*1000 {
+				t.Fatalf("%s: reply %d reads count %d, reset %d ms; want 2 and about an hour", tc.name, n, count, reset)
+			}
+		}
+		r, err := lim.Allow(ctx, "int-"+tc.name, tc.l)
+		if err != nil || !r.Allowed || r.Remaining != tc.l.Rate-3 || r.ResetAfter <= 59*time.Minute || r.ResetAfter > time.Hour {
+			t.Fatalf("%s: third call %+v, %v; want admitted, %d remaining, reset within the hour", tc.name, r, err, tc.l.Rate-3)
+		}
+		if tc.l.Rate == 3 {
+			r, err := lim.Allow(ctx, "int-"+tc.name, tc.l)
+			if err != nil || r.Allowed || r.Remaining != 0 || r.RetryAfter <= 59*time.Minute || r.RetryAfter != r.ResetAfter {
+				t.Fatalf("%s: fourth call %+v, %v; want denied until the window's end", tc.name, r, err)
+			}
+			if n, err := rdb.Get(ctx, key).Int64(); err != nil || n != 3 {
+				t.Fatalf("%s: counter %d, %v; want 3 (the denial taken back)", tc.name, n, err)
+			}
+		}
+	}
+}

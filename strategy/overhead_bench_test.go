@@ -10,24 +10,29 @@ import (
 	"github.com/quotagate/limiter/strategy"
 )
 
-// cannedStore answers every script call with one admitted limit, to
-// measure the client-side cost of a decision without I/O.
+// cannedStore answers every script call with FixedWindow's common reply
+// for one admitted limit of 2^40 per second (count 1, 1000 ms to the
+// window's end, as one integer), to measure the client-side cost of a
+// decision without I/O.
 type cannedStore struct{}
+
+// cannedReply is reset_ms·(2·rate+1) + count.
+const cannedReply = 1000*(2<<40+1) + 1
 
 func (cannedStore) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
 	return nil, store.ErrNotSupported
 }
 func (cannedStore) EvalSha(ctx context.Context, sha string, keys []string, args []any) (any, error) {
-	return []any{int64(1), int64(99), int64(1000), int64(0)}, nil
+	return int64(cannedReply), nil
 }
 func (cannedStore) Eval(ctx context.Context, src string, keys []string, args []any) (any, error) {
-	return []any{int64(1), int64(99), int64(1000), int64(0)}, nil
+	return int64(cannedReply), nil
 }
 func (cannedStore) EvalShaInt64s(ctx context.Context, sha string, keys []string, args []int64, dst []int64) ([]int64, error) {
-	return append(dst, 1, 99, 1000, 0), nil
+	return append(dst, cannedReply), nil
 }
 func (cannedStore) EvalInt64s(ctx context.Context, src string, keys []string, args []int64, dst []int64) ([]int64, error) {
-	return append(dst, 1, 99, 1000, 0), nil
+	return append(dst, cannedReply), nil
 }
 
 // BenchmarkOverhead measures the client-side cost of one decision through

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
-	redigoredis "github.com/gomodule/redigo/redis"
 
 	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/internal/benchkit"
@@ -330,14 +329,14 @@ func benchAdapter(ctx context.Context, callers []int, name string, st store.Stor
 }
 
 // rawScript returns the hand-written EVALSHA for the client behind st: the
-// arguments as a hand-written caller passes them, the reply read as an
-// array.
+// arguments as a hand-written caller passes them, the reply read as the
+// client returns it (an array, or an integer: FixedWindow's common reply).
 func rawScript(st store.Store) (func(ctx context.Context, sha string, keys []string, args []any) error, error) {
 	switch s := st.(type) {
 	case *goredis.Store:
 		rdb := s.Client()
 		return func(ctx context.Context, sha string, keys []string, args []any) error {
-			if _, err := rdb.EvalSha(ctx, sha, keys, args...).Slice(); err != nil {
+			if _, err := rdb.EvalSha(ctx, sha, keys, args...).Result(); err != nil {
 				return fmt.Errorf("raw: %w", err)
 			}
 			return nil
@@ -350,7 +349,7 @@ func rawScript(st store.Store) (func(ctx context.Context, sha string, keys []str
 				texts[i] = fmt.Sprint(a)
 			}
 			cmd := c.B().Evalsha().Sha1(sha).Numkeys(int64(len(keys))).Key(keys...).Arg(texts...).Build()
-			if _, err := c.Do(ctx, cmd).ToArray(); err != nil {
+			if _, err := c.Do(ctx, cmd).ToAny(); err != nil {
 				return fmt.Errorf("raw: %w", err)
 			}
 			return nil
@@ -369,7 +368,7 @@ func rawScript(st store.Store) (func(ctx context.Context, sha string, keys []str
 				}
 				return append(out, args...)
 			}()...)
-			_, err = redigoredis.Values(conn.Do("EVALSHA", a...))
+			_, err = conn.Do("EVALSHA", a...)
 			_ = conn.Close()
 			if err != nil {
 				return fmt.Errorf("raw: %w", err)

@@ -8,7 +8,8 @@
 --
 -- Returns {allowed, remaining_1, reset_ms_1, retry_ms_1, remaining_2, ...}
 -- for a peek, a cost of 0 or a cost above a rate; a call that writes a cost
--- every limit can fit gets the shorter {count_1, reset_ms_1, ...} below:
+-- every limit can fit gets the shorter {count_1, reset_ms_1, ...} below
+-- (with one limit, an integer when it fits):
 -- allowed is 1 or 0 (for a peek: whether the cost would be admitted);
 -- remaining is after the decision; reset_ms is at least 1; retry_ms is 0 for
 -- a limit that admits, -1 when the cost can never fit, else the wait until
@@ -37,7 +38,8 @@ local n = #KEYS
 -- counter is new or has none (or one beyond its window), and the count
 -- taken back when it went over. Returns {count, reset_ms}: the count after
 -- INCRBY (over the rate: denied, and taken back), which the caller reads
--- against the rate and cost it sent.
+-- against the rate and cost it sent; or, when it fits, the same as one
+-- integer, reset_ms * (2 * rate + 1) + count.
 local rate = n == 1 and write and tonumber(ARGV[3])
 if rate and cost <= rate then
   local key = KEYS[1]
@@ -56,6 +58,14 @@ if rate and cost <= rate then
   end
   if c > rate then
     redis.call('DECRBY', key, ARGV[1])
+  end
+  -- {c, ttl} as one integer when it fits below 2^52 (no table to build):
+  -- reset_ms * (2 * rate + 1) + count, the count being at most the rate
+  -- plus a cost the rate can fit
+  local m = 2 * rate + 1
+  local v = ttl * m + c
+  if c < m and v < 4503599627370496 then
+    return v
   end
   return {c, ttl}
 end
