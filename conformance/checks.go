@@ -411,14 +411,16 @@ func checkNeverSlides(c *checker) {
 	if !c.spec.Window {
 		c.t.Skip("the strategy declares no fixed window")
 	}
-	l := limiter.PerSecond(10)
-	c.window(l)
 	// On a real clock the ticks must come on time: a run with a late tick
 	// (a busy machine) proves nothing either way and is run again, on a
-	// fresh subject.
+	// fresh subject, with every time in it twice as long (windows of 2 s,
+	// then 4 s), so that a tick has twice the time to do its calls.
 	const runs = 3
 	for run := 1; ; run++ {
-		problems, late := c.neverSlidesRun(l, fmt.Sprintf("p9-%d", run))
+		scale := time.Duration(1) << (run - 1)
+		l := limiter.Per(10, scale*time.Second)
+		c.window(l)
+		problems, late := c.neverSlidesRun(l, fmt.Sprintf("p9-%d", run), scale)
 		if late == "" {
 			for _, p := range problems {
 				c.t.Error(p)
@@ -434,27 +436,28 @@ func checkNeverSlides(c *checker) {
 }
 
 // neverSlidesRun is one run of property 9 on subject: 5 calls every 200ms
-// (or 300ms) at 10/s across three windows. It returns what it found wrong,
-// or, on a real clock, why the run is void when a tick came late.
-func (c *checker) neverSlidesRun(l limiter.Limit, subject string) (problems []string, late string) {
+// (or 300ms) at 10/s across three windows, every time multiplied by scale
+// (l's Period is scale seconds). It returns what it found wrong, or, on a
+// real clock, why the run is void when a tick came late.
+func (c *checker) neverSlidesRun(l limiter.Limit, subject string, scale time.Duration) (problems []string, late string) {
 	lim := c.limiter(nil)
 	virtual := c.h.Caps().VirtualClock
 	if c.spec.Aligned {
 		// Epoch-aligned windows: start 100ms into one, so that the ticks
 		// (every 200ms) stay 100ms away from every window's edges.
-		c.alignTo(l.Period, 100*time.Millisecond)
+		c.alignTo(l.Period, scale*100*time.Millisecond)
 	}
 	// Ticks every 200ms, 15 of them, touch three windows of 1s. On a real
 	// server a first-request window starts at a tick and would end exactly
 	// on a later one, racing the expiry: there the ticks are 300ms apart
 	// (10 of them), so every window end is at least 100ms from a tick.
-	interval, ticks := 200*time.Millisecond, 15
+	interval, ticks := scale*200*time.Millisecond, 15
 	if !virtual && !c.spec.Aligned {
-		interval, ticks = 300*time.Millisecond, 10
+		interval, ticks = scale*300*time.Millisecond, 10
 	}
 	// A tick's work must end within budget of its time to stay in its
 	// window; on a virtual clock time stands still meanwhile.
-	const budget = 90 * time.Millisecond
+	budget := scale * 90 * time.Millisecond
 	start := time.Now()
 	var clock time.Duration // virtual: the time since start
 	elapsed := func() time.Duration {
@@ -543,7 +546,7 @@ func (c *checker) neverSlidesRun(l limiter.Limit, subject string) (problems []st
 		}
 	}
 	if admitted != 30 {
-		problems = append(problems, fmt.Sprintf("property 9: 5 calls every %s for %s at 10/s admitted %d, want 30 (10 in each of 3 windows)", interval, time.Duration(ticks-1)*interval, admitted))
+		problems = append(problems, fmt.Sprintf("property 9: 5 calls every %s for %s at 10 per %s admitted %d, want 30 (10 in each of 3 windows)", interval, time.Duration(ticks-1)*interval, l.Period, admitted))
 	}
 	return problems, ""
 }
