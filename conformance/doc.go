@@ -5,8 +5,9 @@
 // weighted and hostile costs, all-or-nothing multi-limit decisions, no key
 // ever left without a TTL (even when it expires between a read and a write),
 // windows that never slide, sub-second and month-long windows, self-repair
-// of a key stripped of its TTL, NOSCRIPT after SCRIPT FLUSH or a restart, and
-// a lost reply counted exactly once. Each check carries its number from the
+// of a key stripped of its TTL, quota that comes back exactly when it
+// refills (no drift), NOSCRIPT after SCRIPT FLUSH or a restart, and a lost
+// reply counted exactly once. Each check carries its number from the
 // project's test plan.
 //
 // The shape follows gocloud.dev's drivertest: a Harness gives the suite a
