@@ -32,7 +32,7 @@ func (GCRA) BatchScript(req limiter.Request) (*store.Script, []any, error) {
 
 // BatchResult implements limiter.ScriptStrategy.
 func (GCRA) BatchResult(req limiter.Request, r store.Reply) (limiter.Result, error) {
-	return batchResult(req, r, "gcra", bindAll)
+	return batchResult(req, r, "gcra", gcraBind)
 }
 
 // BatchScript implements limiter.ScriptStrategy.

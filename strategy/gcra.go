@@ -58,7 +58,25 @@ func NewGCRA() GCRA { return GCRA{} }
 
 // Decide implements limiter.Strategy.
 func (GCRA) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
-	return decideInts(ctx, st, req, gcraScript, "gcra", gcraParams, bindAll)
+	return decideInts(ctx, st, req, gcraScript, "gcra", gcraParams, gcraBind)
+}
+
+// gcraBind reads either of GCRA's replies: {allowed, remaining, reset_ms,
+// retry_ms, ...}, or, for one limit that admits, reset_ms·(burst+1) +
+// remaining as one integer.
+func gcraBind(nums []int64, req limiter.Request) (limiter.Result, error) {
+	if len(nums) != 1 || len(req.Limits) != 1 {
+		return bindInts(nums, len(req.Limits))
+	}
+	burst := req.Limits[0].Burst
+	if burst == 0 {
+		burst = req.Limits[0].Rate
+	}
+	if nums[0] < 0 {
+		return limiter.Result{}, fmt.Errorf("strategy: bad reply %d for burst %d", nums[0], burst)
+	}
+	four := [4]int64{1, nums[0] % (burst + 1), nums[0] / (burst + 1), 0}
+	return bindInts(four[:], 1)
 }
 
 // gcraParams returns l's emission interval in whole microseconds (rounded

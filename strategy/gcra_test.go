@@ -216,3 +216,62 @@ func TestGCRARealServer(t *testing.T) {
 		t.Errorf("PTTL %s, want about 1h (until full again)", ttl)
 	}
 }
+
+// TestGCRAIntegerReply: an admitting call with one limit comes back as one
+// integer, reset_ms·(burst+1) + remaining, when that fits below 2^52, and
+// as {1, remaining, reset_ms, 0} otherwise; both read the same, on a
+// redis-server.
+func TestGCRAIntegerReply(t *testing.T) {
+	rdb := realServer(t)
+	ctx := context.Background()
+	lim := newLim(t, goredis.New(rdb), strategy.NewGCRA())
+	for _, tc := range []struct {
+		name    string
+		l       limiter.Limit
+		cost    int64 // of the first call
+		integer bool  // the second call's reply is one integer
+	}{
+		{"small", limiter.Limit{Rate: 10, Period: time.Second, Burst: 5}, 2, true},
+		// about 2^33 units of 1 µs: after half of them, about 2^22 ms to
+		// full, times 2^33 is above 2^52
+		{"large", limiter.Limit{Rate: 8_589_934_000, Period: 8_589_934 * time.Millisecond}, 4_294_967_000, false},
+	} {
+		key, err := limiter.Key("t", "int-"+tc.name, tc.l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		burst := tc.l.Burst
+		if burst == 0 {
+			burst = tc.l.Rate
+		}
+		interval := tc.l.Period.Microseconds() / tc.l.Rate
+		if r, err := lim.AllowN(ctx, "int-"+tc.name, tc.cost, tc.l); err != nil || !r.Allowed || r.Remaining != burst-tc.cost {
+			t.Fatalf("%s: first call %+v, %v; want admitted, %d remaining", tc.name, r, err, burst-tc.cost)
+		}
+		v, err := rdb.EvalSha(ctx, strategy.GCRAScript().Hash(), []string{key}, 1, 0, interval, burst).Result()
+		if err != nil {
+			t.Fatalf("%s: EVALSHA: %v", tc.name, err)
+		}
+		if _, isInt := v.(int64); isInt != tc.integer {
+			t.Fatalf("%s: reply %#v; want an integer: %v", tc.name, v, tc.integer)
+		}
+		if tc.integer {
+			n := v.(int64)
+			// 3 units used of 5, 100 ms each: 2 left, full in about 300 ms
+			if remaining, reset := n%(burst+1), n/(burst+1); remaining != 2 || reset < 290 || reset > 300 {
+				t.Fatalf("%s: reply %d reads remaining %d, reset %d ms; want 2 and about 300", tc.name, n, remaining, reset)
+			}
+		}
+		// The third call, read through the Limiter: the small limit gets
+		// nothing back in the few ms since (a unit takes 100 ms); the
+		// large one a unit per µs.
+		r, err := lim.Allow(ctx, "int-"+tc.name, tc.l)
+		low, high := burst-tc.cost-2, burst-tc.cost-2
+		if !tc.integer {
+			high += 10_000_000 // 10 s of refill
+		}
+		if err != nil || !r.Allowed || r.Remaining < low || r.Remaining > high || r.ResetAfter <= 0 {
+			t.Fatalf("%s: third call %+v, %v; want admitted, %d to %d remaining", tc.name, r, err, low, high)
+		}
+	}
+}

@@ -10,7 +10,9 @@
 --                microseconds, >= 1
 -- ARGV[2+2i]     burst of limit i: the most cost admitted at once, >= 1
 --
--- Returns {allowed, remaining_1, reset_ms_1, retry_ms_1, remaining_2, ...}:
+-- Returns {allowed, remaining_1, reset_ms_1, retry_ms_1, remaining_2, ...}
+-- (for one limit that admits, reset_ms * (burst + 1) + remaining as one
+-- integer when that is below 2^52):
 -- allowed is 1 or 0 (for a peek: whether the cost would be admitted);
 -- remaining is the cost that could be admitted at once after the decision;
 -- reset_ms is the time until the limit is full again (0 when it is);
@@ -57,7 +59,15 @@ if #KEYS == 1 then
       tat = tat + cost * interval
       redis.call('SET', KEYS[1], tat, 'PX', math.floor((tat - now + 999) / 1000))
     end
-    return {1, math.floor((burst * interval - (tat - now)) / interval), math.floor((tat - now + 999) / 1000), 0}
+    -- {1, remaining, reset_ms, 0} as one integer when it fits below
+    -- 2^52 (no table to build): reset_ms * (burst + 1) + remaining
+    local remaining = math.floor((burst * interval - (tat - now)) / interval)
+    local reset = math.floor((tat - now + 999) / 1000)
+    local v = reset * (burst + 1) + remaining
+    if v < 4503599627370496 then
+      return v
+    end
+    return {1, remaining, reset, 0}
   end
 end
 local write = ARGV[2] == '0' and cost > 0
