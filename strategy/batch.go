@@ -116,12 +116,11 @@ func fixedWindowBind(nums []int64, req limiter.Request) (limiter.Result, error) 
 	switch {
 	case len(nums) == 1 && len(req.Limits) == 1:
 		// {count, reset_ms} as one integer: reset_ms·(2·rate+1) + count
-		m := 2*req.Limits[0].Rate + 1
-		if nums[0] < 0 {
-			return limiter.Result{}, fmt.Errorf("strategy: bad reply %d for rate %d", nums[0], req.Limits[0].Rate)
+		reset, count, err := unpack(nums[0], 2*req.Limits[0].Rate+1)
+		if err != nil {
+			return limiter.Result{}, err
 		}
-		var pair [2]int64
-		pair[0], pair[1] = nums[0]%m, nums[0]/m
+		pair := [2]int64{count, reset}
 		return bindCounts(pair[:], req)
 	case len(nums) == 2*len(req.Limits):
 		return bindCounts(nums, req)

@@ -68,15 +68,29 @@ func gcraBind(nums []int64, req limiter.Request) (limiter.Result, error) {
 	if len(nums) != 1 || len(req.Limits) != 1 {
 		return bindInts(nums, len(req.Limits))
 	}
-	burst := req.Limits[0].Burst
-	if burst == 0 {
-		burst = req.Limits[0].Rate
+	reset, remaining, err := unpack(nums[0], burstOf(req.Limits[0])+1)
+	if err != nil {
+		return limiter.Result{}, err
 	}
-	if nums[0] < 0 {
-		return limiter.Result{}, fmt.Errorf("strategy: bad reply %d for burst %d", nums[0], burst)
-	}
-	four := [4]int64{1, nums[0] % (burst + 1), nums[0] / (burst + 1), 0}
+	four := [4]int64{1, remaining, reset, 0}
 	return bindInts(four[:], 1)
+}
+
+// burstOf is the most l admits at once: its Burst, or its Rate when 0.
+func burstOf(l limiter.Limit) int64 {
+	if l.Burst > 0 {
+		return l.Burst
+	}
+	return l.Rate
+}
+
+// unpack splits a script's reply that packs two values into one integer,
+// hi·m + lo with 0 <= lo < m (no table to build on the server).
+func unpack(v, m int64) (hi, lo int64, err error) {
+	if v < 0 {
+		return 0, 0, fmt.Errorf("strategy: bad reply %d (want hi·%d + lo)", v, m)
+	}
+	return v / m, v % m, nil
 }
 
 // gcraParams returns l's emission interval in whole microseconds (rounded
@@ -88,10 +102,7 @@ func gcraParams(l limiter.Limit) (interval, burst int64, err error) {
 		return 0, 0, fmt.Errorf("%w: %s: GCRA admits at most one unit per microsecond", limiter.ErrInvalidLimit, l)
 	}
 	interval = (us + l.Rate - 1) / l.Rate
-	burst = l.Burst
-	if burst == 0 {
-		burst = l.Rate
-	}
+	burst = burstOf(l)
 	if burst > MaxRefill.Microseconds()/interval {
 		return 0, 0, fmt.Errorf("%w: %s with burst %d takes more than %s to refill", limiter.ErrInvalidLimit, l, burst, MaxRefill)
 	}

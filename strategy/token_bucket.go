@@ -69,10 +69,7 @@ func tokenBucketArgs(req limiter.Request) ([]int64, error) {
 		args[1] = 1
 	}
 	for i, l := range req.Limits {
-		burst := l.Burst
-		if burst == 0 {
-			burst = l.Rate
-		}
+		burst := burstOf(l)
 		us := l.Period.Microseconds()
 		if burst > maxBucketUnits/us {
 			return nil, fmt.Errorf("%w: %s with burst %d: a token bucket holds at most 2^51 units (burst × period in µs)", limiter.ErrInvalidLimit, l, burst)

@@ -265,11 +265,7 @@ type AppClockGCRA struct {
 func (s AppClockGCRA) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
 	now := appClock(s.Now)
 	return oneLimitAtATime(ctx, st, req, gcraAppClock, func(l limiter.Limit, cost int64) []any {
-		burst := l.Burst
-		if burst == 0 {
-			burst = l.Rate
-		}
-		return []any{now().UnixMilli(), max(l.Period.Milliseconds()/l.Rate, 1), burst, cost}
+		return []any{now().UnixMilli(), max(l.Period.Milliseconds()/l.Rate, 1), burstOf(l), cost}
 	})
 }
 
@@ -346,10 +342,14 @@ type FloatTokenBucket struct{}
 // Decide implements limiter.Strategy, wrongly.
 func (FloatTokenBucket) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
 	return oneLimitAtATime(ctx, st, req, floatBucket, func(l limiter.Limit, cost int64) []any {
-		burst := l.Burst
-		if burst == 0 {
-			burst = l.Rate
-		}
-		return []any{l.Rate, l.Period.Milliseconds(), burst, cost}
+		return []any{l.Rate, l.Period.Milliseconds(), burstOf(l), cost}
 	})
+}
+
+// burstOf is the most l admits at once: its Burst, or its Rate when 0.
+func burstOf(l limiter.Limit) int64 {
+	if l.Burst > 0 {
+		return l.Burst
+	}
+	return l.Rate
 }
