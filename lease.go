@@ -2,9 +2,12 @@ package limiter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/quotagate/limiter/store"
 )
 
 // WindowQuota is implemented by strategies whose admitted units are counted
@@ -19,6 +22,23 @@ type WindowQuota interface {
 	Strategy
 	// WindowQuota marks the strategy; it is never called.
 	WindowQuota()
+}
+
+// QuotaReturner is implemented by WindowQuota strategies that can give a
+// quota lease's unused units back to the window they were counted in
+// (Limiter.ReturnLeases), while it is open. A window is named by its end on
+// the server's clock, so units are never given to a later window.
+type QuotaReturner interface {
+	WindowQuota
+	// WindowEnd reads when the window counted at key ends, in milliseconds
+	// since the Unix epoch on the server's clock, and the time it has
+	// left; end is 0 when key counts no window (no key, or no TTL).
+	WindowEnd(ctx context.Context, st store.Store, key string) (end int64, left time.Duration, err error)
+	// ReturnQuota takes units off the count at key if its window still
+	// ends at end and counts at least units, and reports whether it did.
+	// Anything else (the window ended, or was deleted and counted anew)
+	// is left as it is.
+	ReturnQuota(ctx context.Context, st store.Store, key string, units, end int64) (bool, error)
 }
 
 // WithQuotaLease makes the Limiter lease quota for subjects it decides
@@ -36,7 +56,9 @@ type WindowQuota interface {
 // window's end as measured from before the request was sent, so before the
 // server's). What it may do is under-admit: units leased by a process and
 // not used before their window ends are lost to every process, at most
-// units−1 per process, subject and window; and Result.Remaining of a leased
+// units−1 per process, subject and window, unless ReturnLeases gives them
+// back while their window is open (a strategy that implements
+// QuotaReturner: FixedWindow); and Result.Remaining of a leased
 // decision is this process's view (what Redis had left when the lease was
 // taken, plus what the lease still holds). Calls with several limits, a
 // cost above units, Peek, AllowN(0) and AllowMany always go to Redis.
@@ -86,6 +108,10 @@ type quotaLease struct {
 	direct      bool
 	directUntil time.Time
 	taking      chan struct{}
+	// For ReturnLeases: how long the lease's call took (from before it
+	// was sent to its reply), and when the lease last admitted a call.
+	took time.Duration
+	used time.Time
 }
 
 // ended reports a lease with nothing left to do at now.
@@ -119,6 +145,7 @@ func (l *Limiter) decideLeased(ctx context.Context, key string, cost int64, limi
 			return l.takeLease(ctx, t, ls, key, cost, limit)
 		case ls.left >= cost && now.Before(ls.leftUntil):
 			ls.left -= cost
+			ls.used = now
 			r := Result{Allowed: true, Remaining: ls.remaining + ls.left, ResetAfter: ls.leftUntil.Sub(now), Limit: limit, Leased: true}
 			t.mu.Unlock()
 			return r, nil, true
@@ -165,6 +192,7 @@ func (t *leaseTable) insert(id leaseID, ls *quotaLease, now time.Time) {
 func (l *Limiter) takeLease(ctx context.Context, t *leaseTable, ls *quotaLease, key string, cost int64, limit Limit) (Result, error, bool) {
 	sent := t.now()
 	res, err := l.decideDirect(ctx, key, t.units, false, []Limit{limit})
+	took := t.now().Sub(sent)
 	t.mu.Lock()
 	defer func() {
 		close(ls.taking)
@@ -191,6 +219,8 @@ func (l *Limiter) takeLease(ctx context.Context, t *leaseTable, ls *quotaLease, 
 	ls.left = t.units - cost
 	ls.remaining = res.Remaining
 	ls.leftUntil = sent.Add(res.ResetAfter - leaseMargin)
+	ls.took = took
+	ls.used = sent.Add(took)
 	res.Limit = limit
 	res.Remaining += ls.left
 	res.Leased = true
@@ -206,4 +236,102 @@ func (t *leaseTable) forget(prefix, subject string) {
 			delete(t.m, k)
 		}
 	}
+}
+
+// ReturnLeases gives the unused units of this process's quota leases back
+// to the windows they were counted in, for other processes to admit:
+// every lease that has admitted nothing for idle (all of them when idle is
+// 0) and whose window is still open. Call it before a process stops, or
+// now and then when subjects are leased in long windows. It returns the
+// units given back; the error joins the calls Redis could not answer
+// (their units are lost to every process until their windows end, as
+// without a return). Each lease given back takes two round trips.
+//
+// A unit goes back only to the window it was counted in, never to the
+// window that follows it, so a return never over-admits (see giveBack for
+// the proof). One case is beyond it: a window deleted early (Reset from
+// another process, eviction) and counted anew less than the lease call's
+// round trip after the lease's window began cannot be told from it, and
+// may get the units. Leases of a strategy that does not implement
+// QuotaReturner keep their units until their windows end (it returns 0),
+// as do windows shorter than twice the round trips involved.
+func (l *Limiter) ReturnLeases(ctx context.Context, idle time.Duration) (int64, error) {
+	t := l.leases
+	if t == nil {
+		return 0, nil
+	}
+	rq, ok := l.strategy.(QuotaReturner)
+	if !ok {
+		return 0, nil
+	}
+	type unused struct {
+		id    leaseID
+		units int64
+		until time.Time // the lease's end + leaseMargin: its call's sending + reset
+		took  time.Duration
+	}
+	var backs []unused
+	t.mu.Lock()
+	now := t.now()
+	for id, ls := range t.m {
+		if ls.taking != nil || ls.left <= 0 || !now.Before(ls.leftUntil) || now.Sub(ls.used) < idle {
+			continue
+		}
+		backs = append(backs, unused{id, ls.left, ls.leftUntil.Add(leaseMargin), ls.took})
+		ls.left = 0 // from now on, the next call takes a new lease
+	}
+	t.mu.Unlock()
+	var total int64
+	var errs []error
+	for _, b := range backs {
+		n, err := l.giveBack(ctx, rq, b.id, b.units, b.until, b.took)
+		total += n
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return total, fmt.Errorf("limiter: return leases: %w", errors.Join(errs...))
+	}
+	return total, nil
+}
+
+// giveBack returns units of a lease to its window and reports how many
+// went back. The lease's call was sent at s (in this process's clock),
+// answered took later, and saw its window with reset left, so the window
+// ends within [x+reset-1ms, x+reset] for an instant x in [s, s+took] of
+// its execution; until is s+reset.
+//
+// The first call reads the key's window: its end on the server's clock
+// and the time it has left, sent at u and answered e later. The lease's
+// window has at most until-u+took+1ms left then. A window counted anew
+// after it ended started after that end and has at least
+// until+Period-u-e-1ms left. While took+e+2ms is under the Period (half of
+// it, for room) the two cannot be mistaken: a reading of at most
+// until-u+took+1ms is the lease's window, named by its end, and the second
+// call gives the units back to the window that ends then, if it still does
+// (it checks that on the server, exactly).
+func (l *Limiter) giveBack(ctx context.Context, rq QuotaReturner, id leaseID, units int64, until time.Time, took time.Duration) (int64, error) {
+	keys, err := l.keys.build(id.subject, []Limit{id.limit}, nil)
+	if err != nil {
+		return 0, err
+	}
+	u := l.leases.now()
+	cctx, cancel := l.withTimeout(ctx)
+	end, left, err := rq.WindowEnd(cctx, l.st, keys[0])
+	cancel()
+	e := l.leases.now().Sub(u)
+	if err != nil {
+		return 0, err
+	}
+	if end <= 0 || left > until.Sub(u)+took+time.Millisecond || 2*(took+e+2*time.Millisecond) >= id.limit.Period {
+		return 0, nil
+	}
+	cctx, cancel = l.withTimeout(ctx)
+	ok, err := rq.ReturnQuota(cctx, l.st, keys[0], units, end)
+	cancel()
+	if err != nil || !ok {
+		return 0, err
+	}
+	return units, nil
 }

@@ -1,0 +1,131 @@
+package strategy_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/store"
+	"github.com/quotagate/limiter/store/goredis"
+	"github.com/quotagate/limiter/strategy"
+)
+
+// TestFixedWindowReturnsLeases: a quota lease's unused units go back to the
+// window they were counted in, and another process admits them, exactly
+// the Rate in all; a window deleted and counted anew gets nothing; a return
+// checks the window's end, the count and the key's type before writing. On
+// miniredis and on a redis-server.
+func TestFixedWindowReturnsLeases(t *testing.T) {
+	for name, open := range map[string]func(t *testing.T) (*redis.Client, func(time.Duration)){
+		"miniredis": func(t *testing.T) (*redis.Client, func(time.Duration)) {
+			m, _ := newMini(t)
+			rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
+			t.Cleanup(func() { _ = rdb.Close() })
+			// the lease table runs on the process's clock: move both
+			return rdb, func(d time.Duration) { m.Advance(d); time.Sleep(d) }
+		},
+		"redis-server": func(t *testing.T) (*redis.Client, func(time.Duration)) { return realServer(t), time.Sleep },
+	} {
+		t.Run(name, func(t *testing.T) {
+			rdb, advance := open(t)
+			st := goredis.New(rdb)
+			testReturnLeases(t, rdb, st, advance)
+		})
+	}
+}
+
+func testReturnLeases(t *testing.T, rdb *redis.Client, st store.Store, advance func(time.Duration)) {
+	ctx := context.Background()
+	fw := strategy.NewFixedWindow()
+	leased, err := limiter.New(st, fw, limiter.WithPrefix("t"), limiter.WithQuotaLease(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct := newLim(t, st, fw)
+	l := limiter.PerHour(100)
+	key, _ := limiter.Key("t", "s", l)
+	count := func(key string) string { t.Helper(); return rdb.Get(ctx, key).Val() }
+
+	if r, err := leased.Allow(ctx, "s", l); err != nil || !r.Allowed || !r.Leased {
+		t.Fatalf("first call: %+v, %v; want admitted from a lease", r, err)
+	}
+	if c := count(key); c != "10" {
+		t.Fatalf("counter %q after a lease of 10, want 10", c)
+	}
+	ttl := rdb.PTTL(ctx, key).Val()
+	if n, err := leased.ReturnLeases(ctx, time.Hour); err != nil || n != 0 || count(key) != "10" {
+		t.Fatalf("ReturnLeases of leases idle for an hour = %d, %v (counter %s); want 0 returned: the lease admitted just now", n, err, count(key))
+	}
+	if n, err := leased.ReturnLeases(ctx, 0); err != nil || n != 9 {
+		t.Fatalf("ReturnLeases = %d, %v; want the 9 units the lease did not use", n, err)
+	}
+	if c, after := count(key), rdb.PTTL(ctx, key).Val(); c != "1" || after > ttl || after < ttl-time.Minute {
+		t.Fatalf("after the return: counter %q, PTTL %s (was %s); want 1 and the window's own end", c, after, ttl)
+	}
+	if n, err := leased.ReturnLeases(ctx, 0); err != nil || n != 0 {
+		t.Fatalf("a second ReturnLeases = %d, %v; want 0 (nothing left to give back)", n, err)
+	}
+	// Another process admits what came back: the Rate in all, not a unit more.
+	if r, err := direct.AllowN(ctx, "s", 99, l); err != nil || !r.Allowed || r.Remaining != 0 {
+		t.Fatalf("AllowN(99) after the return = %+v, %v; want admitted, 0 remaining", r, err)
+	}
+	for _, lim := range []*limiter.Limiter{direct, leased} {
+		if r, err := lim.Allow(ctx, "s", l); err != nil || r.Allowed {
+			t.Fatalf("call past 1 + 99 admitted of 100 = %+v, %v; want denied", r, err)
+		}
+	}
+
+	// A window deleted and counted anew gets nothing back (told apart from
+	// the lease's by its time left, once the two began more than the
+	// lease's round trip apart).
+	key2, _ := limiter.Key("t", "s2", l)
+	if r, err := leased.Allow(ctx, "s2", l); err != nil || !r.Allowed || !r.Leased {
+		t.Fatalf("s2: %+v, %v; want a lease", r, err)
+	}
+	rdb.Del(ctx, key2)
+	advance(200 * time.Millisecond)
+	if err := rdb.Set(ctx, key2, 50, time.Hour).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := leased.ReturnLeases(ctx, 0); err != nil || n != 0 || count(key2) != "50" {
+		t.Fatalf("return to a window counted anew = %d, %v, counter %q; want 0 returned, the new window's 50 untouched", n, err, count(key2))
+	}
+
+	// The script's own guards: the end names the window; the count must
+	// hold the units; a key of another type is refused.
+	key3, _ := limiter.Key("t", "s3", l)
+	if r, err := direct.AllowN(ctx, "s3", 3, l); err != nil || !r.Allowed {
+		t.Fatalf("s3: %+v, %v", r, err)
+	}
+	end, left, err := fw.WindowEnd(ctx, st, key3)
+	if err != nil || end <= 0 || left <= 59*time.Minute || left > time.Hour {
+		t.Fatalf("WindowEnd = %d, %s, %v; want the window's end, about 1h left", end, left, err)
+	}
+	for _, tc := range []struct {
+		units, end int64
+		why        string
+	}{{1, end + 3, "another window's end"}, {1, end - 3, "another window's end"}, {4, end, "more units than counted"}} {
+		if ok, err := fw.ReturnQuota(ctx, st, key3, tc.units, tc.end); err != nil || ok || count(key3) != "3" {
+			t.Errorf("ReturnQuota with %s = %v, %v, counter %q; want refused, 3", tc.why, ok, err, count(key3))
+		}
+	}
+	if ok, err := fw.ReturnQuota(ctx, st, key3, 2, end); err != nil || !ok || count(key3) != "1" {
+		t.Errorf("ReturnQuota(2) = %v, %v, counter %q; want given back, 1", ok, err, count(key3))
+	}
+	rdb.Del(ctx, key3)
+	rdb.HSet(ctx, key3, "count", 3)
+	rdb.PExpireAt(ctx, key3, time.UnixMilli(end))
+	if ok, err := fw.ReturnQuota(ctx, st, key3, 1, end); !errors.Is(err, limiter.ErrCorruptCounter) || ok {
+		t.Errorf("ReturnQuota to a hash = %v, %v; want ErrCorruptCounter", ok, err)
+	}
+	if v := rdb.HGet(ctx, key3, "count").Val(); v != "3" {
+		t.Errorf("hash field after a refused return = %q, want 3", v)
+	}
+	if end, left, err := fw.WindowEnd(ctx, st, "t:{none}:x"); err != nil || end != 0 || left != 0 {
+		t.Errorf("WindowEnd of no key = %d, %s, %v; want 0", end, left, err)
+	}
+}
