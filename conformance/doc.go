@@ -6,7 +6,8 @@
 // ever left without a TTL (even when it expires between a read and a write),
 // windows that never slide, sub-second and month-long windows, self-repair
 // of a key stripped of its TTL, quota that comes back exactly when it
-// refills (no drift), NOSCRIPT after SCRIPT FLUSH or a restart, and a lost
+// refills (no drift), a quota lease's unused units given back to their own
+// window and no other, NOSCRIPT after SCRIPT FLUSH or a restart, and a lost
 // reply counted exactly once. Each check carries its number from the
 // project's test plan.
 //

@@ -118,6 +118,8 @@ func KnownBad() []Control {
 			VirtualOnly: []string{"retry-after-honoured"}},
 		{Spec: floatTokenBucket(),
 			MustFail: []string{"refill-exact"}, VirtualOnly: []string{"refill-exact"}},
+		{Spec: claims("BlindReturn", knownbad.BlindReturn{}),
+			MustFail: []string{"lease-return-own-window"}},
 		{Spec: claims("BatchOneCost", knownbad.BatchOneCost{}),
 			MustFail: []string{"allow-many-exact"}},
 		{Spec: leaser("CounterLeases", knownbad.CounterLeases{}),

@@ -89,6 +89,7 @@ func Checks() []Check {
 		{ID: 35, Name: "retry-after-honoured", run: checkRetryHonoured},
 		{ID: 40, Name: "allow-many-exact", run: checkAllowMany},
 		{ID: 41, Name: "refill-exact", run: checkRefillExact},
+		{ID: 42, Name: "lease-return-own-window", run: checkLeaseReturn},
 		{ID: 36, Name: "leases-exact", run: checkLeasesExact, leases: true},
 		{ID: 37, Name: "crashed-holder-frees-slot", run: checkCrashedHolder, leases: true},
 		{ID: 38, Name: "release-frees-own-slot", run: checkReleaseHarmless, leases: true},

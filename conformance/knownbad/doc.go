@@ -48,6 +48,11 @@
 //   - StampLog: a sliding log whose member is the timestamp alone: units
 //     admitted in the same microsecond (a burst, a cost above 1) are one
 //     member, so the log undercounts and admits too many.
+//   - FloatTokenBucket: tokens kept as a float, refilled by a fraction on
+//     every call: the fractions drift, and a unit that is due is denied.
+//   - BlindReturn: a quota lease's unused units given back with DECRBY on
+//     whatever counter holds the key: a window deleted and counted anew
+//     meanwhile gets units it never counted.
 //
 // SwallowErrors: any error admits the request silently: not
 // Degraded, no error, so the fail mode never applies and nobody can alert.

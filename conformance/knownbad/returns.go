@@ -1,0 +1,42 @@
+package knownbad
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/quotagate/limiter/store"
+	"github.com/quotagate/limiter/strategy"
+)
+
+// BlindReturn is FixedWindow with the hand-written give-back of a quota
+// lease's unused units: DECRBY on whatever counter holds the key when the
+// units come back, without asking whether it is still the window they
+// were counted in. A window deleted and counted anew meanwhile gets units
+// it never counted, and admits them on top of its rate.
+type BlindReturn struct{ strategy.FixedWindow }
+
+// WindowEnd reports any positive end and the counter's PTTL.
+func (BlindReturn) WindowEnd(ctx context.Context, st store.Store, key string) (int64, time.Duration, error) {
+	rs, err := st.Do(ctx, store.Cmd{Name: "PTTL", Args: []any{key}})
+	if err != nil {
+		return 0, 0, err
+	}
+	p, err := store.Int64(rs[0].Val)
+	if err != nil || p <= 0 {
+		return 0, 0, err
+	}
+	return 1, time.Duration(p) * time.Millisecond, nil
+}
+
+// ReturnQuota takes the units off the counter, whichever window it is.
+func (BlindReturn) ReturnQuota(ctx context.Context, st store.Store, key string, units, _ int64) (bool, error) {
+	rs, err := st.Do(ctx, store.Cmd{Name: "DECRBY", Args: []any{key, units}})
+	if err != nil {
+		return false, err
+	}
+	if rs[0].Err != nil {
+		return false, fmt.Errorf("knownbad: DECRBY: %w", rs[0].Err)
+	}
+	return true, nil
+}
