@@ -134,3 +134,34 @@ func ExampleLimiter_Wait() {
 	// true
 	// -1ns true
 }
+
+// A process that leases quota for a hot subject gives what it did not use
+// back before it stops, for the other processes to admit.
+func ExampleLimiter_ReturnLeases() {
+	mr, _ := miniredis.Run()
+	defer mr.Close()
+	mr.SetTime(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)) // a fixed clock keeps the output exact
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1})
+	defer rdb.Close()
+	lim, _ := limiter.New(goredis.New(rdb), strategy.NewFixedWindow(), limiter.WithQuotaLease(20))
+	ctx := context.Background()
+	hourly := limiter.PerHour(1000)
+
+	for i := 0; i < 5; i++ {
+		r, _ := lim.Allow(ctx, "api-key-7", hourly) // the first takes 20 units, all five are admitted from them
+		fmt.Printf("allowed=%v leased=%v\n", r.Allowed, r.Leased)
+	}
+	n, err := lim.ReturnLeases(ctx, 0) // at shutdown: every lease, however recently used
+	fmt.Println("returned:", n, err)
+	key, _ := limiter.Key(limiter.DefaultPrefix, "api-key-7", hourly)
+	v, _ := mr.Get(key)
+	fmt.Println("counted in Redis:", v)
+	// Output:
+	// allowed=true leased=true
+	// allowed=true leased=true
+	// allowed=true leased=true
+	// allowed=true leased=true
+	// allowed=true leased=true
+	// returned: 15 <nil>
+	// counted in Redis: 5
+}

@@ -15,27 +15,28 @@
 -- counter is an error, and nothing is written.
 --
 -- The end is PEXPIRETIME, exact to the millisecond (Redis 7.0 and later);
--- on an older server TIME + PTTL, exact to a millisecond either way, so
--- two readings of one window may differ by 2 ms: a window counted anew
--- ends at least as long after the first as the time between their
--- starts.
+-- on an older server TIME + PTTL, exact to a millisecond either way. Two
+-- readings of one window are taken as the same end within 2 ms (servers
+-- whose clock moves between TIME and the key's expiry check, miniredis on
+-- a real clock); a window counted anew after the first ended ends at least
+-- a Period later.
 local key = KEYS[1]
 
--- the window's end and how far a second reading of it may differ
+-- the window's end, or -2 (no key), -1 (no TTL)
 local function window_end()
   local e = redis.pcall('PEXPIRETIME', key)
   if type(e) == 'number' then
-    return e, 0
+    return e
   end
   local p = redis.call('PTTL', key)
   if p < 0 then
-    return p, 0
+    return p
   end
   local t = redis.call('TIME')
-  return t[1] * 1000 + math.floor(t[2] / 1000) + p, 2
+  return t[1] * 1000 + math.floor(t[2] / 1000) + p
 end
 
-local e, slack = window_end()
+local e = window_end()
 if ARGV[1] == '0' then
   if e < 0 then
     return {0, e}
@@ -43,7 +44,7 @@ if ARGV[1] == '0' then
   return {e, redis.call('PTTL', key)}
 end
 local units, want = tonumber(ARGV[2]), tonumber(ARGV[3])
-if e < 0 or math.abs(e - want) > slack then
+if e < 0 or math.abs(e - want) > 2 then
   return 0
 end
 local v = redis.call('GET', key)
