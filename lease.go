@@ -58,7 +58,7 @@ type QuotaReturner interface {
 // not used before their window ends are lost to every process, at most
 // units−1 per process, subject and window, unless ReturnLeases gives them
 // back while their window is open (a strategy that implements
-// QuotaReturner: FixedWindow); and Result.Remaining of a leased
+// QuotaReturner: FixedWindow, Optimistic); and Result.Remaining of a leased
 // decision is this process's view (what Redis had left when the lease was
 // taken, plus what the lease still holds). Calls with several limits, a
 // cost above units, Peek, AllowN(0) and AllowMany always go to Redis.

@@ -3,6 +3,7 @@ package strategy
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"time"
 
@@ -61,4 +62,78 @@ func returnQuota(ctx context.Context, st store.Store, key string, units, end int
 		return false, fmt.Errorf("strategy: quota return: bad reply %v", nums)
 	}
 	return nums[0] == 1, nil
+}
+
+// WindowEnd implements limiter.QuotaReturner without Lua: the counter's
+// PEXPIRETIME (Redis 7.0 and later; on an older server the end reads as
+// 0, and leases are not given back).
+func (o *Optimistic) WindowEnd(ctx context.Context, st store.Store, key string) (int64, time.Duration, error) {
+	rs, err := st.Do(ctx, store.Cmd{Name: "PEXPIRETIME", Args: []any{key}}, store.Cmd{Name: "PTTL", Args: []any{key}})
+	if err != nil {
+		return 0, 0, fmt.Errorf("strategy: optimistic: window end: %w", err)
+	}
+	if len(rs) != 2 || rs[0].Err != nil || rs[1].Err != nil {
+		return 0, 0, nil
+	}
+	end, err1 := store.Int64(rs[0].Val)
+	left, err2 := store.Int64(rs[1].Val)
+	if err1 != nil || err2 != nil || end <= 0 || left < 0 {
+		return 0, 0, nil
+	}
+	return end, time.Duration(left) * time.Millisecond, nil
+}
+
+// ReturnQuota implements limiter.QuotaReturner without Lua: WATCH the
+// counter, read its end and count, and DECRBY in MULTI/EXEC when the window
+// is the one that ends at end (within 2 ms, as the script) and counts at
+// least units. A write by anyone in between aborts it: the units are then
+// not given back (reported false), never given to another window.
+func (o *Optimistic) ReturnQuota(ctx context.Context, st store.Store, key string, units, end int64) (bool, error) {
+	if units <= 0 || end <= 0 {
+		return false, nil
+	}
+	w, ok := st.(store.Watcher)
+	if !ok {
+		return false, fmt.Errorf("store %T: %w", st, ErrNoWatcher)
+	}
+	var done bool
+	err := w.Watch(ctx, []string{key}, func(tx store.Tx) error {
+		rs, err := tx.Do(ctx, store.Cmd{Name: "PEXPIRETIME", Args: []any{key}}, store.Cmd{Name: "GET", Args: []any{key}})
+		if err != nil {
+			return err
+		}
+		if len(rs) != 2 || rs[0].Err != nil || errors.Is(rs[1].Err, store.ErrNil) {
+			return nil
+		}
+		if rs[1].Err != nil {
+			return fmt.Errorf("GET %s: %w", key, corruptErr(rs[1].Err))
+		}
+		e, err := store.Int64(rs[0].Val)
+		if err != nil || e <= 0 || e < end-2 || e > end+2 {
+			return nil
+		}
+		n, err := parseCounter(rs[1].Val)
+		if err != nil {
+			return fmt.Errorf("GET %s: %w", key, err)
+		}
+		if n < units {
+			return nil
+		}
+		out, err := tx.Exec(ctx, store.Cmd{Name: "DECRBY", Args: []any{key, units}})
+		if err != nil {
+			return err
+		}
+		if len(out) != 1 || out[0].Err != nil {
+			return fmt.Errorf("DECRBY %s: %v", key, out)
+		}
+		done = true
+		return nil
+	})
+	switch {
+	case errors.Is(err, store.ErrTxAborted):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("strategy: optimistic: quota return: %w", err)
+	}
+	return done, nil
 }
