@@ -43,7 +43,7 @@ func (SlidingWindow) BatchScript(req limiter.Request) (*store.Script, []any, err
 
 // BatchResult implements limiter.ScriptStrategy.
 func (SlidingWindow) BatchResult(req limiter.Request, r store.Reply) (limiter.Result, error) {
-	return batchResult(req, r, "sliding window", bindAll)
+	return batchResult(req, r, "sliding window", slidingWindowBind)
 }
 
 // BatchScript implements limiter.ScriptStrategy.
@@ -54,7 +54,7 @@ func (TokenBucket) BatchScript(req limiter.Request) (*store.Script, []any, error
 
 // BatchResult implements limiter.ScriptStrategy.
 func (TokenBucket) BatchResult(req limiter.Request, r store.Reply) (limiter.Result, error) {
-	return batchResult(req, r, "token bucket", bindAll)
+	return batchResult(req, r, "token bucket", tokenBucketBind)
 }
 
 // BatchScript implements limiter.ScriptStrategy.
@@ -142,8 +142,8 @@ func (*Bucketed) WindowQuota() {}
 
 // decideArgs runs script with the arguments args builds for req (with room
 // for the reply after them) and reads its {allowed, remaining, reset_ms,
-// retry_ms, ...} reply.
-func decideArgs(ctx context.Context, st store.Store, req limiter.Request, script *store.Script, name string, args func(limiter.Request) ([]int64, error)) (limiter.Result, error) {
+// retry_ms, ...} reply with bind.
+func decideArgs(ctx context.Context, st store.Store, req limiter.Request, script *store.Script, name string, args func(limiter.Request) ([]int64, error), bind func([]int64, limiter.Request) (limiter.Result, error)) (limiter.Result, error) {
 	a, err := args(req)
 	if err != nil {
 		return limiter.Result{}, err
@@ -152,5 +152,5 @@ func decideArgs(ctx context.Context, st store.Store, req limiter.Request, script
 	if err != nil {
 		return limiter.Result{}, fmt.Errorf("strategy: %s: %w", name, corruptErr(err))
 	}
-	return bindInts(nums, len(req.Limits))
+	return bind(nums, req)
 }

@@ -65,10 +65,17 @@ func (GCRA) Decide(ctx context.Context, st store.Store, req limiter.Request) (li
 // retry_ms, ...}, or, for one limit that admits, reset_ms·(burst+1) +
 // remaining as one integer.
 func gcraBind(nums []int64, req limiter.Request) (limiter.Result, error) {
+	return bindPacked(nums, req, burstOf)
+}
+
+// bindPacked reads a reply {allowed, remaining, reset_ms, retry_ms, ...},
+// or, for one limit that admits, reset_ms·(most(limit)+1) + remaining as
+// one integer (GCRA, TokenBucket, SlidingWindow).
+func bindPacked(nums []int64, req limiter.Request, most func(limiter.Limit) int64) (limiter.Result, error) {
 	if len(nums) != 1 || len(req.Limits) != 1 {
 		return bindInts(nums, len(req.Limits))
 	}
-	reset, remaining, err := unpack(nums[0], burstOf(req.Limits[0])+1)
+	reset, remaining, err := unpack(nums[0], most(req.Limits[0])+1)
 	if err != nil {
 		return limiter.Result{}, err
 	}

@@ -55,7 +55,7 @@ func NewSlidingLog() SlidingLog { return SlidingLog{} }
 
 // Decide implements limiter.Strategy.
 func (SlidingLog) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
-	return decideArgs(ctx, st, req, slidingLogScript, "sliding log", slidingLogArgs)
+	return decideArgs(ctx, st, req, slidingLogScript, "sliding log", slidingLogArgs, bindAll)
 }
 
 // slidingLogArgs returns the script's arguments for req, {cost, peek,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/store"
 	"github.com/quotagate/limiter/store/goredis"
 	"github.com/quotagate/limiter/strategy"
 )
@@ -146,5 +147,66 @@ func TestTokenBucketCorruptOneLimit(t *testing.T) {
 		if v, _ := m.Get(k); v != bad {
 			t.Fatalf("bucket %q became %q", bad, v)
 		}
+	}
+}
+
+// TestPackedReplies: TokenBucket's and SlidingWindow's admitting calls
+// with one limit come back as one integer, reset_ms·(m+1) + remaining (m
+// the burst, or the rate), when that fits below 2^52, else as {1,
+// remaining, reset_ms, 0}; the Limiter reads both. On a redis-server.
+func TestPackedReplies(t *testing.T) {
+	rdb := realServer(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name           string
+		s              limiter.Strategy
+		script         *store.Script
+		l              limiter.Limit
+		cost           int64
+		args           []any // of the raw call, cost 1
+		integer        bool
+		m              int64 // the integer's radix, less one
+		left           int64 // remaining after the raw call
+		resetLo, reset int64 // ms
+	}{
+		{"token-bucket", strategy.NewTokenBucket(), strategy.TokenBucketScript(), limiter.Limit{Rate: 10, Period: time.Second, Burst: 5}, 2,
+			[]any{1, 0, 10, 1_000_000, 5}, true, 5, 2, 290, 300},
+		// 2^31 tokens, one a second back: after 2^30 are taken, ~34 years
+		// to full, times 2^31 is far above 2^52
+		{"token-bucket-large", strategy.NewTokenBucket(), strategy.TokenBucketScript(), limiter.Limit{Rate: 1, Period: time.Second, Burst: 1 << 31}, 1 << 30,
+			[]any{1, 0, 1, 1_000_000, 1 << 31}, false, 0, 0, 0, 0},
+		{"sliding-window", strategy.NewSlidingWindow(), strategy.SlidingWindowScript(), limiter.PerSecond(10), 2,
+			[]any{1, 0, 10, 1000}, true, 10, 7, 1990, 2000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lim := newLim(t, goredis.New(rdb), tc.s)
+			key, _ := limiter.Key("t", tc.name, tc.l)
+			if r, err := lim.AllowN(ctx, tc.name, tc.cost, tc.l); err != nil || !r.Allowed {
+				t.Fatalf("first call %+v, %v; want admitted", r, err)
+			}
+			v, err := rdb.EvalSha(ctx, tc.script.Hash(), []string{key}, tc.args...).Result()
+			if err != nil {
+				t.Fatalf("EVALSHA: %v", err)
+			}
+			n, isInt := v.(int64)
+			if isInt != tc.integer {
+				t.Fatalf("reply %#v; want an integer: %v", v, tc.integer)
+			}
+			if isInt {
+				if left, reset := n%(tc.m+1), n/(tc.m+1); left != tc.left || reset < tc.resetLo || reset > tc.reset {
+					t.Fatalf("reply %d reads remaining %d, reset %d ms; want %d and %d to %d", n, left, reset, tc.left, tc.resetLo, tc.reset)
+				}
+			}
+			r, err := lim.Allow(ctx, tc.name, tc.l)
+			if err != nil || !r.Allowed || r.ResetAfter <= 0 {
+				t.Fatalf("third call %+v, %v; want admitted", r, err)
+			}
+			if tc.integer && r.Remaining != tc.left-1 {
+				t.Fatalf("third call %+v; want %d remaining", r, tc.left-1)
+			}
+			if !tc.integer && (r.Remaining < tc.l.Burst-tc.cost-2 || r.Remaining > tc.l.Burst-tc.cost+10) {
+				t.Fatalf("third call %+v; want about %d remaining", r, tc.l.Burst-tc.cost-2)
+			}
+		})
 	}
 }

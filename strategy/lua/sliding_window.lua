@@ -18,7 +18,9 @@
 --     (count + n) * P + previous * (P - e) <= R * P,
 -- compared in integers (every product below 2^53).
 --
--- Returns {allowed, remaining_1, reset_ms_1, retry_ms_1, remaining_2, ...}:
+-- Returns {allowed, remaining_1, reset_ms_1, retry_ms_1, remaining_2, ...}
+-- (for one limit that admits, reset_ms * (R + 1) + remaining as one
+-- integer when that is below 2^52):
 -- remaining is the cost that fits after the decision; reset_ms the time
 -- until the weighted count is zero (0 when it is); retry_ms is 0 for a
 -- limit that admits, -1 when the cost can never fit (cost > R), else the
@@ -63,7 +65,14 @@ if n == 1 and write then
     c = c + cost
     local reset = s + 2 * period - now
     redis.call('SET', KEYS[1], string.format('%d:%d:%d', s, c, p), 'PX', reset)
-    return {1, math.floor((rate * period - c * period - p * (period - (now - s))) / period), reset, 0}
+    -- {1, remaining, reset_ms, 0} as one integer when it fits below 2^52
+    -- (no table to build): reset_ms * (R + 1) + remaining
+    local remaining = math.floor((rate * period - c * period - p * (period - (now - s))) / period)
+    local v = reset * (rate + 1) + remaining
+    if v < 4503599627370496 then
+      return v
+    end
+    return {1, remaining, reset, 0}
   end
 end
 

@@ -12,7 +12,9 @@
 -- ARGV[3i+1]     period P of limit i, in microseconds
 -- ARGV[3i+2]     capacity (burst) B of limit i, in tokens
 --
--- Returns {allowed, remaining_1, reset_ms_1, retry_ms_1, remaining_2, ...}:
+-- Returns {allowed, remaining_1, reset_ms_1, retry_ms_1, remaining_2, ...}
+-- (for one limit that admits, reset_ms * (B + 1) + remaining as one
+-- integer when that is below 2^52):
 -- remaining is the whole tokens left after the decision; reset_ms the time
 -- until the bucket is full (0 when it is); retry_ms is 0 for a limit that
 -- admits, -1 when the cost can never fit (cost > B), else the wait until
@@ -59,6 +61,12 @@ if n == 1 and write then
       redis.call('DEL', KEYS[1])
     else
       redis.call('SET', KEYS[1], string.format('%d:%d', now, s), 'PX', reset)
+    end
+    -- {1, remaining, reset_ms, 0} as one integer when it fits below 2^52
+    -- (no table to build): reset_ms * (B + 1) + remaining
+    local v = reset * (cap + 1) + math.floor(s / period)
+    if v < 4503599627370496 then
+      return v
     end
     return {1, math.floor(s / period), reset, 0}
   end
