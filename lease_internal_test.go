@@ -3,6 +3,7 @@ package limiter
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -95,5 +96,121 @@ func TestQuotaLeaseEndsWithItsWindow(t *testing.T) {
 	}
 	if v, _ := m.Get(key); v != "10" {
 		t.Errorf("counter %q in the new window, want 10", v)
+	}
+}
+
+// returnCounter is windowCounter that gives units back: WindowEnd reads
+// PEXPIRETIME and PTTL, ReturnQuota DECRBYs when the window's end is the
+// one named; calls counts the calls of both.
+type returnCounter struct {
+	windowCounter
+	calls atomic.Int64
+}
+
+func (r *returnCounter) WindowEnd(ctx context.Context, st store.Store, key string) (int64, time.Duration, error) {
+	r.calls.Add(1)
+	rs, err := st.Do(ctx, store.Cmd{Name: "PEXPIRETIME", Args: []any{key}}, store.Cmd{Name: "PTTL", Args: []any{key}})
+	if err != nil {
+		return 0, 0, err
+	}
+	end, _ := store.Int64(rs[0].Val)
+	left, _ := store.Int64(rs[1].Val)
+	return end, time.Duration(left) * time.Millisecond, nil
+}
+
+func (r *returnCounter) ReturnQuota(ctx context.Context, st store.Store, key string, units, end int64) (bool, error) {
+	r.calls.Add(1)
+	rs, err := st.Do(ctx, store.Cmd{Name: "PEXPIRETIME", Args: []any{key}})
+	if err != nil {
+		return false, err
+	}
+	if e, _ := store.Int64(rs[0].Val); e != end {
+		return false, nil
+	}
+	_, err = st.Do(ctx, store.Cmd{Name: "DECRBY", Args: []any{key, units}})
+	return err == nil, err
+}
+
+// TestReturnLeasesChoosesLeases: ReturnLeases gives back only leases idle
+// for the time asked, whose window is open in this process, and whose
+// window is long enough beside the round trips to be told apart from the
+// next; a Limiter without leases, or whose strategy gives nothing back,
+// returns 0. The lease table's clock and the server's move together.
+func TestReturnLeasesChoosesLeases(t *testing.T) {
+	m := redistest.NewMini(t)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	st := goredis.New(rdb)
+	var mu sync.Mutex
+	local := time.Unix(1_000_000, 0)
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return local }
+	advance := func(d time.Duration) {
+		mu.Lock()
+		local = local.Add(d)
+		mu.Unlock()
+		m.Advance(d)
+	}
+	rc := &returnCounter{}
+	lim, err := New(st, rc, WithQuotaLease(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim.leases.now = now
+	ctx := context.Background()
+	get := func(subject string, l Limit) string {
+		t.Helper()
+		key, _ := Key(DefaultPrefix, subject, l)
+		v, _ := m.Get(key)
+		return v
+	}
+
+	hourly := PerHour(100)
+	if r, err := lim.Allow(ctx, "idle", hourly); err != nil || !r.Leased {
+		t.Fatalf("first call: %+v, %v; want a lease", r, err)
+	}
+	if n, err := lim.ReturnLeases(ctx, time.Minute); err != nil || n != 0 || rc.calls.Load() != 0 {
+		t.Fatalf("ReturnLeases(1m) of a lease used just now = %d, %v (%d calls sent); want 0, none sent", n, err, rc.calls.Load())
+	}
+	advance(time.Minute)
+	if n, err := lim.ReturnLeases(ctx, time.Minute); err != nil || n != 9 || get("idle", hourly) != "1" {
+		t.Fatalf("ReturnLeases(1m) a minute later = %d, %v, counter %q; want 9, 1", n, err, get("idle", hourly))
+	}
+
+	// A window of 3 ms: shorter than twice the round trips and margins
+	// that tell it apart from the next, so its units stay where they are.
+	short := Per(20, 3*time.Millisecond)
+	if r, err := lim.Allow(ctx, "short", short); err != nil || !r.Leased {
+		t.Fatalf("short window: %+v, %v; want a lease", r, err)
+	}
+	if n, err := lim.ReturnLeases(ctx, 0); err != nil || n != 0 || get("short", short) != "10" {
+		t.Fatalf("ReturnLeases with a 3 ms window = %d, %v, counter %q; want 0, 10", n, err, get("short", short))
+	}
+
+	// A lease whose window ended is not even tried.
+	second := PerSecond(100)
+	if r, err := lim.Allow(ctx, "ended", second); err != nil || !r.Leased {
+		t.Fatalf("1/s window: %+v, %v; want a lease", r, err)
+	}
+	advance(time.Second)
+	sent := rc.calls.Load()
+	if n, err := lim.ReturnLeases(ctx, 0); err != nil || n != 0 || rc.calls.Load() != sent {
+		t.Fatalf("ReturnLeases after the window ended = %d, %v (%d calls sent); want 0, none sent", n, err, rc.calls.Load()-sent)
+	}
+
+	for name, opts := range map[string][]Option{"a strategy that gives nothing back": {WithQuotaLease(10)}, "no leases": nil} {
+		var s Strategy = windowCounter{}
+		if opts == nil {
+			s = rc
+		}
+		other, err := New(st, s, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := other.Allow(ctx, "other", hourly); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := other.ReturnLeases(ctx, 0); err != nil || n != 0 || get("other", hourly) == "" {
+			t.Errorf("%s: ReturnLeases = %d, %v; want 0", name, n, err)
+		}
 	}
 }
