@@ -30,15 +30,16 @@ type WindowQuota interface {
 // the server's clock, so units are never given to a later window.
 type QuotaReturner interface {
 	WindowQuota
-	// WindowEnd reads when the window counted at key ends, in milliseconds
-	// since the Unix epoch on the server's clock, and the time it has
-	// left; end is 0 when key counts no window (no key, or no TTL).
-	WindowEnd(ctx context.Context, st store.Store, key string) (end int64, left time.Duration, err error)
-	// ReturnQuota takes units off the count at key if its window still
-	// ends at end and counts at least units, and reports whether it did.
-	// Anything else (the window ended, or was deleted and counted anew)
-	// is left as it is.
-	ReturnQuota(ctx context.Context, st store.Store, key string, units, end int64) (bool, error)
+	// WindowEnd reads when the window of req's one limit, counted at its
+	// key, ends, in milliseconds since the Unix epoch on the server's
+	// clock, and the time it has left; end is 0 when it counts no window
+	// (no key, or no TTL). req.Cost is 0.
+	WindowEnd(ctx context.Context, st store.Store, req Request) (end int64, left time.Duration, err error)
+	// ReturnQuota takes req.Cost units off the count of req's one limit if
+	// its window still ends at end and counts at least that, and reports
+	// whether it did. Anything else (the window ended, or was deleted and
+	// counted anew) is left as it is.
+	ReturnQuota(ctx context.Context, st store.Store, req Request, end int64) (bool, error)
 }
 
 // WithQuotaLease makes the Limiter lease quota for subjects it decides
@@ -251,10 +252,11 @@ func (t *leaseTable) forget(prefix, subject string) {
 // window that follows it, so a return never over-admits (see giveBack for
 // the proof). One case is beyond it: a window deleted early (Reset from
 // another process, eviction) and counted anew less than the lease call's
-// round trip after the lease's window began cannot be told from it, and
-// may get the units. Leases of a strategy that does not implement
-// QuotaReturner keep their units until their windows end (it returns 0),
-// as do windows shorter than twice the round trips involved.
+// round trip plus 100 ms after the lease's window began cannot be told
+// from it, and may get the units. Leases of a strategy that does not
+// implement QuotaReturner keep their units until their windows end (it
+// returns 0), as do windows shorter than twice the round trips involved
+// plus 200 ms.
 func (l *Limiter) ReturnLeases(ctx context.Context, idle time.Duration) (int64, error) {
 	t := l.leases
 	if t == nil {
@@ -296,6 +298,10 @@ func (l *Limiter) ReturnLeases(ctx context.Context, idle time.Duration) (int64, 
 	return total, nil
 }
 
+// returnSlack is how much longer than the lease's own window may have left
+// a window read by ReturnLeases may have and still be taken for it.
+const returnSlack = 100 * time.Millisecond
+
 // giveBack returns units of a lease to its window and reports how many
 // went back. The lease's call was sent at s (in this process's clock),
 // answered took later, and saw its window with reset left, so the window
@@ -304,13 +310,15 @@ func (l *Limiter) ReturnLeases(ctx context.Context, idle time.Duration) (int64, 
 //
 // The first call reads the key's window: its end on the server's clock
 // and the time it has left, sent at u and answered e later. The lease's
-// window has at most until-u+took+1ms left then. A window counted anew
-// after it ended started after that end and has at least
-// until+Period-u-e-1ms left. While took+e+2ms is under the Period (half of
-// it, for room) the two cannot be mistaken: a reading of at most
-// until-u+took+1ms is the lease's window, named by its end, and the second
-// call gives the units back to the window that ends then, if it still does
-// (it checks that on the server, exactly).
+// window has at most until-u+took+1ms left then (returnSlack more is
+// allowed, for a server clock that runs slower than this process's, or
+// not at all, as a test's). A window counted anew after it ended started
+// after that end and has at least until+Period-u-e-1ms left. While
+// took+e+returnSlack+1ms is under the Period (half of it, for room) the
+// two cannot be mistaken: a reading of at most until-u+took+returnSlack is
+// the lease's window, named by its end, and the second call gives the
+// units back to the window that ends then, if it still does (it checks
+// that on the server, to 2 ms).
 func (l *Limiter) giveBack(ctx context.Context, rq QuotaReturner, id leaseID, units int64, until time.Time, took time.Duration) (int64, error) {
 	keys, err := l.keys.build(id.subject, []Limit{id.limit}, nil)
 	if err != nil {
@@ -318,17 +326,19 @@ func (l *Limiter) giveBack(ctx context.Context, rq QuotaReturner, id leaseID, un
 	}
 	u := l.leases.now()
 	cctx, cancel := l.withTimeout(ctx)
-	end, left, err := rq.WindowEnd(cctx, l.st, keys[0])
+	req := Request{Keys: keys, Limits: []Limit{id.limit}}
+	end, left, err := rq.WindowEnd(cctx, l.st, req)
 	cancel()
 	e := l.leases.now().Sub(u)
 	if err != nil {
 		return 0, err
 	}
-	if end <= 0 || left > until.Sub(u)+took+time.Millisecond || 2*(took+e+2*time.Millisecond) >= id.limit.Period {
+	if end <= 0 || left > until.Sub(u)+took+returnSlack || 2*(took+e+returnSlack+time.Millisecond) >= id.limit.Period {
 		return 0, nil
 	}
 	cctx, cancel = l.withTimeout(ctx)
-	ok, err := rq.ReturnQuota(cctx, l.st, keys[0], units, end)
+	req.Cost = units
+	ok, err := rq.ReturnQuota(cctx, l.st, req, end)
 	cancel()
 	if err != nil || !ok {
 		return 0, err

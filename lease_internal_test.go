@@ -107,8 +107,9 @@ type returnCounter struct {
 	calls atomic.Int64
 }
 
-func (r *returnCounter) WindowEnd(ctx context.Context, st store.Store, key string) (int64, time.Duration, error) {
+func (r *returnCounter) WindowEnd(ctx context.Context, st store.Store, req Request) (int64, time.Duration, error) {
 	r.calls.Add(1)
+	key := req.Keys[0]
 	rs, err := st.Do(ctx, store.Cmd{Name: "PEXPIRETIME", Args: []any{key}}, store.Cmd{Name: "PTTL", Args: []any{key}})
 	if err != nil {
 		return 0, 0, err
@@ -118,8 +119,9 @@ func (r *returnCounter) WindowEnd(ctx context.Context, st store.Store, key strin
 	return end, time.Duration(left) * time.Millisecond, nil
 }
 
-func (r *returnCounter) ReturnQuota(ctx context.Context, st store.Store, key string, units, end int64) (bool, error) {
+func (r *returnCounter) ReturnQuota(ctx context.Context, st store.Store, req Request, end int64) (bool, error) {
 	r.calls.Add(1)
+	key, units := req.Keys[0], req.Cost
 	rs, err := st.Do(ctx, store.Cmd{Name: "PEXPIRETIME", Args: []any{key}})
 	if err != nil {
 		return false, err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/store"
 )
 
@@ -21,14 +22,14 @@ func QuotaReturnScript() *store.Script { return quotaReturnScript }
 
 // WindowEnd implements limiter.QuotaReturner: the counter's expiry is its
 // window's end.
-func (FixedWindow) WindowEnd(ctx context.Context, st store.Store, key string) (int64, time.Duration, error) {
-	return windowEnd(ctx, st, key)
+func (FixedWindow) WindowEnd(ctx context.Context, st store.Store, req limiter.Request) (int64, time.Duration, error) {
+	return windowEnd(ctx, st, req.Keys[0])
 }
 
 // ReturnQuota implements limiter.QuotaReturner: units come off the counter
 // only while its window is the one that ends at end.
-func (FixedWindow) ReturnQuota(ctx context.Context, st store.Store, key string, units, end int64) (bool, error) {
-	return returnQuota(ctx, st, key, units, end)
+func (FixedWindow) ReturnQuota(ctx context.Context, st store.Store, req limiter.Request, end int64) (bool, error) {
+	return returnQuota(ctx, st, req.Keys[0], req.Cost, end)
 }
 
 // windowEnd reads the end of the fixed window counted at key.
@@ -67,7 +68,8 @@ func returnQuota(ctx context.Context, st store.Store, key string, units, end int
 // WindowEnd implements limiter.QuotaReturner without Lua: the counter's
 // PEXPIRETIME (Redis 7.0 and later; on an older server the end reads as
 // 0, and leases are not given back).
-func (o *Optimistic) WindowEnd(ctx context.Context, st store.Store, key string) (int64, time.Duration, error) {
+func (o *Optimistic) WindowEnd(ctx context.Context, st store.Store, req limiter.Request) (int64, time.Duration, error) {
+	key := req.Keys[0]
 	rs, err := st.Do(ctx, store.Cmd{Name: "PEXPIRETIME", Args: []any{key}}, store.Cmd{Name: "PTTL", Args: []any{key}})
 	if err != nil {
 		return 0, 0, fmt.Errorf("strategy: optimistic: window end: %w", err)
@@ -88,7 +90,8 @@ func (o *Optimistic) WindowEnd(ctx context.Context, st store.Store, key string) 
 // is the one that ends at end (within 2 ms, as the script) and counts at
 // least units. A write by anyone in between aborts it: the units are then
 // not given back (reported false), never given to another window.
-func (o *Optimistic) ReturnQuota(ctx context.Context, st store.Store, key string, units, end int64) (bool, error) {
+func (o *Optimistic) ReturnQuota(ctx context.Context, st store.Store, req limiter.Request, end int64) (bool, error) {
+	key, units := req.Keys[0], req.Cost
 	if units <= 0 || end <= 0 {
 		return false, nil
 	}

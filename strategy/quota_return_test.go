@@ -87,7 +87,7 @@ func testReturnLeases(t *testing.T, rdb *redis.Client, st store.Store, advance f
 		t.Fatalf("s2: %+v, %v; want a lease", r, err)
 	}
 	rdb.Del(ctx, key2)
-	advance(200 * time.Millisecond)
+	advance(500 * time.Millisecond)
 	if err := rdb.Set(ctx, key2, 50, time.Hour).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,10 @@ func testReturnLeases(t *testing.T, rdb *redis.Client, st store.Store, advance f
 	if r, err := direct.AllowN(ctx, "s3", 3, l); err != nil || !r.Allowed {
 		t.Fatalf("s3: %+v, %v", r, err)
 	}
-	end, left, err := fw.WindowEnd(ctx, st, key3)
+	at := func(key string, units int64) limiter.Request {
+		return limiter.Request{Keys: []string{key}, Limits: []limiter.Limit{l}, Cost: units}
+	}
+	end, left, err := fw.WindowEnd(ctx, st, at(key3, 0))
 	if err != nil || end <= 0 || left <= 59*time.Minute || left > time.Hour {
 		t.Fatalf("WindowEnd = %d, %s, %v; want the window's end, about 1h left", end, left, err)
 	}
@@ -109,23 +112,23 @@ func testReturnLeases(t *testing.T, rdb *redis.Client, st store.Store, advance f
 		units, end int64
 		why        string
 	}{{1, end + 3, "another window's end"}, {1, end - 3, "another window's end"}, {4, end, "more units than counted"}} {
-		if ok, err := fw.ReturnQuota(ctx, st, key3, tc.units, tc.end); err != nil || ok || count(key3) != "3" {
+		if ok, err := fw.ReturnQuota(ctx, st, at(key3, tc.units), tc.end); err != nil || ok || count(key3) != "3" {
 			t.Errorf("ReturnQuota with %s = %v, %v, counter %q; want refused, 3", tc.why, ok, err, count(key3))
 		}
 	}
-	if ok, err := fw.ReturnQuota(ctx, st, key3, 2, end); err != nil || !ok || count(key3) != "1" {
+	if ok, err := fw.ReturnQuota(ctx, st, at(key3, 2), end); err != nil || !ok || count(key3) != "1" {
 		t.Errorf("ReturnQuota(2) = %v, %v, counter %q; want given back, 1", ok, err, count(key3))
 	}
 	rdb.Del(ctx, key3)
 	rdb.HSet(ctx, key3, "count", 3)
 	rdb.PExpireAt(ctx, key3, time.UnixMilli(end))
-	if ok, err := fw.ReturnQuota(ctx, st, key3, 1, end); !errors.Is(err, limiter.ErrCorruptCounter) || ok {
+	if ok, err := fw.ReturnQuota(ctx, st, at(key3, 1), end); !errors.Is(err, limiter.ErrCorruptCounter) || ok {
 		t.Errorf("ReturnQuota to a hash = %v, %v; want ErrCorruptCounter", ok, err)
 	}
 	if v := rdb.HGet(ctx, key3, "count").Val(); v != "3" {
 		t.Errorf("hash field after a refused return = %q, want 3", v)
 	}
-	if end, left, err := fw.WindowEnd(ctx, st, "t:{none}:x"); err != nil || end != 0 || left != 0 {
+	if end, left, err := fw.WindowEnd(ctx, st, at("t:{none}:x", 0)); err != nil || end != 0 || left != 0 {
 		t.Errorf("WindowEnd of no key = %d, %s, %v; want 0", end, left, err)
 	}
 }

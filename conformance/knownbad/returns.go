@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/store"
 	"github.com/quotagate/limiter/strategy"
 )
@@ -17,8 +18,8 @@ import (
 type BlindReturn struct{ strategy.FixedWindow }
 
 // WindowEnd reports any positive end and the counter's PTTL.
-func (BlindReturn) WindowEnd(ctx context.Context, st store.Store, key string) (int64, time.Duration, error) {
-	rs, err := st.Do(ctx, store.Cmd{Name: "PTTL", Args: []any{key}})
+func (BlindReturn) WindowEnd(ctx context.Context, st store.Store, req limiter.Request) (int64, time.Duration, error) {
+	rs, err := st.Do(ctx, store.Cmd{Name: "PTTL", Args: []any{req.Keys[0]}})
 	if err != nil {
 		return 0, 0, err
 	}
@@ -30,8 +31,8 @@ func (BlindReturn) WindowEnd(ctx context.Context, st store.Store, key string) (i
 }
 
 // ReturnQuota takes the units off the counter, whichever window it is.
-func (BlindReturn) ReturnQuota(ctx context.Context, st store.Store, key string, units, _ int64) (bool, error) {
-	rs, err := st.Do(ctx, store.Cmd{Name: "DECRBY", Args: []any{key, units}})
+func (BlindReturn) ReturnQuota(ctx context.Context, st store.Store, req limiter.Request, _ int64) (bool, error) {
+	rs, err := st.Do(ctx, store.Cmd{Name: "DECRBY", Args: []any{req.Keys[0], req.Cost}})
 	if err != nil {
 		return false, err
 	}
