@@ -46,11 +46,9 @@ func (windowCounter) Decide(ctx context.Context, st store.Store, req Request) (R
 
 func (windowCounter) WindowQuota() {}
 
-// TestQuotaLeaseEndsWithItsWindow moves the server's clock and the lease
-// table's together: units leased in a window are never admitted after it
-// ends, even one millisecond after, and the next call takes a lease in the
-// new window; a lease's end is measured from before its request was sent.
-func TestQuotaLeaseEndsWithItsWindow(t *testing.T) {
+// clockedMini returns a store on miniredis and a clock for the lease table
+// that advance moves together with the server's.
+func clockedMini(t *testing.T) (*redistest.Mini, store.Store, func() time.Time, func(time.Duration)) {
 	m := redistest.NewMini(t)
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { _ = rdb.Close() })
@@ -63,7 +61,16 @@ func TestQuotaLeaseEndsWithItsWindow(t *testing.T) {
 		mu.Unlock()
 		m.Advance(d)
 	}
-	lim, err := New(goredis.New(rdb), windowCounter{}, WithQuotaLease(10))
+	return m, goredis.New(rdb), now, advance
+}
+
+// TestQuotaLeaseEndsWithItsWindow moves the server's clock and the lease
+// table's together: units leased in a window are never admitted after it
+// ends, even one millisecond after, and the next call takes a lease in the
+// new window; a lease's end is measured from before its request was sent.
+func TestQuotaLeaseEndsWithItsWindow(t *testing.T) {
+	m, st, now, advance := clockedMini(t)
+	lim, err := New(st, windowCounter{}, WithQuotaLease(10))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,19 +146,7 @@ func (r *returnCounter) ReturnQuota(ctx context.Context, st store.Store, req Req
 // next; a Limiter without leases, or whose strategy gives nothing back,
 // returns 0. The lease table's clock and the server's move together.
 func TestReturnLeasesChoosesLeases(t *testing.T) {
-	m := redistest.NewMini(t)
-	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
-	t.Cleanup(func() { _ = rdb.Close() })
-	st := goredis.New(rdb)
-	var mu sync.Mutex
-	local := time.Unix(1_000_000, 0)
-	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return local }
-	advance := func(d time.Duration) {
-		mu.Lock()
-		local = local.Add(d)
-		mu.Unlock()
-		m.Advance(d)
-	}
+	m, st, now, advance := clockedMini(t)
 	rc := &returnCounter{}
 	lim, err := New(st, rc, WithQuotaLease(10))
 	if err != nil {

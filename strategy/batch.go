@@ -32,7 +32,7 @@ func (GCRA) BatchScript(req limiter.Request) (*store.Script, []any, error) {
 
 // BatchResult implements limiter.ScriptStrategy.
 func (GCRA) BatchResult(req limiter.Request, r store.Reply) (limiter.Result, error) {
-	return batchResult(req, r, "gcra", gcraBind)
+	return batchResult(req, r, "gcra", bindByBurst)
 }
 
 // BatchScript implements limiter.ScriptStrategy.
@@ -43,7 +43,7 @@ func (SlidingWindow) BatchScript(req limiter.Request) (*store.Script, []any, err
 
 // BatchResult implements limiter.ScriptStrategy.
 func (SlidingWindow) BatchResult(req limiter.Request, r store.Reply) (limiter.Result, error) {
-	return batchResult(req, r, "sliding window", slidingWindowBind)
+	return batchResult(req, r, "sliding window", bindByRate)
 }
 
 // BatchScript implements limiter.ScriptStrategy.
@@ -54,7 +54,7 @@ func (TokenBucket) BatchScript(req limiter.Request) (*store.Script, []any, error
 
 // BatchResult implements limiter.ScriptStrategy.
 func (TokenBucket) BatchResult(req limiter.Request, r store.Reply) (limiter.Result, error) {
-	return batchResult(req, r, "token bucket", tokenBucketBind)
+	return batchResult(req, r, "token bucket", bindByBurst)
 }
 
 // BatchScript implements limiter.ScriptStrategy.
@@ -109,6 +109,41 @@ func batchResult(req limiter.Request, r store.Reply, name string, bind func([]in
 
 func bindAll(nums []int64, req limiter.Request) (limiter.Result, error) {
 	return bindInts(nums, len(req.Limits))
+}
+
+// bindByBurst reads a reply {allowed, remaining, reset_ms, retry_ms, ...}
+// or, for one limit that admits, reset_ms·(burst+1) + remaining as one
+// integer (GCRA, TokenBucket).
+func bindByBurst(nums []int64, req limiter.Request) (limiter.Result, error) {
+	return bindPacked(nums, req, burstOf)
+}
+
+// bindByRate is bindByBurst with the rate in the burst's place
+// (SlidingWindow, whose remaining is at most its Rate).
+func bindByRate(nums []int64, req limiter.Request) (limiter.Result, error) {
+	return bindPacked(nums, req, func(l limiter.Limit) int64 { return l.Rate })
+}
+
+// bindPacked reads either reply, the packed one with radix most(limit)+1.
+func bindPacked(nums []int64, req limiter.Request, most func(limiter.Limit) int64) (limiter.Result, error) {
+	if len(nums) != 1 || len(req.Limits) != 1 {
+		return bindInts(nums, len(req.Limits))
+	}
+	reset, remaining, err := unpack(nums[0], most(req.Limits[0])+1)
+	if err != nil {
+		return limiter.Result{}, err
+	}
+	four := [4]int64{1, remaining, reset, 0}
+	return bindInts(four[:], 1)
+}
+
+// unpack splits a script's reply that packs two values into one integer,
+// hi·m + lo with 0 <= lo < m (no table to build on the server).
+func unpack(v, m int64) (hi, lo int64, err error) {
+	if v < 0 {
+		return 0, 0, fmt.Errorf("strategy: bad reply %d (want hi·%d + lo)", v, m)
+	}
+	return v / m, v % m, nil
 }
 
 // fixedWindowBind reads any of FixedWindow's replies.

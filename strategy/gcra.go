@@ -58,29 +58,7 @@ func NewGCRA() GCRA { return GCRA{} }
 
 // Decide implements limiter.Strategy.
 func (GCRA) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
-	return decideInts(ctx, st, req, gcraScript, "gcra", gcraParams, gcraBind)
-}
-
-// gcraBind reads either of GCRA's replies: {allowed, remaining, reset_ms,
-// retry_ms, ...}, or, for one limit that admits, reset_ms·(burst+1) +
-// remaining as one integer.
-func gcraBind(nums []int64, req limiter.Request) (limiter.Result, error) {
-	return bindPacked(nums, req, burstOf)
-}
-
-// bindPacked reads a reply {allowed, remaining, reset_ms, retry_ms, ...},
-// or, for one limit that admits, reset_ms·(most(limit)+1) + remaining as
-// one integer (GCRA, TokenBucket, SlidingWindow).
-func bindPacked(nums []int64, req limiter.Request, most func(limiter.Limit) int64) (limiter.Result, error) {
-	if len(nums) != 1 || len(req.Limits) != 1 {
-		return bindInts(nums, len(req.Limits))
-	}
-	reset, remaining, err := unpack(nums[0], most(req.Limits[0])+1)
-	if err != nil {
-		return limiter.Result{}, err
-	}
-	four := [4]int64{1, remaining, reset, 0}
-	return bindInts(four[:], 1)
+	return decideInts(ctx, st, req, gcraScript, "gcra", gcraParams, bindByBurst)
 }
 
 // burstOf is the most l admits at once: its Burst, or its Rate when 0.
@@ -89,15 +67,6 @@ func burstOf(l limiter.Limit) int64 {
 		return l.Burst
 	}
 	return l.Rate
-}
-
-// unpack splits a script's reply that packs two values into one integer,
-// hi·m + lo with 0 <= lo < m (no table to build on the server).
-func unpack(v, m int64) (hi, lo int64, err error) {
-	if v < 0 {
-		return 0, 0, fmt.Errorf("strategy: bad reply %d (want hi·%d + lo)", v, m)
-	}
-	return v / m, v % m, nil
 }
 
 // gcraParams returns l's emission interval in whole microseconds (rounded

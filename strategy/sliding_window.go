@@ -66,18 +66,8 @@ func NewSlidingWindow() SlidingWindow { return SlidingWindow{} }
 
 // Decide implements limiter.Strategy.
 func (SlidingWindow) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
-	return decideInts(ctx, st, req, slidingWindowScript, "sliding window", slidingWindowParams, slidingWindowBind)
+	return decideInts(ctx, st, req, slidingWindowScript, "sliding window", slidingWindowParams, bindByRate)
 }
-
-// slidingWindowBind reads either of SlidingWindow's replies: {allowed,
-// remaining, reset_ms, retry_ms, ...}, or, for one limit that admits,
-// reset_ms·(rate+1) + remaining as one integer.
-func slidingWindowBind(nums []int64, req limiter.Request) (limiter.Result, error) {
-	return bindPacked(nums, req, rateOf)
-}
-
-// rateOf is l's Rate.
-func rateOf(l limiter.Limit) int64 { return l.Rate }
 
 // slidingWindowParams returns l's rate and period in milliseconds, or
 // limiter.ErrInvalidLimit when their product is too large to be exact.

@@ -56,14 +56,7 @@ func NewTokenBucket() TokenBucket { return TokenBucket{} }
 
 // Decide implements limiter.Strategy.
 func (TokenBucket) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
-	return decideArgs(ctx, st, req, tokenBucketScript, "token bucket", tokenBucketArgs, tokenBucketBind)
-}
-
-// tokenBucketBind reads either of TokenBucket's replies: {allowed,
-// remaining, reset_ms, retry_ms, ...}, or, for one limit that admits,
-// reset_ms·(burst+1) + remaining as one integer.
-func tokenBucketBind(nums []int64, req limiter.Request) (limiter.Result, error) {
-	return bindPacked(nums, req, burstOf)
+	return decideArgs(ctx, st, req, tokenBucketScript, "token bucket", tokenBucketArgs, bindByBurst)
 }
 
 // tokenBucketArgs returns the script's arguments for req, {cost, peek,

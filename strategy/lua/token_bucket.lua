@@ -64,11 +64,12 @@ if n == 1 and write then
     end
     -- {1, remaining, reset_ms, 0} as one integer when it fits below 2^52
     -- (no table to build): reset_ms * (B + 1) + remaining
-    local v = reset * (cap + 1) + math.floor(s / period)
+    local remaining = math.floor(s / period)
+    local v = reset * (cap + 1) + remaining
     if v < 4503599627370496 then
       return v
     end
-    return {1, math.floor(s / period), reset, 0}
+    return {1, remaining, reset, 0}
   end
 end
 
