@@ -570,6 +570,15 @@ func checkWindowLengths(c *checker) {
 		switch {
 		case c.spec.Aligned:
 			left = w - time.Duration(c.serverTime().UnixMilli()%w.Milliseconds())*time.Millisecond
+			if virtual && left < 10*time.Millisecond {
+				// c.window waits out a window's end only on a real
+				// clock: step over this one, whose last milliseconds
+				// a strategy that picks its bucket by the app's clock
+				// may stamp with the next one (and take back, leaving
+				// that key at 0 with the next window's TTL)
+				c.h.Advance(left)
+				left = w
+			}
 		case c.spec.KeyPeriods > 1:
 			left = time.Duration(c.spec.KeyPeriods) * w
 		case c.spec.Refills:
