@@ -7,8 +7,10 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/quotagate/limiter/internal/redistest"
 	"github.com/quotagate/limiter/store"
 	"github.com/quotagate/limiter/store/goredis"
+	"github.com/quotagate/limiter/strategy"
 )
 
 func dial(_ context.Context, addr string) (store.Store, func(), error) {
@@ -259,6 +262,39 @@ func TestExactCheckCountsUnknownApart(t *testing.T) {
 		}
 		if strings.Contains(msgs, "denied requests consumed") {
 			t.Errorf("1 in %d replies lost: the failure blames the strategy: %s", every, msgs)
+		}
+	}
+}
+
+// TestBucketedFastAppClock runs the window checks on a Bucketed whose app
+// clock runs ahead of the server's between its round trips, as the app
+// clock does on a virtual-clock server (which stands still while the
+// checks scan keys on a busy machine): every decision is first stamped
+// ~105 ms ahead of the server, which names the next window near a window's
+// end. Bucketed counts it in the server's window and takes the other back,
+// leaving that next window's key at 0 with its own expiry: it admits
+// nothing, and the checks must pass.
+func TestBucketedFastAppClock(t *testing.T) {
+	var mu sync.Mutex
+	app := time.Now()
+	fast := func() time.Time { // 70 ms per reading
+		mu.Lock()
+		defer mu.Unlock()
+		app = app.Add(70 * time.Millisecond)
+		return app
+	}
+	spec := conformance.Bucketed()
+	spec.Name, spec.Strategy = "BucketedFastClock", strategy.NewBucketed(strategy.WithClock(fast))
+	mk := conformance.Miniredis(dial)
+	for _, name := range []string{"window-never-slides", "short-and-long-windows"} {
+		ch, ok := conformance.CheckByName(name)
+		if !ok {
+			t.Fatalf("no %s check", name)
+		}
+		for _, o := range conformance.Run(context.Background(), mk, []conformance.Spec{spec}, []conformance.Check{ch}, false) {
+			if !o.Passed {
+				t.Errorf("%s: passed=%v skipped=%v: %v", o.Check, o.Passed, o.Skipped, o.Messages)
+			}
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -310,6 +311,45 @@ func (c *checker) subjectKeys(subject string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// laterWindow reports whether key is subject's key for l in an
+// epoch-aligned window after window cur (for Aligned specs, whose keys are
+// named base + ":" + index). A strategy that picks its window by the app
+// clock and checks it against the server's TIME (Bucketed) may count a
+// call that races a window's end in the next window's key and take it
+// back, leaving that key at 0 with the next window's expiry: it admits
+// nothing. The checks that look for the current window's key skip such
+// keys when they hold nothing (emptyCounter).
+func (c *checker) laterWindow(key, subject string, l limiter.Limit, cur int64) bool {
+	if !c.spec.Aligned {
+		return false
+	}
+	base, err := limiter.Key(c.prefix, subject, l)
+	if err != nil {
+		c.t.Fatalf("key: %v", err)
+	}
+	idx, ok := strings.CutPrefix(key, base+":")
+	if !ok {
+		return false
+	}
+	n, err := strconv.ParseInt(idx, 10, 64)
+	return err == nil && n > cur
+}
+
+// emptyCounter reports whether key holds a counter of l at 0 (Rate+1 when
+// the spec CountsDown); false for a key that is not a counter.
+func (c *checker) emptyCounter(key string, l limiter.Limit) bool {
+	c.t.Helper()
+	r, err := c.do(store.Cmd{Name: "GET", Args: []any{key}})
+	if err != nil || r.Err != nil {
+		return false
+	}
+	n, err := store.Int64(r.Val)
+	if c.spec.CountsDown {
+		return err == nil && n == l.Rate+1
+	}
+	return err == nil && n == 0
 }
 
 // counter returns how much of l is consumed for subject, read from the
