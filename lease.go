@@ -59,7 +59,7 @@ type QuotaReturner interface {
 // not used before their window ends are lost to every process, at most
 // units−1 per process, subject and window, unless ReturnLeases gives them
 // back while their window is open (a strategy that implements
-// QuotaReturner: FixedWindow, Optimistic); and Result.Remaining of a leased
+// QuotaReturner: FixedWindow, Bucketed, Optimistic); and Result.Remaining of a leased
 // decision is this process's view (what Redis had left when the lease was
 // taken, plus what the lease still holds). Calls with several limits, a
 // cost above units, Peek, AllowN(0) and AllowMany always go to Redis.
@@ -252,8 +252,9 @@ func (t *leaseTable) forget(prefix, subject string) {
 // window that follows it, so a return never over-admits (see giveBack for
 // the proof). One case is beyond it: a window deleted early (Reset from
 // another process, eviction) and counted anew less than the lease call's
-// round trip plus 100 ms after the lease's window began cannot be told
-// from it, and may get the units. Leases of a strategy that does not
+// round trip plus 100 ms after the lease's window began (for a strategy
+// whose keys name their windows, as Bucketed's, any time in the same
+// window) cannot be told from it, and may get the units. Leases of a strategy that does not
 // implement QuotaReturner keep their units until their windows end (it
 // returns 0), as do windows shorter than twice the round trips involved
 // plus 200 ms.

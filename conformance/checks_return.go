@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"strings"
 	"time"
 
 	"github.com/quotagate/limiter"
@@ -61,6 +62,10 @@ func checkLeaseReturn(c *checker) {
 	if err != nil || end <= 0 || left <= 0 || left > time.Hour {
 		c.t.Fatalf("property 42: WindowEnd of a window of 1h = %d, %s, %v; want its end and (0, 1h] left", end, left, err)
 	}
+	if c.spec.Aligned {
+		c.leaseReturnAligned(rq, at, end)
+		return
+	}
 	// The window is deleted (a Reset, an eviction) and counted anew: 5
 	// units in a window whose end is 10 s from the first's.
 	for _, cmd := range []store.Cmd{{Name: "DEL", Args: []any{key}}, {Name: "SET", Args: []any{key, 5, "PX", (left - 10*time.Second).Milliseconds()}}} {
@@ -80,5 +85,49 @@ func checkLeaseReturn(c *checker) {
 	}
 	if ok, err := rq.ReturnQuota(c.ctx, c.h.Store(), at(2), end2); err != nil || !ok || c.count(key) != 3 {
 		c.t.Errorf("property 42: 2 units returned to the window that counts 5 = %v, %v, count %d; want given back, 3", ok, err, c.count(key))
+	}
+}
+
+// leaseReturnAligned is the second half of property 42 for epoch-aligned
+// windows, which a key names by their index: subject p42-anew has 10 units
+// counted in the window that ends at end. A return named for the window
+// before it (ended) is refused and leaves the count as it is, as is a
+// return of more units than the window counts; a return to the window
+// takes exactly its units off; and once the window's counter is deleted, a
+// return to it is refused and creates nothing (no counter below 0 that
+// would admit more than the Rate).
+func (c *checker) leaseReturnAligned(rq limiter.QuotaReturner, at func(int64) limiter.Request, end int64) {
+	l := at(0).Limits[0]
+	subject := "p42-anew"
+	for _, try := range []struct {
+		units, end int64
+		ok         bool
+		want       int64
+		what       string
+	}{
+		{3, end - l.Period.Milliseconds(), false, 10, "to the window before, which ended"},
+		{11, end, false, 10, "to the window, which counts 10"},
+		{4, end, true, 6, "to the window, which counts 10"},
+	} {
+		ok, err := rq.ReturnQuota(c.ctx, c.h.Store(), at(try.units), try.end)
+		if n := c.counter(subject, l); err != nil || ok != try.ok || n != try.want {
+			c.t.Errorf("property 42: %d units returned %s = %v, %v, count %d; want %v, %d", try.units, try.what, ok, err, n, try.ok, try.want)
+		}
+	}
+	base := at(0).Keys[0]
+	for _, k := range c.keys() {
+		if strings.HasPrefix(k, base) {
+			_, _ = c.do(store.Cmd{Name: "DEL", Args: []any{k}})
+		}
+	}
+	ok, err := rq.ReturnQuota(c.ctx, c.h.Store(), at(2), end)
+	var left []string
+	for _, k := range c.keys() {
+		if strings.HasPrefix(k, base) {
+			left = append(left, k)
+		}
+	}
+	if err != nil || ok || len(left) > 0 {
+		c.t.Errorf("property 42: 2 units returned to a window whose counter was deleted = %v, %v, keys %q; want refused, no key", ok, err, left)
 	}
 }

@@ -120,6 +120,10 @@ func KnownBad() []Control {
 			MustFail: []string{"refill-exact"}, VirtualOnly: []string{"refill-exact"}},
 		{Spec: claims("BlindReturn", knownbad.BlindReturn{}),
 			MustFail: []string{"lease-return-own-window"}},
+		{Spec: claimsBucketed("BlindBucketReturn", func(now func() time.Time) limiter.Strategy {
+			return knownbad.BlindBucketReturn{Bucketed: strategy.NewBucketed(strategy.WithClock(now))}
+		}),
+			MustFail: []string{"lease-return-own-window"}},
 		{Spec: claims("BatchOneCost", knownbad.BatchOneCost{}),
 			MustFail: []string{"allow-many-exact"}},
 		{Spec: leaser("CounterLeases", knownbad.CounterLeases{}),

@@ -79,6 +79,11 @@ import (
 //     the transactions go through Store.Do as MULTI ... EXEC, which the
 //     adapter must run as one transaction on the keys' node (the go-redis
 //     adapter uses TxPipeline, which a ClusterClient routes by slot);
+//   - quota leases (limiter.WithQuotaLease) are given back
+//     (limiter.QuotaReturner) to the window whose index their key names,
+//     while it has more than 2 ms left, with WATCH and MULTI/EXEC: a
+//     store.Watcher is needed for that, and a write to the counter in
+//     between leaves the units where they are;
 //   - Redis 2.6 or later (PEXPIREAT, TIME); no scripting.
 type Bucketed struct {
 	epochClock

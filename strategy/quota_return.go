@@ -140,3 +140,109 @@ func (o *Optimistic) ReturnQuota(ctx context.Context, st store.Store, req limite
 	}
 	return done, nil
 }
+
+// WindowEnd implements limiter.QuotaReturner without Lua: a window is
+// named by its index, so its end is (index+1)·Period. One transaction
+// (MULTI, TIME, GET of the window's counter, EXEC) reads the server's
+// clock and the counter of the window the app clock names; the end is 0
+// when the server's clock names another window (a call racing a window's
+// end) or the counter holds nothing.
+func (b *Bucketed) WindowEnd(ctx context.Context, st store.Store, req limiter.Request) (int64, time.Duration, error) {
+	c := b.clockFor(st)
+	est, err := b.serverNow(ctx, st, c)
+	if err != nil {
+		return 0, 0, err
+	}
+	p := req.Limits[0].Period.Milliseconds()
+	idx := est / 1000 / p
+	key := bucketKey(req.Keys[0], idx)
+	t0 := b.now()
+	vals, err := execReply(ctx, st, []store.Cmd{{Name: "MULTI"}, {Name: "TIME"}, {Name: "GET", Args: []any{key}}, {Name: "EXEC"}})
+	t1 := b.now()
+	if err != nil {
+		return 0, 0, fmt.Errorf("strategy: bucketed: window end: %w", err)
+	}
+	now, err := parseTime(vals[0])
+	if err != nil {
+		return 0, 0, err
+	}
+	c.observe(t0, t1, now)
+	if now/1000/p != idx || vals[1] == nil {
+		return 0, 0, nil
+	}
+	if n, err := parseRedisInt(vals[1]); err != nil || n <= 0 {
+		return 0, 0, nil
+	}
+	end := (idx + 1) * p
+	return end, time.Duration(end-now/1000) * time.Millisecond, nil
+}
+
+// ReturnQuota implements limiter.QuotaReturner without Lua: WATCH the
+// counter of the window that ends at end (named by its index), read the
+// server's clock and the count, and DECRBY in MULTI/EXEC (with the key's
+// PEXPIREAT, so that a key is never left without its expiry) while the
+// window has more than 2 ms left and counts at least units. A write by
+// anyone in between aborts it: the units are then not given back
+// (reported false), never given to another window. A window's key names
+// the window, so units never reach another window; a window deleted (a
+// Reset, an eviction) and counted anew within the same window cannot be
+// told from it, and may get the units.
+func (b *Bucketed) ReturnQuota(ctx context.Context, st store.Store, req limiter.Request, end int64) (bool, error) {
+	l, units := req.Limits[0], req.Cost
+	p := l.Period.Milliseconds()
+	if units <= 0 || end <= 0 || end%p != 0 {
+		return false, nil
+	}
+	w, ok := st.(store.Watcher)
+	if !ok {
+		return false, fmt.Errorf("store %T: %w", st, ErrNoWatcher)
+	}
+	idx := end/p - 1
+	key := bucketKey(req.Keys[0], idx)
+	var done bool
+	err := w.Watch(ctx, []string{key}, func(tx store.Tx) error {
+		rs, err := tx.Do(ctx, store.Cmd{Name: "TIME"}, store.Cmd{Name: "GET", Args: []any{key}})
+		if err != nil {
+			return err
+		}
+		if len(rs) != 2 || rs[0].Err != nil || errors.Is(rs[1].Err, store.ErrNil) {
+			return nil
+		}
+		if rs[1].Err != nil {
+			return fmt.Errorf("GET %s: %w", key, corruptErr(rs[1].Err))
+		}
+		now, err := parseTime(rs[0].Val)
+		if err != nil {
+			return err
+		}
+		if now/1000 >= end-2 {
+			return nil // the window has ended, or is about to
+		}
+		// below 0 after a take-back met a deleted key: it counts nothing
+		n, err := parseRedisInt(rs[1].Val)
+		if err != nil {
+			return fmt.Errorf("GET %s: %w", key, err)
+		}
+		if n < units {
+			return nil
+		}
+		out, err := tx.Exec(ctx,
+			store.Cmd{Name: "DECRBY", Args: []any{key, units}},
+			store.Cmd{Name: "PEXPIREAT", Args: []any{key, b.expireAt(l, idx)}})
+		if err != nil {
+			return err
+		}
+		if len(out) != 2 || out[0].Err != nil || out[1].Err != nil {
+			return fmt.Errorf("DECRBY %s: %v", key, out)
+		}
+		done = true
+		return nil
+	})
+	switch {
+	case errors.Is(err, store.ErrTxAborted):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("strategy: bucketed: quota return: %w", err)
+	}
+	return done, nil
+}

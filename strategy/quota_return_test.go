@@ -3,6 +3,7 @@ package strategy_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -130,5 +131,105 @@ func testReturnLeases(t *testing.T, rdb *redis.Client, st store.Store, advance f
 	}
 	if end, left, err := fw.WindowEnd(ctx, st, at("t:{none}:x", 0)); err != nil || end != 0 || left != 0 {
 		t.Errorf("WindowEnd of no key = %d, %s, %v; want 0", end, left, err)
+	}
+}
+
+// TestBucketedReturnsLeases: Bucketed gives a quota lease's unused units
+// back to the window they were counted in (named by the key's index), and
+// another process admits them, exactly the Rate in all, with the key's
+// expiry unchanged; a return named for an ended window, or for more than
+// the window counts, or to a deleted counter, writes nothing; a corrupt
+// counter is limiter.ErrCorruptCounter. On miniredis and a redis-server.
+func TestBucketedReturnsLeases(t *testing.T) {
+	for name, open := range map[string]func(t *testing.T) (*redis.Client, func(time.Duration)){
+		"miniredis": func(t *testing.T) (*redis.Client, func(time.Duration)) {
+			m, _ := newMini(t)
+			rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
+			t.Cleanup(func() { _ = rdb.Close() })
+			return rdb, m.Advance
+		},
+		"redis-server": func(t *testing.T) (*redis.Client, func(time.Duration)) { return realServer(t), time.Sleep },
+	} {
+		t.Run(name, func(t *testing.T) {
+			rdb, advance := open(t)
+			testBucketedReturns(t, rdb, goredis.New(rdb), advance)
+		})
+	}
+}
+
+func testBucketedReturns(t *testing.T, rdb *redis.Client, st store.Store, advance func(time.Duration)) {
+	ctx := context.Background()
+	l := limiter.PerHour(100)
+	p := l.Period.Milliseconds()
+	// Keep 30 s away from the end of the hour: every call below falls in
+	// one window.
+	if left := p - rdb.Time(ctx).Val().UnixMilli()%p; left < 30_000 {
+		advance(time.Duration(left+10) * time.Millisecond)
+	}
+	b := strategy.NewBucketed()
+	leased, err := limiter.New(st, b, limiter.WithPrefix("t"), limiter.WithQuotaLease(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct := newLim(t, st, b)
+	base, _ := limiter.Key("t", "s", l)
+	idx := rdb.Time(ctx).Val().UnixMilli() / p
+	key := fmt.Sprintf("%s:%d", base, idx)
+	count := func() string { t.Helper(); return rdb.Get(ctx, key).Val() }
+
+	if r, err := leased.Allow(ctx, "s", l); err != nil || !r.Allowed || !r.Leased {
+		t.Fatalf("first call: %+v, %v; want admitted from a lease", r, err)
+	}
+	if c := count(); c != "10" {
+		t.Fatalf("counter %s = %q after a lease of 10, want 10", key, c)
+	}
+	exp := rdb.PExpireTime(ctx, key).Val()
+	if n, err := leased.ReturnLeases(ctx, 0); err != nil || n != 9 {
+		t.Fatalf("ReturnLeases = %d, %v; want the 9 units the lease did not use", n, err)
+	}
+	if c, after := count(), rdb.PExpireTime(ctx, key).Val(); c != "1" || after != exp {
+		t.Fatalf("after the return: counter %q, expiry %s (was %s); want 1 and the same expiry", c, after, exp)
+	}
+	if r, err := direct.AllowN(ctx, "s", 99, l); err != nil || !r.Allowed || r.Remaining != 0 {
+		t.Fatalf("AllowN(99) after the return = %+v, %v; want admitted, 0 remaining", r, err)
+	}
+	for _, lim := range []*limiter.Limiter{direct, leased} {
+		if r, err := lim.Allow(ctx, "s", l); err != nil || r.Allowed {
+			t.Fatalf("call past 1 + 99 admitted of 100 = %+v, %v; want denied", r, err)
+		}
+	}
+
+	req := func(units int64) limiter.Request {
+		return limiter.Request{Keys: []string{base}, Limits: []limiter.Limit{l}, Cost: units}
+	}
+	end, left, err := b.WindowEnd(ctx, st, req(0))
+	if err != nil || end != (idx+1)*p || left <= 0 || left > l.Period {
+		t.Fatalf("WindowEnd = %d, %s, %v; want %d and (0, 1h] left", end, left, err, (idx+1)*p)
+	}
+	for _, c := range []struct {
+		units, end int64
+		what       string
+	}{
+		{3, end - p, "named for the window before"},
+		{3, end + 1, "named for no window's end"},
+		{101, end, "of more than the window counts"},
+	} {
+		if ok, err := b.ReturnQuota(ctx, st, req(c.units), c.end); err != nil || ok || count() != "100" {
+			t.Errorf("a return %s = %v, %v, counter %q; want refused, 100", c.what, ok, err, count())
+		}
+	}
+	if ok, err := b.ReturnQuota(ctx, st, req(5), end); err != nil || !ok || count() != "95" {
+		t.Errorf("5 units returned = %v, %v, counter %q; want given back, 95", ok, err, count())
+	}
+	rdb.Del(ctx, key)
+	if ok, err := b.ReturnQuota(ctx, st, req(5), end); err != nil || ok || rdb.Exists(ctx, key).Val() != 0 {
+		t.Errorf("a return to a deleted counter = %v, %v, exists %d; want refused, no key", ok, err, rdb.Exists(ctx, key).Val())
+	}
+	if end, _, err := b.WindowEnd(ctx, st, req(0)); err != nil || end != 0 {
+		t.Errorf("WindowEnd of a deleted counter = %d, %v; want 0", end, err)
+	}
+	rdb.Set(ctx, key, "x", time.Minute)
+	if ok, err := b.ReturnQuota(ctx, st, req(5), end); ok || !errors.Is(err, limiter.ErrCorruptCounter) {
+		t.Errorf("a return to a corrupt counter = %v, %v; want ErrCorruptCounter", ok, err)
 	}
 }

@@ -53,6 +53,10 @@
 //   - BlindReturn: a quota lease's unused units given back with DECRBY on
 //     whatever counter holds the key: a window deleted and counted anew
 //     meanwhile gets units it never counted.
+//   - BlindBucketReturn: the same for time-bucketed keys, DECRBY on the
+//     bucket of the server's current window: units leased in a window that
+//     has ended go to the next one, and a deleted bucket is re-created
+//     below 0.
 //
 // SwallowErrors: any error admits the request silently: not
 // Degraded, no error, so the fail mode never applies and nobody can alert.

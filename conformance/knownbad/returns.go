@@ -41,3 +41,37 @@ func (BlindReturn) ReturnQuota(ctx context.Context, st store.Store, req limiter.
 	}
 	return true, nil
 }
+
+// BlindBucketReturn is Bucketed with the hand-written give-back for
+// time-bucketed keys: DECRBY on the bucket of the server's current window,
+// whichever window the units were counted in, and whether or not its key
+// still counts them. Units leased in a window that has ended go to the
+// next one, and a bucket deleted meanwhile is re-created below 0, to admit
+// them on top of its rate.
+type BlindBucketReturn struct{ *strategy.Bucketed }
+
+// ReturnQuota takes the units off the bucket of the server's current window.
+func (b BlindBucketReturn) ReturnQuota(ctx context.Context, st store.Store, req limiter.Request, _ int64) (bool, error) {
+	rs, err := st.Do(ctx, store.Cmd{Name: "TIME"})
+	if err != nil {
+		return false, err
+	}
+	arr, err := store.Slice(rs[0].Val)
+	if err != nil || len(arr) != 2 {
+		return false, fmt.Errorf("knownbad: TIME: %v %v", rs[0].Val, err)
+	}
+	sec, err := store.Int64(arr[0])
+	if err != nil {
+		return false, err
+	}
+	idx := sec * 1000 / req.Limits[0].Period.Milliseconds()
+	key := fmt.Sprintf("%s:%d", req.Keys[0], idx)
+	rs, err = st.Do(ctx, store.Cmd{Name: "DECRBY", Args: []any{key, req.Cost}})
+	if err != nil {
+		return false, err
+	}
+	if rs[0].Err != nil {
+		return false, fmt.Errorf("knownbad: DECRBY: %w", rs[0].Err)
+	}
+	return true, nil
+}
