@@ -100,7 +100,7 @@ func NewAlignedWindow(opts ...AlignedWindowOption) *AlignedWindow {
 // Decide implements limiter.Strategy.
 func (a *AlignedWindow) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
 	c := a.clockFor(st)
-	now, err := a.serverNow(ctx, st, c)
+	now, t0, err := a.serverNowAt(ctx, st, c)
 	if err != nil {
 		return limiter.Result{}, err
 	}
@@ -124,7 +124,9 @@ func (a *AlignedWindow) Decide(ctx context.Context, st store.Store, req limiter.
 	var before, after [limiter.MaxLimits]int64
 	for attempt := 1; ; attempt++ {
 		bs.stamp(req, now)
-		t0 := a.now()
+		if attempt > 1 {
+			t0 = a.now()
+		}
 		nums, err := alignedWindowScript.RunInt64s(ctx, st, bs.keys, args, ints[len(args):len(args)])
 		if err != nil {
 			return limiter.Result{}, fmt.Errorf("strategy: aligned window: %w", corruptErr(err))

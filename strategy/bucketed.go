@@ -202,23 +202,32 @@ func (c *serverClock) observe(t0, t1 time.Time, serverUs int64) {
 // serverNow returns the estimated server time in microseconds, sampling
 // TIME first when the clock has never been synced.
 func (b *epochClock) serverNow(ctx context.Context, st store.Store, c *serverClock) (int64, error) {
+	now, _, err := b.serverNowAt(ctx, st, c)
+	return now, err
+}
+
+// serverNowAt is serverNow that also returns the app clock's reading it
+// estimated from, for a caller that times the round trip it sends next:
+// time.Now is not free, and a decision's hot path reads it once.
+func (b *epochClock) serverNowAt(ctx context.Context, st store.Store, c *serverClock) (int64, time.Time, error) {
 	if !c.synced.Load() {
 		t0 := b.now()
 		rs, err := st.Do(ctx, store.Cmd{Name: "TIME"})
 		t1 := b.now()
 		if err != nil {
-			return 0, fmt.Errorf("strategy: %s: TIME: %w", b.name, err)
+			return 0, time.Time{}, fmt.Errorf("strategy: %s: TIME: %w", b.name, err)
 		}
 		if rs[0].Err != nil {
-			return 0, fmt.Errorf("strategy: %s: TIME: %w", b.name, rs[0].Err)
+			return 0, time.Time{}, fmt.Errorf("strategy: %s: TIME: %w", b.name, rs[0].Err)
 		}
 		us, err := parseTime(rs[0].Val)
 		if err != nil {
-			return 0, err
+			return 0, time.Time{}, err
 		}
 		c.observe(t0, t1, us)
 	}
-	return b.now().UnixMicro() + c.offset.Load(), nil
+	at := b.now()
+	return at.UnixMicro() + c.offset.Load(), at, nil
 }
 
 // parseTime reads a TIME reply, [seconds, microseconds], as microseconds.
