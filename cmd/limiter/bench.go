@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -169,22 +170,26 @@ func micros(us float64) string {
 	return fmt.Sprintf("%.0fµs", us)
 }
 
-// benchStrategy is a strategy the bench runs: scripted, so that its raw
-// baseline is its own script; the limit a workload uses; and whether that
-// limit is admitted for every call of the admit and hot workloads.
+// benchStrategy is a strategy the bench runs, scripted, so that its raw
+// baseline is its own script, and the limit the admit and hot workloads
+// use (never reached by a run). A ScriptStrategy's raw call is the script
+// of its BatchScript; aligned names the epoch-aligned window's script
+// instead (keys named by the window's index, see alignedRaw).
 type benchStrategy struct {
-	name  string
-	s     limiter.ScriptStrategy
-	limit limiter.Limit // never reached by a run
+	name    string
+	s       limiter.Strategy
+	limit   limiter.Limit
+	aligned bool
 }
 
 func benchStrategies() []benchStrategy {
 	return []benchStrategy{
-		{"fixedwindow", strategy.NewFixedWindow(), limiter.PerSecond(benchRate)},
-		{"gcra", strategy.NewGCRA(), limiter.Limit{Rate: 1_000_000, Burst: 1 << 30, Period: time.Second}},
-		{"tokenbucket", strategy.NewTokenBucket(), limiter.Limit{Rate: 1_000_000, Burst: 1 << 30, Period: time.Second}},
-		{"slidingwindow", strategy.NewSlidingWindow(), limiter.PerSecond(1 << 40 / 1000)},
-		{"slidinglog", strategy.NewSlidingLog(), limiter.PerSecond(strategy.SlidingLogMaxRate)},
+		{name: "fixedwindow", s: strategy.NewFixedWindow(), limit: limiter.PerSecond(benchRate)},
+		{name: "alignedwindow", s: strategy.NewAlignedWindow(), limit: limiter.PerSecond(benchRate), aligned: true},
+		{name: "gcra", s: strategy.NewGCRA(), limit: limiter.Limit{Rate: 1_000_000, Burst: 1 << 30, Period: time.Second}},
+		{name: "tokenbucket", s: strategy.NewTokenBucket(), limit: limiter.Limit{Rate: 1_000_000, Burst: 1 << 30, Period: time.Second}},
+		{name: "slidingwindow", s: strategy.NewSlidingWindow(), limit: limiter.PerSecond(1 << 40 / 1000)},
+		{name: "slidinglog", s: strategy.NewSlidingLog(), limit: limiter.PerSecond(strategy.SlidingLogMaxRate)},
 	}
 }
 
@@ -251,17 +256,25 @@ func benchAdapter(ctx context.Context, callers []int, name string, st store.Stor
 		}
 		return err
 	}
-	rawDecide := func(ctx context.Context, subject string) error {
-		key, err := limiter.Key(prefix, subject, l)
-		if err != nil {
+	rawDecide := alignedRaw(prefix, l, raw)
+	ss, ok := sp.s.(limiter.ScriptStrategy)
+	if !ok && !sp.aligned {
+		return fmt.Errorf("%s: no raw baseline for a strategy that is not scripted", sp.name)
+	}
+	if !sp.aligned {
+		rawDecide = func(ctx context.Context, subject string) error {
+			key, err := limiter.Key(prefix, subject, l)
+			if err != nil {
+				return err
+			}
+			keys := []string{key}
+			script, args, err := ss.BatchScript(limiter.Request{Keys: keys, Limits: []limiter.Limit{l}, Cost: 1})
+			if err != nil {
+				return err
+			}
+			_, err = raw(ctx, script.Hash(), keys, args)
 			return err
 		}
-		keys := []string{key}
-		script, args, err := sp.s.BatchScript(limiter.Request{Keys: keys, Limits: []limiter.Limit{l}, Cost: 1})
-		if err != nil {
-			return err
-		}
-		return raw(ctx, script.Hash(), keys, args)
 	}
 
 	subjects := []string{"bench-check"}
@@ -331,35 +344,41 @@ func benchAdapter(ctx context.Context, callers []int, name string, st store.Stor
 // rawScript returns the hand-written EVALSHA for the client behind st: the
 // arguments as a hand-written caller passes them, the reply read as the
 // client returns it (an array, or an integer: FixedWindow's common reply).
-func rawScript(st store.Store) (func(ctx context.Context, sha string, keys []string, args []any) error, error) {
+// rawCall is a hand-written EVALSHA through a client, returning the
+// client's own reply value.
+type rawCall func(ctx context.Context, sha string, keys []string, args []any) (any, error)
+
+func rawScript(st store.Store) (rawCall, error) {
 	switch s := st.(type) {
 	case *goredis.Store:
 		rdb := s.Client()
-		return func(ctx context.Context, sha string, keys []string, args []any) error {
-			if _, err := rdb.EvalSha(ctx, sha, keys, args...).Result(); err != nil {
-				return fmt.Errorf("raw: %w", err)
+		return func(ctx context.Context, sha string, keys []string, args []any) (any, error) {
+			v, err := rdb.EvalSha(ctx, sha, keys, args...).Result()
+			if err != nil {
+				return nil, fmt.Errorf("raw: %w", err)
 			}
-			return nil
+			return v, nil
 		}, nil
 	case *rueidisstore.Store:
 		c := s.Client()
-		return func(ctx context.Context, sha string, keys []string, args []any) error {
+		return func(ctx context.Context, sha string, keys []string, args []any) (any, error) {
 			texts := make([]string, len(args))
 			for i, a := range args {
 				texts[i] = fmt.Sprint(a)
 			}
 			cmd := c.B().Evalsha().Sha1(sha).Numkeys(int64(len(keys))).Key(keys...).Arg(texts...).Build()
-			if _, err := c.Do(ctx, cmd).ToAny(); err != nil {
-				return fmt.Errorf("raw: %w", err)
+			v, err := c.Do(ctx, cmd).ToAny()
+			if err != nil {
+				return nil, fmt.Errorf("raw: %w", err)
 			}
-			return nil
+			return v, nil
 		}, nil
 	case *redigo.Store:
 		p := s.Pool()
-		return func(ctx context.Context, sha string, keys []string, args []any) error {
+		return func(ctx context.Context, sha string, keys []string, args []any) (any, error) {
 			conn, err := p.GetContext(ctx)
 			if err != nil {
-				return fmt.Errorf("raw: %w", err)
+				return nil, fmt.Errorf("raw: %w", err)
 			}
 			a := append([]any{sha, len(keys)}, func() []any {
 				out := make([]any, 0, len(keys)+len(args))
@@ -368,15 +387,81 @@ func rawScript(st store.Store) (func(ctx context.Context, sha string, keys []str
 				}
 				return append(out, args...)
 			}()...)
-			_, err = conn.Do("EVALSHA", a...)
+			v, err := conn.Do("EVALSHA", a...)
 			_ = conn.Close()
 			if err != nil {
-				return fmt.Errorf("raw: %w", err)
+				return nil, fmt.Errorf("raw: %w", err)
 			}
-			return nil
+			return v, nil
 		}, nil
 	}
 	return nil, fmt.Errorf("no raw baseline for a %T", st)
+}
+
+// alignedRaw is the hand-written call of AlignedWindow's script: the key
+// of limit l for subject, named by the epoch-aligned window the app's
+// clock plus its offset to the server's is in, and the cost, rate and
+// period as arguments. A call that reaches the server outside that window
+// is counted nowhere and answered {-1, seconds, microseconds} of the
+// server's TIME: the offset is taken from it and the call sent again.
+func alignedRaw(prefix string, l limiter.Limit, raw rawCall) benchkit.Decide {
+	script := strategy.AlignedWindowScript()
+	p := l.Period.Milliseconds()
+	var offset atomic.Int64 // ms, server - app
+	return func(ctx context.Context, subject string) error {
+		base, err := limiter.Key(prefix, subject, l)
+		if err != nil {
+			return err
+		}
+		ms := time.Now().UnixMilli() + offset.Load()
+		for range 3 {
+			key := base + ":" + strconv.FormatInt(ms/p, 10)
+			v, err := raw(ctx, script.Hash(), []string{key}, []any{1, l.Rate, p})
+			if err != nil {
+				return err
+			}
+			ns := replyInts(v)
+			if len(ns) != 3 || ns[0] != -1 {
+				return nil
+			}
+			ms = ns[1]*1000 + ns[2]/1000
+			offset.Store(ms - time.Now().UnixMilli())
+		}
+		return fmt.Errorf("raw: 3 calls of %s named a window the server's clock was not in", subject)
+	}
+}
+
+// replyInts reads a reply of any of the three clients as integers: an
+// integer, or an array of integers and of integers as text (TIME's
+// fields); nil for anything else.
+func replyInts(v any) []int64 {
+	switch x := v.(type) {
+	case int64:
+		return []int64{x}
+	case []any:
+		out := make([]int64, 0, len(x))
+		for _, e := range x {
+			var s string
+			switch y := e.(type) {
+			case int64:
+				out = append(out, y)
+				continue
+			case string:
+				s = y
+			case []byte:
+				s = string(y)
+			default:
+				return nil
+			}
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				return nil
+			}
+			out = append(out, n)
+		}
+		return out
+	}
+	return nil
 }
 
 func parseCallers(s string) ([]int, error) {

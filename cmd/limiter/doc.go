@@ -46,8 +46,8 @@
 //	              [-strategies fixedwindow,gcra,...] [-workloads admit,deny,hot]
 //	              [-callers 1,16,64] [-rounds 6] [-round 250ms] [-json] [-svg FILE]
 //
-// bench measures, for each strategy (fixedwindow, gcra, tokenbucket,
-// slidingwindow, slidinglog), workload (admit: every call admitted, 4
+// bench measures, for each strategy (fixedwindow, alignedwindow, gcra,
+// tokenbucket, slidingwindow, slidinglog), workload (admit: every call admitted, 4
 // subjects per caller; deny: every call denied; hot: every caller on one
 // subject) and adapter, decisions per second through the Limiter and
 // through the client's own hand-written EVALSHA of the strategy's script on
