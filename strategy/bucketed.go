@@ -83,7 +83,10 @@ import (
 //     (limiter.QuotaReturner) to the window whose index their key names,
 //     while it has more than 2 ms left, with WATCH and MULTI/EXEC: a
 //     store.Watcher is needed for that, and a write to the counter in
-//     between leaves the units where they are;
+//     between (another process counting on it) aborts the transaction,
+//     which is tried up to 3 times; then the units stay where they are, so
+//     a subject that other processes decide thousands of times a second
+//     rarely gets its units back;
 //   - Redis 2.6 or later (PEXPIREAT, TIME); no scripting.
 type Bucketed struct {
 	epochClock

@@ -88,8 +88,9 @@ func (o *Optimistic) WindowEnd(ctx context.Context, st store.Store, req limiter.
 // ReturnQuota implements limiter.QuotaReturner without Lua: WATCH the
 // counter, read its end and count, and DECRBY in MULTI/EXEC when the window
 // is the one that ends at end (within 2 ms, as the script) and counts at
-// least units. A write by anyone in between aborts it: the units are then
-// not given back (reported false), never given to another window.
+// least units. A write by anyone in between aborts it, and it is tried
+// again, up to 3 times in all: the units are then not given back (reported
+// false), never given to another window.
 func (o *Optimistic) ReturnQuota(ctx context.Context, st store.Store, req limiter.Request, end int64) (bool, error) {
 	key, units := req.Keys[0], req.Cost
 	if units <= 0 || end <= 0 {
@@ -100,37 +101,39 @@ func (o *Optimistic) ReturnQuota(ctx context.Context, st store.Store, req limite
 		return false, fmt.Errorf("store %T: %w", st, ErrNoWatcher)
 	}
 	var done bool
-	err := w.Watch(ctx, []string{key}, func(tx store.Tx) error {
-		rs, err := tx.Do(ctx, store.Cmd{Name: "PEXPIRETIME", Args: []any{key}}, store.Cmd{Name: "GET", Args: []any{key}})
-		if err != nil {
-			return err
-		}
-		if len(rs) != 2 || rs[0].Err != nil || errors.Is(rs[1].Err, store.ErrNil) {
+	err := retryAborted(func() error {
+		return w.Watch(ctx, []string{key}, func(tx store.Tx) error {
+			rs, err := tx.Do(ctx, store.Cmd{Name: "PEXPIRETIME", Args: []any{key}}, store.Cmd{Name: "GET", Args: []any{key}})
+			if err != nil {
+				return err
+			}
+			if len(rs) != 2 || rs[0].Err != nil || errors.Is(rs[1].Err, store.ErrNil) {
+				return nil
+			}
+			if rs[1].Err != nil {
+				return fmt.Errorf("GET %s: %w", key, corruptErr(rs[1].Err))
+			}
+			e, err := store.Int64(rs[0].Val)
+			if err != nil || e <= 0 || e < end-2 || e > end+2 {
+				return nil
+			}
+			n, err := parseCounter(rs[1].Val)
+			if err != nil {
+				return fmt.Errorf("GET %s: %w", key, err)
+			}
+			if n < units {
+				return nil
+			}
+			out, err := tx.Exec(ctx, store.Cmd{Name: "DECRBY", Args: []any{key, units}})
+			if err != nil {
+				return err
+			}
+			if len(out) != 1 || out[0].Err != nil {
+				return fmt.Errorf("DECRBY %s: %v", key, out)
+			}
+			done = true
 			return nil
-		}
-		if rs[1].Err != nil {
-			return fmt.Errorf("GET %s: %w", key, corruptErr(rs[1].Err))
-		}
-		e, err := store.Int64(rs[0].Val)
-		if err != nil || e <= 0 || e < end-2 || e > end+2 {
-			return nil
-		}
-		n, err := parseCounter(rs[1].Val)
-		if err != nil {
-			return fmt.Errorf("GET %s: %w", key, err)
-		}
-		if n < units {
-			return nil
-		}
-		out, err := tx.Exec(ctx, store.Cmd{Name: "DECRBY", Args: []any{key, units}})
-		if err != nil {
-			return err
-		}
-		if len(out) != 1 || out[0].Err != nil {
-			return fmt.Errorf("DECRBY %s: %v", key, out)
-		}
-		done = true
-		return nil
+		})
 	})
 	switch {
 	case errors.Is(err, store.ErrTxAborted):
@@ -139,6 +142,23 @@ func (o *Optimistic) ReturnQuota(ctx context.Context, st store.Store, req limite
 		return false, fmt.Errorf("strategy: optimistic: quota return: %w", err)
 	}
 	return done, nil
+}
+
+// returnAttempts bounds the WATCH transactions of a quota return without
+// Lua: a write to the counter between its read and EXEC (another process
+// counting on it) aborts one, and the next reads the counter anew.
+const returnAttempts = 3
+
+// retryAborted runs watch until it is not aborted by a write to a watched
+// key, at most returnAttempts times, and returns its last error.
+func retryAborted(watch func() error) error {
+	var err error
+	for range returnAttempts {
+		if err = watch(); !errors.Is(err, store.ErrTxAborted) {
+			break
+		}
+	}
+	return err
 }
 
 // WindowEnd implements limiter.QuotaReturner without Lua: a window is
@@ -182,8 +202,9 @@ func (b *Bucketed) WindowEnd(ctx context.Context, st store.Store, req limiter.Re
 // server's clock and the count, and DECRBY in MULTI/EXEC (with the key's
 // PEXPIREAT, so that a key is never left without its expiry) while the
 // window has more than 2 ms left and counts at least units. A write by
-// anyone in between aborts it: the units are then not given back
-// (reported false), never given to another window. A window's key names
+// anyone in between aborts it, and it is tried again, up to 3 times in
+// all: the units are then not given back (reported false), never given to
+// another window. A window's key names
 // the window, so units never reach another window; a window deleted (a
 // Reset, an eviction) and counted anew within the same window cannot be
 // told from it, and may get the units.
@@ -200,43 +221,45 @@ func (b *Bucketed) ReturnQuota(ctx context.Context, st store.Store, req limiter.
 	idx := end/p - 1
 	key := bucketKey(req.Keys[0], idx)
 	var done bool
-	err := w.Watch(ctx, []string{key}, func(tx store.Tx) error {
-		rs, err := tx.Do(ctx, store.Cmd{Name: "TIME"}, store.Cmd{Name: "GET", Args: []any{key}})
-		if err != nil {
-			return err
-		}
-		if len(rs) != 2 || rs[0].Err != nil || errors.Is(rs[1].Err, store.ErrNil) {
+	err := retryAborted(func() error {
+		return w.Watch(ctx, []string{key}, func(tx store.Tx) error {
+			rs, err := tx.Do(ctx, store.Cmd{Name: "TIME"}, store.Cmd{Name: "GET", Args: []any{key}})
+			if err != nil {
+				return err
+			}
+			if len(rs) != 2 || rs[0].Err != nil || errors.Is(rs[1].Err, store.ErrNil) {
+				return nil
+			}
+			if rs[1].Err != nil {
+				return fmt.Errorf("GET %s: %w", key, corruptErr(rs[1].Err))
+			}
+			now, err := parseTime(rs[0].Val)
+			if err != nil {
+				return err
+			}
+			if now/1000 >= end-2 {
+				return nil // the window has ended, or is about to
+			}
+			// below 0 after a take-back met a deleted key: it counts nothing
+			n, err := parseRedisInt(rs[1].Val)
+			if err != nil {
+				return fmt.Errorf("GET %s: %w", key, err)
+			}
+			if n < units {
+				return nil
+			}
+			out, err := tx.Exec(ctx,
+				store.Cmd{Name: "DECRBY", Args: []any{key, units}},
+				store.Cmd{Name: "PEXPIREAT", Args: []any{key, b.expireAt(l, idx)}})
+			if err != nil {
+				return err
+			}
+			if len(out) != 2 || out[0].Err != nil || out[1].Err != nil {
+				return fmt.Errorf("DECRBY %s: %v", key, out)
+			}
+			done = true
 			return nil
-		}
-		if rs[1].Err != nil {
-			return fmt.Errorf("GET %s: %w", key, corruptErr(rs[1].Err))
-		}
-		now, err := parseTime(rs[0].Val)
-		if err != nil {
-			return err
-		}
-		if now/1000 >= end-2 {
-			return nil // the window has ended, or is about to
-		}
-		// below 0 after a take-back met a deleted key: it counts nothing
-		n, err := parseRedisInt(rs[1].Val)
-		if err != nil {
-			return fmt.Errorf("GET %s: %w", key, err)
-		}
-		if n < units {
-			return nil
-		}
-		out, err := tx.Exec(ctx,
-			store.Cmd{Name: "DECRBY", Args: []any{key, units}},
-			store.Cmd{Name: "PEXPIREAT", Args: []any{key, b.expireAt(l, idx)}})
-		if err != nil {
-			return err
-		}
-		if len(out) != 2 || out[0].Err != nil || out[1].Err != nil {
-			return fmt.Errorf("DECRBY %s: %v", key, out)
-		}
-		done = true
-		return nil
+		})
 	})
 	switch {
 	case errors.Is(err, store.ErrTxAborted):

@@ -233,3 +233,74 @@ func testBucketedReturns(t *testing.T, rdb *redis.Client, st store.Store, advanc
 		t.Errorf("a return to a corrupt counter = %v, %v; want ErrCorruptCounter", ok, err)
 	}
 }
+
+// contended is a store whose WATCH transactions see a write to the watched
+// key between their reads and EXEC, as when another process counts on it,
+// the first n times.
+type contended struct {
+	*goredis.Store
+	rdb *redis.Client
+	n   int
+}
+
+func (c *contended) Watch(ctx context.Context, keys []string, fn func(store.Tx) error) error {
+	return c.Store.Watch(ctx, keys, func(tx store.Tx) error {
+		return fn(&contendedTx{Tx: tx, c: c, key: keys[0]})
+	})
+}
+
+type contendedTx struct {
+	store.Tx
+	c   *contended
+	key string
+}
+
+func (t *contendedTx) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	rs, err := t.Tx.Do(ctx, cmds...)
+	if t.c.n > 0 {
+		t.c.n--
+		// the same value, the same TTL: only the write is seen
+		v := t.c.rdb.Get(ctx, t.key).Val()
+		t.c.rdb.Set(ctx, t.key, v, redis.KeepTTL)
+	}
+	return rs, err
+}
+
+// TestReturnRetriesContention: a quota return without Lua (Bucketed,
+// Optimistic) whose transaction a write to the counter aborts is tried
+// again, up to 3 times in all, and takes its units off once; after 3
+// aborted tries it reports false and leaves the counter as it was.
+func TestReturnRetriesContention(t *testing.T) {
+	ctx := context.Background()
+	rdb := realServer(t)
+	l := limiter.PerHour(100)
+	p := l.Period.Milliseconds()
+	if left := p - rdb.Time(ctx).Val().UnixMilli()%p; left < 30_000 {
+		time.Sleep(time.Duration(left+10) * time.Millisecond)
+	}
+	for _, s := range []limiter.QuotaReturner{strategy.NewBucketed(), strategy.NewOptimistic()} {
+		for aborts, want := range map[int]string{2: "7", 3: "10"} {
+			rdb.FlushAll(ctx)
+			st := &contended{Store: goredis.New(rdb), rdb: rdb}
+			if r, err := newLim(t, st, s).AllowN(ctx, "s", 10, l); err != nil || !r.Allowed {
+				t.Fatalf("%T: AllowN(10) = %+v, %v", s, r, err)
+			}
+			base, _ := limiter.Key("t", "s", l)
+			req := limiter.Request{Keys: []string{base}, Limits: []limiter.Limit{l}}
+			end, _, err := s.WindowEnd(ctx, st, req)
+			if err != nil || end <= 0 {
+				t.Fatalf("%T: WindowEnd = %d, %v", s, end, err)
+			}
+			st.n = aborts
+			req.Cost = 3
+			ok, err := s.ReturnQuota(ctx, st, req, end)
+			keys := rdb.Keys(ctx, base+"*").Val()
+			if len(keys) != 1 {
+				t.Fatalf("%T: keys %q", s, keys)
+			}
+			if got := rdb.Get(ctx, keys[0]).Val(); err != nil || ok != (want == "7") || got != want || st.n != 0 {
+				t.Errorf("%T: a return of 3 aborted %d times = %v, %v, counter %q (%d aborts left); want %v, %s", s, aborts, ok, err, got, st.n, want == "7", want)
+			}
+		}
+	}
+}
