@@ -246,7 +246,9 @@ func (t *leaseTable) forget(prefix, subject string) {
 // now and then when subjects are leased in long windows. It returns the
 // units given back; the error joins the calls Redis could not answer
 // (their units are lost to every process until their windows end, as
-// without a return). Each lease given back takes two round trips.
+// without a return). Each lease given back takes two round trips with a
+// strategy that gives units back in a script (FixedWindow), a few more
+// with WATCH and MULTI/EXEC (Bucketed, Optimistic).
 //
 // A unit goes back only to the window it was counted in, never to the
 // window that follows it, so a return never over-admits (see giveBack for
