@@ -96,52 +96,16 @@ func (o *Optimistic) ReturnQuota(ctx context.Context, st store.Store, req limite
 	if units <= 0 || end <= 0 {
 		return false, nil
 	}
-	w, ok := st.(store.Watcher)
-	if !ok {
-		return false, fmt.Errorf("store %T: %w", st, ErrNoWatcher)
+	inWindow := func(v any) (bool, error) {
+		e, err := store.Int64(v)
+		return err == nil && e > 0 && e >= end-2 && e <= end+2, nil
 	}
-	var done bool
-	err := retryAborted(func() error {
-		return w.Watch(ctx, []string{key}, func(tx store.Tx) error {
-			rs, err := tx.Do(ctx, store.Cmd{Name: "PEXPIRETIME", Args: []any{key}}, store.Cmd{Name: "GET", Args: []any{key}})
-			if err != nil {
-				return err
-			}
-			if len(rs) != 2 || rs[0].Err != nil || errors.Is(rs[1].Err, store.ErrNil) {
-				return nil
-			}
-			if rs[1].Err != nil {
-				return fmt.Errorf("GET %s: %w", key, corruptErr(rs[1].Err))
-			}
-			e, err := store.Int64(rs[0].Val)
-			if err != nil || e <= 0 || e < end-2 || e > end+2 {
-				return nil
-			}
-			n, err := parseCounter(rs[1].Val)
-			if err != nil {
-				return fmt.Errorf("GET %s: %w", key, err)
-			}
-			if n < units {
-				return nil
-			}
-			out, err := tx.Exec(ctx, store.Cmd{Name: "DECRBY", Args: []any{key, units}})
-			if err != nil {
-				return err
-			}
-			if len(out) != 1 || out[0].Err != nil {
-				return fmt.Errorf("DECRBY %s: %v", key, out)
-			}
-			done = true
-			return nil
-		})
-	})
-	switch {
-	case errors.Is(err, store.ErrTxAborted):
-		return false, nil
-	case err != nil:
+	ok, err := watchedReturn(ctx, st, key, units, store.Cmd{Name: "PEXPIRETIME", Args: []any{key}}, inWindow, parseCounter,
+		store.Cmd{Name: "DECRBY", Args: []any{key, units}})
+	if err != nil {
 		return false, fmt.Errorf("strategy: optimistic: quota return: %w", err)
 	}
-	return done, nil
+	return ok, nil
 }
 
 // returnAttempts bounds the WATCH transactions of a quota return without
@@ -159,6 +123,61 @@ func retryAborted(watch func() error) error {
 		}
 	}
 	return err
+}
+
+// watchedReturn takes units off the counter at key without Lua: it WATCHes
+// key, reads probe and the counter, and runs exec in MULTI/EXEC when
+// inWindow (given probe's reply) says the counter is still the window's
+// and count (given the counter) at least units; a transaction a write to
+// key aborts is tried again (retryAborted). It reports whether exec ran.
+func watchedReturn(ctx context.Context, st store.Store, key string, units int64, probe store.Cmd, inWindow func(any) (bool, error), count func(any) (int64, error), exec ...store.Cmd) (bool, error) {
+	w, ok := st.(store.Watcher)
+	if !ok {
+		return false, fmt.Errorf("store %T: %w", st, ErrNoWatcher)
+	}
+	var done bool
+	err := retryAborted(func() error {
+		return w.Watch(ctx, []string{key}, func(tx store.Tx) error {
+			rs, err := tx.Do(ctx, probe, store.Cmd{Name: "GET", Args: []any{key}})
+			if err != nil {
+				return err
+			}
+			if len(rs) != 2 || rs[0].Err != nil || errors.Is(rs[1].Err, store.ErrNil) {
+				return nil
+			}
+			if rs[1].Err != nil {
+				return fmt.Errorf("GET %s: %w", key, corruptErr(rs[1].Err))
+			}
+			if open, err := inWindow(rs[0].Val); err != nil || !open {
+				return err
+			}
+			n, err := count(rs[1].Val)
+			if err != nil {
+				return fmt.Errorf("GET %s: %w", key, err)
+			}
+			if n < units {
+				return nil
+			}
+			out, err := tx.Exec(ctx, exec...)
+			if err != nil {
+				return err
+			}
+			for i, r := range out {
+				if r.Err != nil {
+					return fmt.Errorf("%s %s: %w", exec[i].Name, key, r.Err)
+				}
+			}
+			if len(out) != len(exec) {
+				return fmt.Errorf("%d replies for %d commands", len(out), len(exec))
+			}
+			done = true
+			return nil
+		})
+	})
+	if errors.Is(err, store.ErrTxAborted) {
+		return false, nil
+	}
+	return done, err
 }
 
 // WindowEnd implements limiter.QuotaReturner without Lua: a window is
@@ -214,58 +233,19 @@ func (b *Bucketed) ReturnQuota(ctx context.Context, st store.Store, req limiter.
 	if units <= 0 || end <= 0 || end%p != 0 {
 		return false, nil
 	}
-	w, ok := st.(store.Watcher)
-	if !ok {
-		return false, fmt.Errorf("store %T: %w", st, ErrNoWatcher)
-	}
 	idx := end/p - 1
 	key := bucketKey(req.Keys[0], idx)
-	var done bool
-	err := retryAborted(func() error {
-		return w.Watch(ctx, []string{key}, func(tx store.Tx) error {
-			rs, err := tx.Do(ctx, store.Cmd{Name: "TIME"}, store.Cmd{Name: "GET", Args: []any{key}})
-			if err != nil {
-				return err
-			}
-			if len(rs) != 2 || rs[0].Err != nil || errors.Is(rs[1].Err, store.ErrNil) {
-				return nil
-			}
-			if rs[1].Err != nil {
-				return fmt.Errorf("GET %s: %w", key, corruptErr(rs[1].Err))
-			}
-			now, err := parseTime(rs[0].Val)
-			if err != nil {
-				return err
-			}
-			if now/1000 >= end-2 {
-				return nil // the window has ended, or is about to
-			}
-			// below 0 after a take-back met a deleted key: it counts nothing
-			n, err := parseRedisInt(rs[1].Val)
-			if err != nil {
-				return fmt.Errorf("GET %s: %w", key, err)
-			}
-			if n < units {
-				return nil
-			}
-			out, err := tx.Exec(ctx,
-				store.Cmd{Name: "DECRBY", Args: []any{key, units}},
-				store.Cmd{Name: "PEXPIREAT", Args: []any{key, b.expireAt(l, idx)}})
-			if err != nil {
-				return err
-			}
-			if len(out) != 2 || out[0].Err != nil || out[1].Err != nil {
-				return fmt.Errorf("DECRBY %s: %v", key, out)
-			}
-			done = true
-			return nil
-		})
-	})
-	switch {
-	case errors.Is(err, store.ErrTxAborted):
-		return false, nil
-	case err != nil:
+	inWindow := func(v any) (bool, error) {
+		now, err := parseTime(v)
+		// not when the window has ended, or is about to
+		return err == nil && now/1000 < end-2, err
+	}
+	// (a counter below 0 after a take-back met a deleted key counts nothing)
+	ok, err := watchedReturn(ctx, st, key, units, store.Cmd{Name: "TIME"}, inWindow, parseRedisInt,
+		store.Cmd{Name: "DECRBY", Args: []any{key, units}},
+		store.Cmd{Name: "PEXPIREAT", Args: []any{key, b.expireAt(l, idx)}})
+	if err != nil {
 		return false, fmt.Errorf("strategy: bucketed: quota return: %w", err)
 	}
-	return done, nil
+	return ok, nil
 }
