@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"strings"
 	"time"
 
 	"github.com/quotagate/limiter"
@@ -114,20 +113,11 @@ func (c *checker) leaseReturnAligned(rq limiter.QuotaReturner, at func(int64) li
 			c.t.Errorf("property 42: %d units returned %s = %v, %v, count %d; want %v, %d", try.units, try.what, ok, err, n, try.ok, try.want)
 		}
 	}
-	base := at(0).Keys[0]
-	for _, k := range c.keys() {
-		if strings.HasPrefix(k, base) {
-			_, _ = c.do(store.Cmd{Name: "DEL", Args: []any{k}})
-		}
+	for _, k := range c.subjectKeys(subject) {
+		_, _ = c.do(store.Cmd{Name: "DEL", Args: []any{k}})
 	}
 	ok, err := rq.ReturnQuota(c.ctx, c.h.Store(), at(2), end)
-	var left []string
-	for _, k := range c.keys() {
-		if strings.HasPrefix(k, base) {
-			left = append(left, k)
-		}
-	}
-	if err != nil || ok || len(left) > 0 {
+	if left := c.subjectKeys(subject); err != nil || ok || len(left) > 0 {
 		c.t.Errorf("property 42: 2 units returned to a window whose counter was deleted = %v, %v, keys %q; want refused, no key", ok, err, left)
 	}
 }

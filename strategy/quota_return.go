@@ -188,14 +188,13 @@ func watchedReturn(ctx context.Context, st store.Store, key string, units int64,
 // end) or the counter holds nothing.
 func (b *Bucketed) WindowEnd(ctx context.Context, st store.Store, req limiter.Request) (int64, time.Duration, error) {
 	c := b.clockFor(st)
-	est, err := b.serverNow(ctx, st, c)
+	est, t0, err := b.serverNowAt(ctx, st, c)
 	if err != nil {
 		return 0, 0, err
 	}
 	p := req.Limits[0].Period.Milliseconds()
 	idx := est / 1000 / p
 	key := bucketKey(req.Keys[0], idx)
-	t0 := b.now()
 	vals, err := execReply(ctx, st, []store.Cmd{{Name: "MULTI"}, {Name: "TIME"}, {Name: "GET", Args: []any{key}}, {Name: "EXEC"}})
 	t1 := b.now()
 	if err != nil {
@@ -222,10 +221,9 @@ func (b *Bucketed) WindowEnd(ctx context.Context, st store.Store, req limiter.Re
 // PEXPIREAT, so that a key is never left without its expiry) while the
 // window has more than 2 ms left and counts at least units. A write by
 // anyone in between aborts it, and it is tried again, up to 3 times in
-// all: the units are then not given back (reported false), never given to
-// another window. A window's key names
-// the window, so units never reach another window; a window deleted (a
-// Reset, an eviction) and counted anew within the same window cannot be
+// all: the units are then not given back (reported false). A window's key
+// names the window, so units never reach another window; a window deleted
+// (a Reset, an eviction) and counted anew within the same window cannot be
 // told from it, and may get the units.
 func (b *Bucketed) ReturnQuota(ctx context.Context, st store.Store, req limiter.Request, end int64) (bool, error) {
 	l, units := req.Limits[0], req.Cost

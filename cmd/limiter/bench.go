@@ -256,12 +256,14 @@ func benchAdapter(ctx context.Context, callers []int, name string, st store.Stor
 		}
 		return err
 	}
-	rawDecide := alignedRaw(prefix, l, raw)
-	ss, ok := sp.s.(limiter.ScriptStrategy)
-	if !ok && !sp.aligned {
+	ss, scripted := sp.s.(limiter.ScriptStrategy)
+	var rawDecide benchkit.Decide
+	switch {
+	case sp.aligned:
+		rawDecide = alignedRaw(prefix, l, raw)
+	case !scripted:
 		return fmt.Errorf("%s: no raw baseline for a strategy that is not scripted", sp.name)
-	}
-	if !sp.aligned {
+	default:
 		rawDecide = func(ctx context.Context, subject string) error {
 			key, err := limiter.Key(prefix, subject, l)
 			if err != nil {

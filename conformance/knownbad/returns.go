@@ -56,15 +56,11 @@ func (b BlindBucketReturn) ReturnQuota(ctx context.Context, st store.Store, req 
 	if err != nil {
 		return false, err
 	}
-	arr, err := store.Slice(rs[0].Val)
-	if err != nil || len(arr) != 2 {
+	t, err := store.Int64s(rs[0].Val)
+	if err != nil || len(t) != 2 {
 		return false, fmt.Errorf("knownbad: TIME: %v %v", rs[0].Val, err)
 	}
-	sec, err := store.Int64(arr[0])
-	if err != nil {
-		return false, err
-	}
-	idx := sec * 1000 / req.Limits[0].Period.Milliseconds()
+	idx := t[0] * 1000 / req.Limits[0].Period.Milliseconds()
 	key := fmt.Sprintf("%s:%d", req.Keys[0], idx)
 	rs, err = st.Do(ctx, store.Cmd{Name: "DECRBY", Args: []any{key, req.Cost}})
 	if err != nil {
