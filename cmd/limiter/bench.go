@@ -8,6 +8,7 @@ import (
 	"html"
 	"io"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -244,7 +245,10 @@ func benchAdapter(ctx context.Context, callers []int, name string, st store.Stor
 			kit.Subjects[w] = []string{"hot"}
 		}
 	}
-	raw, err := rawScript(st)
+	// The raw baseline does what a hand-written caller does per call: its
+	// key from the subject by concatenation, its arguments from its
+	// configuration, made once.
+	keyOf, err := rawKeys(prefix, l, kit)
 	if err != nil {
 		return err
 	}
@@ -256,27 +260,9 @@ func benchAdapter(ctx context.Context, callers []int, name string, st store.Stor
 		}
 		return err
 	}
-	ss, scripted := sp.s.(limiter.ScriptStrategy)
-	var rawDecide benchkit.Decide
-	switch {
-	case sp.aligned:
-		rawDecide = alignedRaw(prefix, l, raw)
-	case !scripted:
-		return fmt.Errorf("%s: no raw baseline for a strategy that is not scripted", sp.name)
-	default:
-		rawDecide = func(ctx context.Context, subject string) error {
-			key, err := limiter.Key(prefix, subject, l)
-			if err != nil {
-				return err
-			}
-			keys := []string{key}
-			script, args, err := ss.BatchScript(limiter.Request{Keys: keys, Limits: []limiter.Limit{l}, Cost: 1})
-			if err != nil {
-				return err
-			}
-			_, err = raw(ctx, script.Hash(), keys, args)
-			return err
-		}
+	rawDecide, err := rawDecider(st, sp, l, keyOf)
+	if err != nil {
+		return err
 	}
 
 	subjects := []string{"bench-check"}
@@ -346,79 +332,156 @@ func benchAdapter(ctx context.Context, callers []int, name string, st store.Stor
 // rawScript returns the hand-written EVALSHA for the client behind st: the
 // arguments as a hand-written caller passes them, the reply read as the
 // client returns it (an array, or an integer: FixedWindow's common reply).
-// rawCall is a hand-written EVALSHA through a client, returning the
-// client's own reply value.
-type rawCall func(ctx context.Context, sha string, keys []string, args []any) (any, error)
+// rawDecider returns the raw baseline of strategy sp for limit l: the
+// hand-written call of its script on the key keyOf names, with the
+// arguments the strategy sends, made once unless they change from call to
+// call (a sliding log's nonce: then for every call, as a hand-written
+// caller makes one).
+func rawDecider(st store.Store, sp benchStrategy, l limiter.Limit, keyOf func(string) string) (benchkit.Decide, error) {
+	ss, scripted := sp.s.(limiter.ScriptStrategy)
+	switch {
+	case sp.aligned:
+		prep, err := rawScript(st, strategy.AlignedWindowScript().Hash())
+		if err != nil {
+			return nil, err
+		}
+		return alignedRaw(keyOf, l, prep([]any{1, l.Rate, l.Period.Milliseconds()})), nil
+	case !scripted:
+		return nil, fmt.Errorf("%s: no raw baseline for a strategy that is not scripted", sp.name)
+	default:
+		// The arguments name no key. Made once unless they change from
+		// call to call (a sliding log's nonce): then for every call.
+		req := limiter.Request{Keys: []string{keyOf("bench-check")}, Limits: []limiter.Limit{l}, Cost: 1}
+		script, args, err := ss.BatchScript(req)
+		if err != nil {
+			return nil, err
+		}
+		_, again, err := ss.BatchScript(req)
+		if err != nil {
+			return nil, err
+		}
+		prep, err := rawScript(st, script.Hash())
+		if err != nil {
+			return nil, err
+		}
+		raw := prep(args)
+		fixed := reflect.DeepEqual(args, again)
+		return func(ctx context.Context, subject string) error {
+			call := raw
+			if !fixed {
+				_, args, err := ss.BatchScript(req)
+				if err != nil {
+					return err
+				}
+				call = prep(args)
+			}
+			_, err := call(ctx, []string{keyOf(subject)})
+			return err
+		}, nil
+	}
+}
 
-func rawScript(st store.Store) (rawCall, error) {
+// rawCall is a hand-written EVALSHA of one script with given arguments
+// through a client, returning the client's own reply value.
+type rawCall func(ctx context.Context, keys []string) (any, error)
+
+// rawScript returns how a hand-written caller calls the script sha through
+// st's client: given the arguments, their form for the client, made once,
+// and the call.
+func rawScript(st store.Store, sha string) (func(args []any) rawCall, error) {
 	switch s := st.(type) {
 	case *goredis.Store:
 		rdb := s.Client()
-		return func(ctx context.Context, sha string, keys []string, args []any) (any, error) {
-			v, err := rdb.EvalSha(ctx, sha, keys, args...).Result()
-			if err != nil {
-				return nil, fmt.Errorf("raw: %w", err)
+		return func(args []any) rawCall {
+			return func(ctx context.Context, keys []string) (any, error) {
+				v, err := rdb.EvalSha(ctx, sha, keys, args...).Result()
+				if err != nil {
+					return nil, fmt.Errorf("raw: %w", err)
+				}
+				return v, nil
 			}
-			return v, nil
 		}, nil
 	case *rueidisstore.Store:
 		c := s.Client()
-		return func(ctx context.Context, sha string, keys []string, args []any) (any, error) {
+		return func(args []any) rawCall {
 			texts := make([]string, len(args))
 			for i, a := range args {
 				texts[i] = fmt.Sprint(a)
 			}
-			cmd := c.B().Evalsha().Sha1(sha).Numkeys(int64(len(keys))).Key(keys...).Arg(texts...).Build()
-			v, err := c.Do(ctx, cmd).ToAny()
-			if err != nil {
-				return nil, fmt.Errorf("raw: %w", err)
+			return func(ctx context.Context, keys []string) (any, error) {
+				cmd := c.B().Evalsha().Sha1(sha).Numkeys(int64(len(keys))).Key(keys...).Arg(texts...).Build()
+				v, err := c.Do(ctx, cmd).ToAny()
+				if err != nil {
+					return nil, fmt.Errorf("raw: %w", err)
+				}
+				return v, nil
 			}
-			return v, nil
 		}, nil
 	case *redigo.Store:
 		p := s.Pool()
-		return func(ctx context.Context, sha string, keys []string, args []any) (any, error) {
-			conn, err := p.GetContext(ctx)
-			if err != nil {
-				return nil, fmt.Errorf("raw: %w", err)
-			}
-			a := append([]any{sha, len(keys)}, func() []any {
-				out := make([]any, 0, len(keys)+len(args))
-				for _, k := range keys {
-					out = append(out, k)
+		return func(args []any) rawCall {
+			return func(ctx context.Context, keys []string) (any, error) {
+				conn, err := p.GetContext(ctx)
+				if err != nil {
+					return nil, fmt.Errorf("raw: %w", err)
 				}
-				return append(out, args...)
-			}()...)
-			v, err := conn.Do("EVALSHA", a...)
-			_ = conn.Close()
-			if err != nil {
-				return nil, fmt.Errorf("raw: %w", err)
+				a := make([]any, 0, 2+len(keys)+len(args))
+				a = append(a, sha, len(keys))
+				for _, k := range keys {
+					a = append(a, k)
+				}
+				v, err := conn.Do("EVALSHA", append(a, args...)...)
+				_ = conn.Close()
+				if err != nil {
+					return nil, fmt.Errorf("raw: %w", err)
+				}
+				return v, nil
 			}
-			return v, nil
 		}, nil
 	}
 	return nil, fmt.Errorf("no raw baseline for a %T", st)
 }
 
+// rawKeys returns how a hand-written caller names l's key for a subject:
+// prefix, ":{", the subject, "}" and the rule, by concatenation. It checks
+// that this is limiter.Key's name for every subject of kit.
+func rawKeys(prefix string, l limiter.Limit, kit *benchkit.Kit) (func(subject string) string, error) {
+	probe, err := limiter.Key(prefix, "s", l)
+	if err != nil {
+		return nil, err
+	}
+	head := prefix + ":{"
+	rule, ok := strings.CutPrefix(probe, head+"s}")
+	if !ok {
+		return nil, fmt.Errorf("raw: the limiter names a key %q, not %s<subject>}<rule>", probe, head)
+	}
+	rule = "}" + rule
+	keyOf := func(subject string) string { return head + subject + rule }
+	for _, ss := range append(kit.Subjects, []string{"bench-check"}) {
+		for _, s := range ss {
+			if want, err := limiter.Key(prefix, s, l); err != nil || keyOf(s) != want {
+				return nil, fmt.Errorf("raw: key %q for %q, the limiter names %q (%v)", keyOf(s), s, want, err)
+			}
+		}
+	}
+	return keyOf, nil
+}
+
 // alignedRaw is the hand-written call of AlignedWindow's script: the key
-// of limit l for subject, named by the epoch-aligned window the app's
-// clock plus its offset to the server's is in, and the cost, rate and
-// period as arguments. A call that reaches the server outside that window
-// is counted nowhere and answered {-1, seconds, microseconds} of the
-// server's TIME: the offset is taken from it and the call sent again.
-func alignedRaw(prefix string, l limiter.Limit, raw rawCall) benchkit.Decide {
-	script := strategy.AlignedWindowScript()
+// of limit l for subject (keyOf), followed by the index of the
+// epoch-aligned window the app's clock plus its offset to the server's is
+// in, with raw's arguments (cost, rate and period). A call that reaches
+// the server outside that window is counted nowhere and answered {-1,
+// seconds, microseconds} of the server's TIME: the offset is taken from it
+// and the call sent again.
+func alignedRaw(keyOf func(string) string, l limiter.Limit, raw rawCall) benchkit.Decide {
 	p := l.Period.Milliseconds()
 	var offset atomic.Int64 // ms, server - app
 	return func(ctx context.Context, subject string) error {
-		base, err := limiter.Key(prefix, subject, l)
-		if err != nil {
-			return err
-		}
+		base := keyOf(subject)
 		ms := time.Now().UnixMilli() + offset.Load()
 		for range 3 {
-			key := base + ":" + strconv.FormatInt(ms/p, 10)
-			v, err := raw(ctx, script.Hash(), []string{key}, []any{1, l.Rate, p})
+			v, err := raw(ctx, []string{base + ":" + strconv.FormatInt(ms/p, 10)})
 			if err != nil {
 				return err
 			}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"encoding/xml"
 	"os"
@@ -8,7 +9,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/internal/benchkit"
 	"github.com/quotagate/limiter/internal/redistest"
 )
 
@@ -178,6 +182,52 @@ func TestBenchSVG(t *testing.T) {
 	for _, r := range svg.Rects {
 		if w, err := strconv.ParseFloat(r.Width, 64); err != nil || w <= 0 || r.Class != "bar" {
 			t.Errorf("bar %+v", r)
+		}
+	}
+}
+
+// TestRawBaselineCounts: the raw baseline of every strategy, through every
+// adapter, decides what the Limiter decides: three raw calls leave the
+// subject with 3 of 10 used, as the Limiter reads it (a sliding log's
+// calls each add a member, with a nonce of their own).
+func TestRawBaselineCounts(t *testing.T) {
+	s := redistest.StartServer(t)
+	ctx := context.Background()
+	const prefix = "raw-check"
+	l := limiter.Limit{Rate: 10, Burst: 10, Period: time.Hour}
+	kit := benchkit.NewKit([]int{1})
+	for _, ad := range adapters() {
+		st, closeFn, err := ad.single(connOptions{})(ctx, s.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(closeFn)
+		for _, sp := range benchStrategies() {
+			lim, err := limiter.New(st, sp.s, limiter.WithPrefix(prefix))
+			if err != nil {
+				t.Fatal(err)
+			}
+			keyOf, err := rawKeys(prefix, l, kit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, err := rawDecider(st, sp, l, keyOf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			subject := ad.name + "-" + sp.name
+			// the Limiter's first call loads the script
+			if _, err := lim.Peek(ctx, "load", l); err != nil {
+				t.Fatal(err)
+			}
+			for range 3 {
+				if err := raw(ctx, subject); err != nil {
+					t.Fatalf("%s, %s: raw call: %v", ad.name, sp.name, err)
+				}
+			}
+			if r, err := lim.Peek(ctx, subject, l); err != nil || r.Remaining != 7 {
+				t.Errorf("%s, %s: after 3 raw calls the Limiter reads %d remaining (%v), want 7", ad.name, sp.name, r.Remaining, err)
+			}
 		}
 	}
 }

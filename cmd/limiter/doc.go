@@ -51,7 +51,8 @@
 // subjects per caller; deny: every call denied; hot: every caller on one
 // subject) and adapter, decisions per second through the Limiter and
 // through the client's own hand-written EVALSHA of the strategy's script on
-// the same keys, with exactly N concurrent callers per level, in rounds that
+// the same keys (the key concatenated per call, the arguments put in the
+// client's form once, as a hand-written caller does), with exactly N concurrent callers per level, in rounds that
 // alternate the two (so drift cancels), and prints both rates, their ratio
 // over all rounds, the median and range of the per-round ratios, the
 // Limiter's p50 and p99 latency, and the allocations per call of each (one
