@@ -56,7 +56,12 @@ func (Concurrency) Extend(ctx context.Context, st store.Store, req limiter.Lease
 // Release implements limiter.Leaser: one ZREM (Redis deletes the set with
 // its last member).
 func (Concurrency) Release(ctx context.Context, st store.Store, req limiter.LeaseRequest) error {
-	if _, err := st.Do(ctx, store.Cmd{Name: "ZREM", Args: []any{req.Key, req.ID}}); err != nil {
+	rs, err := st.Do(ctx, store.Cmd{Name: "ZREM", Args: []any{req.Key, req.ID}})
+	if err == nil && len(rs) == 1 {
+		// the command's own error: WRONGTYPE, NOPERM, READONLY
+		err = rs[0].Err
+	}
+	if err != nil {
 		return fmt.Errorf("strategy: release lease: %w", corruptErr(err))
 	}
 	return nil

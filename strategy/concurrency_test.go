@@ -3,12 +3,16 @@ package strategy_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/internal/redistest"
 	"github.com/quotagate/limiter/store"
 	"github.com/quotagate/limiter/store/goredis"
 	"github.com/quotagate/limiter/strategy"
@@ -154,6 +158,47 @@ func TestConcurrencyCorrupt(t *testing.T) {
 	}
 	if v, _ := m.Get(key); v != "x" {
 		t.Errorf("the key became %q", v)
+	}
+	// Release reads ZREM's own reply: a key that is not a sorted set is
+	// ErrCorruptCounter, not a release that worked.
+	l, err := c.Acquire(context.Background(), "w", f)
+	if err != nil || !l.Held {
+		t.Fatalf("Acquire = %+v, %v", l, err)
+	}
+	wkey, _ := limiter.InFlightKey("t", "w", f)
+	m.Del(wkey)
+	if err := m.Set(wkey, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(context.Background()); !errors.Is(err, limiter.ErrCorruptCounter) {
+		t.Errorf("Release on a string = %v; want ErrCorruptCounter", err)
+	}
+}
+
+// TestConcurrencyReleaseRefused: a server that refuses the ZREM (here an
+// ACL without it; also READONLY after a failover) fails the Release, and
+// the slot is still held, as the error says.
+func TestConcurrencyReleaseRefused(t *testing.T) {
+	srv := redistest.StartServer(t)
+	ctx := context.Background()
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = admin.Close() })
+	if err := admin.Do(ctx, "ACL", "SETUSER", "nozrem", "on", ">pw", "~*", "+@all", "-zrem").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), Username: "nozrem", Password: "pw", MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c := newConc(t, goredis.New(rdb))
+	f := limiter.InFlight{Max: 1, TTL: time.Minute}
+	l, err := c.Acquire(ctx, "u", f)
+	if err != nil || !l.Held {
+		t.Fatalf("Acquire = %+v, %v", l, err)
+	}
+	if err := l.Release(ctx); err == nil || !strings.Contains(err.Error(), "NOPERM") {
+		t.Errorf("Release refused by the server = %v; want its NOPERM error", err)
+	}
+	if next, err := c.Acquire(ctx, "u", f); err != nil || next.Held {
+		t.Errorf("Acquire after the refused Release = %+v, %v; want refused (the slot is still held)", next, err)
 	}
 }
 
