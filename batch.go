@@ -83,6 +83,7 @@ func (l *Limiter) AllowMany(ctx context.Context, asks []Ask) []Answer {
 		pend = append(pend, pending{i: i, req: req.Request})
 	}
 	if len(cmds) > 0 {
+		sent, mark := start, l.backs.mark()
 		bctx, cancel := l.withTimeout(ctx)
 		replies := b.Batch(bctx, cmds)
 		// A server that lost its script cache answers NOSCRIPT without
@@ -112,7 +113,7 @@ func (l *Limiter) AllowMany(ctx context.Context, asks []Ask) []Answer {
 			} else {
 				res.Limit = p.req.Limits[res.Index]
 				if l.deny != nil && !res.Allowed {
-					l.deny.remember(l.keys.prefix, asks[p.i].Key, p.req.Cost, p.req.Limits, res)
+					l.deny.remember(l.keys.prefix, asks[p.i].Key, p.req.Cost, p.req.Limits, res, sent, l.backs, mark)
 				}
 			}
 			l.answer(ctx, answers, p.i, asks[p.i].Key, res, err, start)
@@ -167,6 +168,13 @@ func (l *Limiter) answer(ctx context.Context, answers []Answer, i int, key strin
 
 // allowEach decides each ask with its own call, batchWorkers at a time.
 func (l *Limiter) allowEach(ctx context.Context, asks []Ask, answers []Answer) {
+	// One deadline for the batch; no quota leases (AllowMany goes to
+	// Redis): a copy of l without them makes the decisions.
+	ctx, cancel := l.withTimeout(ctx)
+	defer cancel()
+	c := *l
+	c.leases = nil
+	l = &c
 	sem := make(chan struct{}, batchWorkers)
 	var wg sync.WaitGroup
 	for i, a := range asks {

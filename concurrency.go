@@ -101,7 +101,7 @@ func NewConcurrency(st store.Store, l Leaser, opts ...Option) (*Concurrency, err
 	if isNil(l) {
 		return nil, ErrNilLeaser
 	}
-	c := &Concurrency{cfg: Limiter{st: st, keys: keyBuilder{prefix: DefaultPrefix}}, leaser: l}
+	c := &Concurrency{cfg: Limiter{st: st, keys: keyBuilder{prefix: DefaultPrefix}, backs: new(giveBacks)}, leaser: l}
 	for _, o := range opts {
 		if err := o(&c.cfg); err != nil {
 			return nil, err

@@ -21,11 +21,14 @@ const maxNeverCached = time.Minute
 //
 // It never admits: its only answer is a denial that Redis gave for the
 // same request and would give again, since until RetryAfter has passed the
-// quota the request needs is not back, whatever other callers do. The one
-// exception is a quota given back early: Reset (which clears this process's
-// entries for the subject, not other processes'), or a counter changed by
-// hand; then a request may be denied until its RetryAfter ends although
-// Redis would admit it. A denial that can never fit (RetryAfter -1) is
+// quota the request needs is not back, whatever other callers do.
+// RetryAfter counts from when the request was sent (Redis measured it
+// before its reply travelled back). The one exception is a quota given back
+// early in another process (Reset, ReturnLeases) or by hand; then a
+// request may be denied until its RetryAfter ends although Redis would
+// admit it. This process's Reset and ReturnLeases forget the subject's
+// denials, and a denial Redis made while one of them ran is not
+// remembered. A denial that can never fit (RetryAfter -1) is
 // remembered for at most a minute. A remembered denial is a Result with
 // Cached set; the observer is told it like any other. When full, the cache
 // evicts with the CLOCK algorithm (an entry looked up since the hand last
@@ -124,9 +127,12 @@ func (c *denyCache) lookup(prefix, subject string, cost int64, limits []Limit) (
 	return r, true
 }
 
-// remember stores a denial Redis made.
-func (c *denyCache) remember(prefix, subject string, cost int64, limits []Limit, r Result) {
-	now := c.now()
+// remember stores a denial Redis made for a request sent at sent, unless a
+// give-back of quota ran since mark m (see giveBacks). RetryAfter and
+// ResetAfter count from sent: Redis measured them before its reply
+// travelled back.
+func (c *denyCache) remember(prefix, subject string, cost int64, limits []Limit, r Result, sent time.Time, g *giveBacks, m uint64) {
+	now := sent
 	wait := r.RetryAfter
 	if wait < 0 {
 		wait = maxNeverCached
@@ -137,6 +143,9 @@ func (c *denyCache) remember(prefix, subject string, cost int64, limits []Limit,
 	h := c.hash(prefix, subject, cost, limits)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !g.clean(m) {
+		return
+	}
 	i, ok := c.index[h]
 	if !ok {
 		i = c.victim()

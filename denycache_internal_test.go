@@ -14,19 +14,19 @@ func TestDenyCacheBounded(t *testing.T) {
 	l := []Limit{PerMinute(1)}
 	deny := Result{RetryAfter: time.Minute, ResetAfter: time.Minute}
 	for i := range 100 {
-		c.remember("p", string(rune('a'+i%26))+string(rune('a'+i/26)), 1, l, deny)
+		c.remember("p", string(rune('a'+i%26))+string(rune('a'+i/26)), 1, l, deny, c.now(), new(giveBacks), 0)
 	}
 	if n := c.len(); n != 8 {
 		t.Fatalf("%d entries in a cache of 8", n)
 	}
 	c = newDenyCache(2)
 	c.now = func() time.Time { return now }
-	c.remember("p", "hot", 1, l, deny)
-	c.remember("p", "cold", 1, l, deny)
+	c.remember("p", "hot", 1, l, deny, c.now(), new(giveBacks), 0)
+	c.remember("p", "cold", 1, l, deny, c.now(), new(giveBacks), 0)
 	if _, ok := c.lookup("p", "hot", 1, l); !ok {
 		t.Fatal("hot not found")
 	}
-	c.remember("p", "new", 1, l, deny) // evicts cold, not the looked-up hot
+	c.remember("p", "new", 1, l, deny, c.now(), new(giveBacks), 0) // evicts cold, not the looked-up hot
 	if _, ok := c.lookup("p", "hot", 1, l); !ok {
 		t.Error("the entry looked up was evicted")
 	}
@@ -43,7 +43,7 @@ func TestDenyCacheBounded(t *testing.T) {
 		t.Error("the entry outlived its RetryAfter")
 	}
 	// Another prefix, cost or limit is another request.
-	c.remember("p", "x", 2, l, deny)
+	c.remember("p", "x", 2, l, deny, c.now(), new(giveBacks), 0)
 	for _, miss := range []func() bool{
 		func() bool { _, ok := c.lookup("q", "x", 2, l); return ok },
 		func() bool { _, ok := c.lookup("p", "x", 1, l); return ok },
@@ -54,7 +54,7 @@ func TestDenyCacheBounded(t *testing.T) {
 		}
 	}
 	// A denial that can never fit is kept for at most maxNeverCached.
-	c.remember("p", "never", 5, l, Result{RetryAfter: -1})
+	c.remember("p", "never", 5, l, Result{RetryAfter: -1}, c.now(), new(giveBacks), 0)
 	if r, ok := c.lookup("p", "never", 5, l); !ok || r.RetryAfter != -1 {
 		t.Errorf("never = %+v, %v", r, ok)
 	}

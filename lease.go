@@ -63,7 +63,10 @@ type QuotaReturner interface {
 // decision is this process's view (what Redis had left when the lease was
 // taken, plus what the lease still holds). Calls with several limits, a
 // cost above units, Peek, AllowN(0) and AllowMany always go to Redis.
-// Reset forgets the subject's leases in this process.
+// Reset forgets the subject's leases in this process, and a lease taken
+// while it ran admits only its own call (its units may have been counted
+// in the counter Reset deleted); other processes keep their leases of the
+// subject until they are used up or their windows end.
 //
 // units must be at least 2; the strategy must implement WindowQuota, or New
 // returns ErrInvalidOption. Choose units well below a limit's Rate divided
@@ -191,6 +194,7 @@ func (t *leaseTable) insert(id leaseID, ls *quotaLease, now time.Time) {
 // outcome (the error, or the fail mode's Degraded Result): the lease's
 // command may have run, and is never followed by another.
 func (l *Limiter) takeLease(ctx context.Context, t *leaseTable, ls *quotaLease, key string, cost int64, limit Limit) (Result, error, bool) {
+	mark := l.backs.mark()
 	sent := t.now()
 	res, err := l.decideDirect(ctx, key, t.units, false, []Limit{limit})
 	took := t.now().Sub(sent)
@@ -217,6 +221,14 @@ func (l *Limiter) takeLease(ctx context.Context, t *leaseTable, ls *quotaLease, 
 	// A new lease, maybe in a new window: what the old one held is
 	// dropped, since it may belong to a window that is over.
 	ls.direct = false
+	if !l.backs.clean(mark) {
+		// A Reset (or a return) ran meanwhile: the units may have been
+		// counted in a counter it deleted. This call was admitted before
+		// it; the rest of the lease is not used.
+		ls.left, ls.leftUntil = 0, time.Time{}
+		res.Limit = limit
+		return res, nil, true
+	}
 	ls.left = t.units - cost
 	ls.remaining = res.Remaining
 	ls.leftUntil = sent.Add(res.ResetAfter - leaseMargin)
@@ -276,6 +288,11 @@ func (l *Limiter) ReturnLeases(ctx context.Context, idle time.Duration) (int64, 
 		took  time.Duration
 	}
 	var backs []unused
+	// No decision that overlaps the returns is remembered by the deny
+	// cache or kept as a lease; the returned subjects' denials are
+	// forgotten (the units they lacked may be back).
+	l.backs.begin()
+	defer l.backs.end()
 	t.mu.Lock()
 	now := t.now()
 	for id, ls := range t.m {
@@ -290,6 +307,9 @@ func (l *Limiter) ReturnLeases(ctx context.Context, idle time.Duration) (int64, 
 	var errs []error
 	for _, b := range backs {
 		n, err := l.giveBack(ctx, rq, b.id, b.units, b.until, b.took)
+		if n > 0 && l.deny != nil {
+			l.deny.forget(b.id.prefix, b.id.subject)
+		}
 		total += n
 		if err != nil {
 			errs = append(errs, err)

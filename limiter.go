@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/quotagate/limiter/store"
@@ -132,6 +133,7 @@ type Limiter struct {
 	sleep    func(ctx context.Context, d time.Duration) error // Wait's (wait.go); nil: a timer
 	deny     *denyCache                                       // WithDenyCache (denycache.go); nil: none
 	leases   *leaseTable                                      // WithQuotaLease (lease.go); nil: none
+	backs    *giveBacks                                       // Reset and ReturnLeases in progress; shared by copies
 }
 
 // Option configures a Limiter.
@@ -192,7 +194,7 @@ func New(st store.Store, s Strategy, opts ...Option) (*Limiter, error) {
 			return nil, fmt.Errorf("%w: %w", ErrUnsuitableStore, err)
 		}
 	}
-	l := &Limiter{st: st, strategy: s, keys: keyBuilder{prefix: DefaultPrefix}}
+	l := &Limiter{st: st, strategy: s, keys: keyBuilder{prefix: DefaultPrefix}, backs: new(giveBacks)}
 	for _, o := range opts {
 		if err := o(l); err != nil {
 			return nil, err
@@ -240,6 +242,12 @@ func (l *Limiter) Reset(ctx context.Context, key string, limits ...Limit) error 
 	if err != nil {
 		return err
 	}
+	// While the keys are deleted, no decision is remembered by the deny
+	// cache or kept as a lease (a decision sent before the DEL and
+	// answered after it saw the old count); what was remembered before is
+	// forgotten.
+	l.backs.begin()
+	defer l.backs.end()
 	if l.deny != nil {
 		l.deny.forget(l.keys.prefix, key)
 	}
@@ -292,6 +300,11 @@ func (l *Limiter) decideDirect(ctx context.Context, key string, cost int64, dry 
 		buf.release() // nothing was sent
 		return Result{}, err
 	}
+	var sent time.Time
+	var mark uint64
+	if l.deny != nil {
+		sent, mark = l.deny.now(), l.backs.mark()
+	}
 	ctx, cancel := l.withTimeout(ctx)
 	res, err := l.strategy.Decide(ctx, l.st, req)
 	cancel()
@@ -303,10 +316,31 @@ func (l *Limiter) decideDirect(ctx context.Context, key string, cost int64, dry 
 	buf.release() // Redis answered: nothing reads the request any more
 	res.Limit = limits[res.Index]
 	if l.deny != nil && !res.Allowed && cost > 0 {
-		l.deny.remember(l.keys.prefix, key, cost, limits, res)
+		l.deny.remember(l.keys.prefix, key, cost, limits, res, sent, l.backs, mark)
 	}
 	return res, nil
 }
+
+// giveBacks counts the calls that give quota back early in this process
+// (Reset, ReturnLeases) while they run, so that a decision that overlapped
+// one is neither remembered by the deny cache nor kept as a lease: it may
+// have read a count the give-back then changed.
+type giveBacks struct {
+	running atomic.Int64  // give-backs in progress
+	epoch   atomic.Uint64 // moved at each one's start and end
+}
+
+func (g *giveBacks) begin() { g.running.Add(1); g.epoch.Add(1) }
+func (g *giveBacks) end()   { g.epoch.Add(1); g.running.Add(-1) }
+
+// mark is read before a decision is sent.
+func (g *giveBacks) mark() uint64 { return g.epoch.Load() }
+
+// clean reports that no give-back ran at any time since mark m. It is
+// called under the lock of the table the decision is kept in, which a
+// give-back takes after begin to forget the subject's entries: an entry
+// kept after a clean check is forgotten by that give-back.
+func (g *giveBacks) clean(m uint64) bool { return g.running.Load() == 0 && g.epoch.Load() == m }
 
 // decideObserved is decide for a Limiter with an observer: the observer
 // sees every outcome, exactly once. The decision itself is made by a copy

@@ -1,0 +1,244 @@
+package limiter_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/internal/redistest"
+	"github.com/quotagate/limiter/store"
+	"github.com/quotagate/limiter/store/goredis"
+	"github.com/quotagate/limiter/strategy"
+)
+
+// gatedDel holds the first DEL (Reset's) until release is closed, after
+// closing started.
+type gatedDel struct {
+	store.Store
+	once    sync.Once
+	started chan struct{}
+	release chan struct{}
+}
+
+func newGatedDel(st store.Store) *gatedDel {
+	return &gatedDel{Store: st, started: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (g *gatedDel) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	if len(cmds) == 1 && cmds[0].Name == "DEL" {
+		g.once.Do(func() {
+			close(g.started)
+			<-g.release
+		})
+	}
+	return g.Store.Do(ctx, cmds...)
+}
+
+// TestResetRacesDenyCache: a denial Redis made while Reset was deleting
+// the subject's counter saw the old count; it is not remembered, so once
+// Reset returns the subject is decided by Redis again.
+func TestResetRacesDenyCache(t *testing.T) {
+	_, st := newMini(t)
+	g := newGatedDel(st)
+	lim := newLimiter(t, g, limiter.WithDenyCache(16))
+	ctx := context.Background()
+	l := limiter.PerMinute(2)
+	for range 3 {
+		if _, err := lim.Allow(ctx, "hot", l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error)
+	go func() { done <- lim.Reset(ctx, "hot", l) }()
+	<-g.started
+	// Sent before the DEL, answered from the old count.
+	if r, err := lim.Allow(ctx, "hot", l); err != nil || r.Allowed || r.Cached {
+		t.Fatalf("call during Reset: %+v, %v; want denied by Redis", r, err)
+	}
+	close(g.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if r, err := lim.Allow(ctx, "hot", l); err != nil || !r.Allowed || r.Cached {
+		t.Fatalf("after Reset returned: %+v, %v; want admitted by Redis (the count is 0)", r, err)
+	}
+}
+
+// TestResetRacesLease: a lease taken while Reset was deleting the
+// counter may have been counted in the deleted counter; its call is
+// admitted, its other units are not used, so the window after the Reset
+// admits at most the rate.
+func TestResetRacesLease(t *testing.T) {
+	_, st := newMini(t)
+	g := newGatedDel(st)
+	lim := newLimiter(t, g, limiter.WithQuotaLease(5))
+	other := newLimiter(t, st) // another process, no lease
+	ctx := context.Background()
+	l := limiter.PerMinute(10)
+	done := make(chan error)
+	go func() { done <- lim.Reset(ctx, "s", l) }()
+	<-g.started
+	if r, err := lim.Allow(ctx, "s", l); err != nil || !r.Allowed {
+		t.Fatalf("call during Reset: %+v, %v; want admitted", r, err)
+	}
+	close(g.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	var admitted int64 // after Reset returned
+	for range 20 {
+		for _, x := range []*limiter.Limiter{other, lim} {
+			r, err := x.Allow(ctx, "s", l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Allowed {
+				admitted++
+			}
+		}
+	}
+	if admitted != l.Rate {
+		t.Fatalf("after Reset returned, the window admitted %d; want exactly the rate, %d", admitted, l.Rate)
+	}
+}
+
+// TestReturnLeasesForgetsDenials: units given back by ReturnLeases end the
+// process's remembered denials of the subject: a request they fit is
+// decided by Redis, and admitted.
+func TestReturnLeasesForgetsDenials(t *testing.T) {
+	_, st := newMini(t)
+	lim := newLimiter(t, st, limiter.WithQuotaLease(5), limiter.WithDenyCache(16))
+	ctx := context.Background()
+	l := limiter.PerMinute(10)
+	if r, err := lim.Allow(ctx, "s", l); err != nil || !r.Leased {
+		t.Fatalf("lease: %+v, %v", r, err) // Redis counts 5, the lease holds 4
+	}
+	if r, err := lim.AllowN(ctx, "s", 7, l); err != nil || r.Allowed {
+		t.Fatalf("AllowN 7: %+v, %v; want denied (5 + 7 > 10)", r, err)
+	}
+	if r, err := lim.AllowN(ctx, "s", 7, l); err != nil || r.Allowed || !r.Cached {
+		t.Fatalf("AllowN 7 again: %+v, %v; want the remembered denial", r, err)
+	}
+	if n, err := lim.ReturnLeases(ctx, 0); err != nil || n != 4 {
+		t.Fatalf("ReturnLeases = %d, %v; want 4", n, err)
+	}
+	if r, err := lim.AllowN(ctx, "s", 7, l); err != nil || !r.Allowed || r.Cached {
+		t.Fatalf("AllowN 7 after 4 units came back (1 of 10 used) = %+v, %v; want admitted by Redis", r, err)
+	}
+}
+
+// slowReply delays every script reply by delay, after Redis ran it.
+type slowReply struct {
+	store.Store
+	delay time.Duration
+}
+
+func (s *slowReply) EvalSha(ctx context.Context, sha string, keys []string, args []any) (any, error) {
+	v, err := s.Store.EvalSha(ctx, sha, keys, args)
+	time.Sleep(s.delay)
+	return v, err
+}
+
+func (s *slowReply) Eval(ctx context.Context, src string, keys []string, args []any) (any, error) {
+	v, err := s.Store.Eval(ctx, src, keys, args)
+	time.Sleep(s.delay)
+	return v, err
+}
+
+// TestDenyCacheCountsFromTheSend: Redis measured a denial's RetryAfter
+// before its reply travelled back; the deny cache counts it from when the
+// request was sent, so it stops denying when Redis would admit again, not a
+// reply's latency later.
+func TestDenyCacheCountsFromTheSend(t *testing.T) {
+	srv := redistest.StartServer(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	const delay = 300 * time.Millisecond
+	slow := &slowReply{Store: goredis.New(rdb)}
+	lim, err := limiter.New(slow, strategy.NewGCRA(), limiter.WithDenyCache(16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	l := limiter.Per(1, 400*time.Millisecond)
+	if r, err := lim.Allow(ctx, "s", l); err != nil || !r.Allowed {
+		t.Fatalf("first call: %+v, %v", r, err)
+	}
+	slow.delay = delay
+	sent := time.Now()
+	r, err := lim.Allow(ctx, "s", l)
+	slow.delay = 0
+	if err != nil || r.Allowed {
+		t.Fatalf("second call: %+v, %v; want denied", r, err)
+	}
+	// Redis admits again RetryAfter after it ran the call, which was
+	// before the reply arrived, delay after the send at the latest.
+	if c, err := lim.Allow(ctx, "s", l); err != nil || c.Allowed || !c.Cached || c.RetryAfter > r.RetryAfter-delay+50*time.Millisecond {
+		t.Fatalf("remembered denial: %+v, %v; want RetryAfter about %s (counted from the send)", c, err, r.RetryAfter-time.Since(sent))
+	}
+	time.Sleep(time.Until(sent.Add(r.RetryAfter + 5*time.Millisecond)))
+	if c, err := lim.Allow(ctx, "s", l); err != nil || c.Cached {
+		t.Fatalf("RetryAfter after the send: %+v, %v; want decided by Redis, not the cache", c, err)
+	}
+}
+
+// hungStore accepts commands and never answers.
+type hungStore struct{ store.Store }
+
+func (hungStore) EvalSha(ctx context.Context, _ string, _ []string, _ []any) (any, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (hungStore) Eval(ctx context.Context, _ string, _ []string, _ []any) (any, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (hungStore) Do(ctx context.Context, _ ...store.Cmd) ([]store.Reply, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestAllowManyEachBounds: without a batch (a store that cannot pipeline,
+// a strategy without one script), the Limiter's timeout bounds the whole
+// of AllowMany, and quota leases are not used.
+func TestAllowManyEachBounds(t *testing.T) {
+	_, st := newMini(t)
+	lim := newLimiter(t, hungStore{st}, limiter.WithTimeout(100*time.Millisecond))
+	asks := make([]limiter.Ask, 64)
+	for i := range asks {
+		asks[i] = limiter.Ask{Key: fmt.Sprint("k", i), Limits: []limiter.Limit{limiter.PerSecond(10)}}
+	}
+	start := time.Now()
+	for i, a := range lim.AllowMany(context.Background(), asks) {
+		if a.Err == nil {
+			t.Fatalf("ask %d: %+v; want the timeout's error", i, a.Result)
+		}
+	}
+	// 64 asks, 16 at a time: 400 ms if each had its own timeout
+	if took := time.Since(start); took > 300*time.Millisecond {
+		t.Errorf("AllowMany of 64 asks took %s with a 100ms timeout", took)
+	}
+	bucketed, err := limiter.New(st, strategy.NewBucketed(), limiter.WithQuotaLease(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := limiter.PerMinute(100)
+	// (decided at once: either may be first)
+	var remaining int64
+	for i, a := range bucketed.AllowMany(context.Background(), []limiter.Ask{{Key: "s", Limits: []limiter.Limit{l}}, {Key: "s", Limits: []limiter.Limit{l}}}) {
+		if a.Err != nil || !a.Result.Allowed || a.Result.Leased {
+			t.Errorf("ask %d: %+v, %v; want admitted by Redis", i, a.Result, a.Err)
+		}
+		remaining += a.Result.Remaining
+	}
+	if remaining != 99+98 {
+		t.Errorf("remaining %d in all; want 99 + 98, each decided by Redis", remaining)
+	}
+}
