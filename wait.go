@@ -27,8 +27,10 @@ func (l *Limiter) Wait(ctx context.Context, key string, limits ...Limit) (Result
 // when ctx ends during a sleep it returns the last denial and ctx's error.
 // Errors of the decision itself (bad input, Redis failing under FailError)
 // are returned as Allow returns them. Under FailClosed a Redis outage is a
-// Degraded denial with a RetryAfter of up to a second, so WaitN keeps
-// trying until Redis answers or ctx ends.
+// Degraded denial with a RetryAfter of up to a second: WaitN tries again
+// after it (or halfway to ctx's deadline, when that is sooner) until Redis
+// answers or ctx ends, and then returns the last denial and an error that
+// wraps both ctx's error and the outage's (errors.Is finds either).
 func (l *Limiter) WaitN(ctx context.Context, key string, n int64, limits ...Limit) (Result, error) {
 	for {
 		res, err := l.decide(ctx, key, n, false, limits)
@@ -39,16 +41,30 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64, limits ...Limi
 			return res, fmt.Errorf("%w: cost %d, limit %s", ErrNeverAdmitted, n, res.Limit)
 		}
 		wait := max(res.RetryAfter, time.Millisecond)
-		if dl, ok := ctx.Deadline(); ok {
-			left := time.Until(dl)
-			if left < wait {
-				return res, fmt.Errorf("%w: retry after %s, deadline in %s", ErrWaitTooLong, res.RetryAfter, left.Round(time.Millisecond))
+		dl, ok := ctx.Deadline()
+		left := time.Until(dl)
+		switch {
+		case res.Degraded:
+			// Redis did not decide (FailClosed, a hot key's contention):
+			// its RetryAfter is a pause, not a wait for quota. Try again
+			// after it, or halfway to the deadline, while there is time.
+			if ok && left < wait {
+				if left < 2*time.Millisecond {
+					return res, fmt.Errorf("limiter: wait: %w; the last try: %w", context.DeadlineExceeded, res.Cause)
+				}
+				wait = left / 2
 			}
+		case ok && left < wait:
+			return res, fmt.Errorf("%w: retry after %s, deadline in %s", ErrWaitTooLong, res.RetryAfter, left.Round(time.Millisecond))
+		case ok:
 			wait += rand.N(min(maxJitter, left-wait) + 1)
-		} else {
+		default:
 			wait += rand.N(maxJitter + 1)
 		}
 		if err := l.sleepFor(ctx, wait); err != nil {
+			if res.Degraded {
+				return res, fmt.Errorf("limiter: wait: %w; the last try: %w", err, res.Cause)
+			}
 			return res, err
 		}
 	}

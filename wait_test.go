@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -145,4 +146,56 @@ func dialServer(t *testing.T, addr string) store.Store {
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	t.Cleanup(func() { _ = rdb.Close() })
 	return goredis.New(rdb)
+}
+
+// refusing refuses the first refuse script calls with ECONNREFUSED (all
+// of them when refuse is negative), then passes them on.
+type refusing struct {
+	store.Store
+	mu     sync.Mutex
+	refuse int
+}
+
+func (r *refusing) refused() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.refuse == 0 {
+		return false
+	}
+	r.refuse--
+	return true
+}
+
+func (r *refusing) EvalSha(ctx context.Context, sha string, keys []string, args []any) (any, error) {
+	if r.refused() {
+		return nil, syscall.ECONNREFUSED
+	}
+	return r.Store.EvalSha(ctx, sha, keys, args)
+}
+
+// TestWaitFailClosedOutage: under FailClosed, a refused connection is a
+// pause, not a wait for quota: with a deadline under the second of its
+// RetryAfter, WaitN tries again and is admitted once Redis answers; when
+// Redis never answers it returns at the deadline with an error that is
+// both the deadline's and the outage's.
+func TestWaitFailClosedOutage(t *testing.T) {
+	_, st := newMini(t)
+	blip := &refusing{Store: st, refuse: 1}
+	lim := newLimiter(t, blip, limiter.WithFailMode(limiter.FailClosed))
+	ctx, cancel := context.WithTimeout(context.Background(), 800*time.Millisecond)
+	defer cancel()
+	if r, err := lim.Wait(ctx, "s", limiter.PerMinute(10)); err != nil || !r.Allowed || r.Degraded {
+		t.Fatalf("Wait after one refused call = %+v, %v; want admitted by Redis", r, err)
+	}
+	down := newLimiter(t, &refusing{Store: st, refuse: -1}, limiter.WithFailMode(limiter.FailClosed))
+	ctx, cancel = context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	r, err := down.Wait(ctx, "s", limiter.PerMinute(10))
+	if r.Allowed || !r.Degraded || !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("Wait with Redis down = %+v, %v; want the Degraded denial, DeadlineExceeded and ECONNREFUSED", r, err)
+	}
+	if took := time.Since(start); took > 400*time.Millisecond {
+		t.Errorf("Wait with a 300ms deadline took %s", took)
+	}
 }
