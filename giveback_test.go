@@ -242,3 +242,36 @@ func TestAllowManyEachBounds(t *testing.T) {
 		t.Errorf("remaining %d in all; want 99 + 98, each decided by Redis", remaining)
 	}
 }
+
+// TestLeaseOutageShared: with quota leases and Redis not answering, the
+// callers waiting for a subject's lease share its outcome (here FailOpen's
+// Degraded admission) instead of each taking a lease in turn, which would
+// add up their timeouts: 8 callers take about one timeout, not eight.
+func TestLeaseOutageShared(t *testing.T) {
+	_, st := newMini(t)
+	const timeout = 100 * time.Millisecond
+	lim := newLimiter(t, hungStore{st}, limiter.WithTimeout(timeout), limiter.WithFailMode(limiter.FailOpen), limiter.WithQuotaLease(10))
+	l := limiter.PerSecond(1000)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var worst time.Duration
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			r, err := lim.Allow(context.Background(), "hot", l)
+			took := time.Since(start)
+			if err != nil || !r.Allowed || !r.Degraded || r.Leased {
+				t.Errorf("Allow = %+v, %v; want FailOpen's Degraded admission", r, err)
+			}
+			mu.Lock()
+			worst = max(worst, took)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if worst > 3*timeout+50*time.Millisecond {
+		t.Fatalf("the slowest of 8 calls of one subject took %s with a %s timeout (in turn, they take 8 timeouts)", worst, timeout)
+	}
+}

@@ -111,12 +111,24 @@ type quotaLease struct {
 	leftUntil   time.Time
 	direct      bool
 	directUntil time.Time
-	taking      chan struct{}
+	taking      *leaseTake
 	// For ReturnLeases: how long the lease's call took (from before it
 	// was sent to its reply), and when the lease last admitted a call.
 	took time.Duration
 	used time.Time
 }
+
+// leaseTake is a lease being taken: done is closed when Redis has
+// answered, or the call failed; failed (with the call's outcome) when
+// Redis could not decide it for a reason other than the taker's context.
+type leaseTake struct {
+	done   chan struct{}
+	failed bool
+	res    Result
+	err    error
+}
+
+func newLeaseTake() *leaseTake { return &leaseTake{done: make(chan struct{})} }
 
 // ended reports a lease with nothing left to do at now.
 func (ls *quotaLease) ended(now time.Time) bool {
@@ -143,7 +155,7 @@ func (l *Limiter) decideLeased(ctx context.Context, key string, cost int64, limi
 		switch {
 		case ls == nil || ls.ended(now):
 			// No lease, or its window ended: this caller takes one.
-			ls = &quotaLease{taking: make(chan struct{})}
+			ls = &quotaLease{taking: newLeaseTake()}
 			t.insert(id, ls, now)
 			t.mu.Unlock()
 			return l.takeLease(ctx, t, ls, key, cost, limit)
@@ -154,10 +166,16 @@ func (l *Limiter) decideLeased(ctx context.Context, key string, cost int64, limi
 			t.mu.Unlock()
 			return r, nil, true
 		case ls.taking != nil:
-			wait := ls.taking
+			tk := ls.taking
 			t.mu.Unlock()
 			select {
-			case <-wait:
+			case <-tk.done:
+				if tk.failed {
+					// Redis could not decide the lease: the waiters
+					// share its outcome instead of each trying in turn
+					// (which would add up their timeouts).
+					return tk.res, tk.err, true
+				}
 				continue
 			case <-ctx.Done():
 				return Result{}, nil, false // decide in Redis, which reports ctx's end
@@ -167,7 +185,7 @@ func (l *Limiter) decideLeased(ctx context.Context, key string, cost int64, limi
 			return Result{}, nil, false
 		default:
 			// Not enough left: this caller takes the next lease.
-			ls.taking = make(chan struct{})
+			ls.taking = newLeaseTake()
 			t.mu.Unlock()
 			return l.takeLease(ctx, t, ls, key, cost, limit)
 		}
@@ -191,21 +209,26 @@ func (t *leaseTable) insert(id leaseID, ls *quotaLease, now time.Time) {
 // takeLease takes units of limit's quota for key from Redis and admits the
 // call from them. ls is marked taking; the waiting callers are woken
 // whatever happens. A call whose lease Redis could not decide returns that
-// outcome (the error, or the fail mode's Degraded Result): the lease's
-// command may have run, and is never followed by another.
+// outcome (the error, or the fail mode's Degraded Result), and so do the
+// callers waiting for it: the lease's command may have run, and is never
+// followed by another.
 func (l *Limiter) takeLease(ctx context.Context, t *leaseTable, ls *quotaLease, key string, cost int64, limit Limit) (Result, error, bool) {
 	mark := l.backs.mark()
 	sent := t.now()
 	res, err := l.decideDirect(ctx, key, t.units, false, []Limit{limit})
 	took := t.now().Sub(sent)
 	t.mu.Lock()
+	tk := ls.taking
 	defer func() {
-		close(ls.taking)
+		close(tk.done)
 		ls.taking = nil
 		t.mu.Unlock()
 	}()
 	switch {
 	case err != nil || res.Degraded:
+		// shared with the waiters, unless this caller's own context
+		// ended it
+		tk.failed, tk.res, tk.err = ctx.Err() == nil, res, err
 		return res, err, true
 	case !res.Allowed:
 		// Less than a lease is left: what the old lease still holds is
