@@ -275,3 +275,28 @@ func TestLeaseOutageShared(t *testing.T) {
 		t.Fatalf("the slowest of 8 calls of one subject took %s with a %s timeout (in turn, they take 8 timeouts)", worst, timeout)
 	}
 }
+
+// TestLeaseKeepsUnitsOfItsWindow: a call whose cost is more than what the
+// lease holds takes a new lease in the same window and keeps the old
+// units beside it, so a process alone in a window loses at most units−1:
+// with leases of 10 and costs of 7 it admits 98 of 100, as without leases.
+func TestLeaseKeepsUnitsOfItsWindow(t *testing.T) {
+	_, st := newMini(t)
+	const units = 10
+	lim := newLimiter(t, st, limiter.WithQuotaLease(units))
+	ctx := context.Background()
+	l := limiter.PerHour(100)
+	var admitted int64
+	for range 30 {
+		r, err := lim.AllowN(ctx, "s", 7, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Allowed {
+			admitted += 7
+		}
+	}
+	if lost := 98 - admitted; lost < 0 || lost > units-1 {
+		t.Fatalf("one process admitted %d units in costs of 7 of a window of 100 (98 possible): %d lost, more than units−1 = %d", admitted, lost, units-1)
+	}
+}

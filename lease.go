@@ -241,8 +241,7 @@ func (l *Limiter) takeLease(ctx context.Context, t *leaseTable, ls *quotaLease, 
 		}
 		return Result{}, nil, false
 	}
-	// A new lease, maybe in a new window: what the old one held is
-	// dropped, since it may belong to a window that is over.
+	// A new lease, maybe in a new window.
 	ls.direct = false
 	if !l.backs.clean(mark) {
 		// A Reset (or a return) ran meanwhile: the units may have been
@@ -252,10 +251,22 @@ func (l *Limiter) takeLease(ctx context.Context, t *leaseTable, ls *quotaLease, 
 		res.Limit = limit
 		return res, nil, true
 	}
-	ls.left = t.units - cost
+	until := sent.Add(res.ResetAfter - leaseMargin)
+	if d := until.Sub(ls.leftUntil); ls.left > 0 && sent.Before(ls.leftUntil) && d < limit.Period/2 && d > -limit.Period/2 {
+		// The same window as the old lease's (their ends differ by less
+		// than half a Period; windows differ by a whole one), whose units
+		// are still good: they are kept beside the new ones, until the
+		// earlier of the two ends (and with its call's round trip, for
+		// ReturnLeases).
+		ls.left += t.units - cost
+		if until.Before(ls.leftUntil) {
+			ls.leftUntil, ls.took = until, took
+		}
+	} else {
+		// What the old lease held belongs to a window that is over.
+		ls.left, ls.leftUntil, ls.took = t.units-cost, until, took
+	}
 	ls.remaining = res.Remaining
-	ls.leftUntil = sent.Add(res.ResetAfter - leaseMargin)
-	ls.took = took
 	ls.used = sent.Add(took)
 	res.Limit = limit
 	res.Remaining += ls.left
