@@ -63,10 +63,12 @@ func WithLegacyHeaders(on bool) Option {
 }
 
 // WithErrorHandler sets f to answer a request that could not be decided:
-// an error wrapping ErrNoKey from the KeyFunc, or the limiter's error under
-// FailError (Redis down). The default answers 400 Bad Request to ErrNoKey
-// and 503 Service Unavailable to anything else, with a short text body. f
-// may instead call the next handler: the Middleware does not.
+// an error wrapping ErrNoKey from the KeyFunc, limiter.ErrInvalidKey for a
+// key the limiter refuses (an empty one, say), or the limiter's error under
+// FailError (Redis down). The default answers 400 Bad Request to the first
+// two and 503 Service Unavailable to anything else, with a short text body;
+// only the last is logged as a request the limiter could not decide. f may
+// instead call the next handler: the Middleware does not.
 func WithErrorHandler(f func(w http.ResponseWriter, r *http.Request, err error)) Option {
 	return func(m *Middleware) error {
 		if f == nil {
@@ -206,7 +208,11 @@ func (m *Middleware) Decide(w http.ResponseWriter, r *http.Request) (rules.Decis
 		d, err = m.rl.Allow(r.Context(), key)
 	}
 	if err != nil {
-		m.log.report(r, m.scope, err, false)
+		if !errors.Is(err, limiter.ErrInvalidKey) {
+			// (a key the limiter refuses, such as an empty one, is the
+			// request's or the KeyFunc's, not an outage)
+			m.log.report(r, m.scope, err, false)
+		}
 		m.onError(w, r, err)
 		return d, false
 	}
@@ -222,7 +228,7 @@ func (m *Middleware) Decide(w http.ResponseWriter, r *http.Request) (rules.Decis
 }
 
 func defaultError(w http.ResponseWriter, r *http.Request, err error) {
-	if errors.Is(err, ErrNoKey) {
+	if errors.Is(err, ErrNoKey) || errors.Is(err, limiter.ErrInvalidKey) {
 		http.Error(w, "400 bad request: "+err.Error(), http.StatusBadRequest)
 		return
 	}

@@ -1,6 +1,7 @@
 package httplimit_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -692,5 +693,33 @@ func TestPerRouteRules(t *testing.T) {
 	}
 	if keys := m.Keys(); len(keys) != 3 {
 		t.Errorf("keys %q; want the login counters of a and b and a's search counter", keys)
+	}
+}
+
+// TestEmptyKeyIs400: a KeyFunc that returns an empty key names no client:
+// the limiter refuses it before any I/O (ErrInvalidKey), and the request
+// is answered 400, not as an outage (503, and a warning that would use up
+// the log's budget for a real one).
+func TestEmptyKeyIs400(t *testing.T) {
+	m := redistest.NewMini(t)
+	lim := newLimiter(t, dial(t, m.Addr()))
+	rl, err := rules.New(context.Background(), lim, rules.Static(&rules.Set{Default: rules.LimitUnknown(limiter.PerMinute(5).Named("qpm"))}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	mw, err := httplimit.New(rl,
+		httplimit.WithKey(func(r *http.Request) (string, error) { return r.Header.Get("X-User"), nil }),
+		httplimit.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	mw.Handler(ok).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	if rec.Code != http.StatusBadRequest || logs.Len() > 0 {
+		t.Errorf("empty key: %d %q, log %q; want 400 and no warning", rec.Code, rec.Body.String(), logs.String())
+	}
+	if keys := m.Keys(); len(keys) != 0 {
+		t.Errorf("keys %q written for an empty key", keys)
 	}
 }
