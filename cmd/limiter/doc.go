@@ -66,7 +66,8 @@
 //	              [-interval D] [-fail-mode error|open|closed] [-prefix P]
 //
 // serve runs a demo HTTP service limited per <X-App-Key>-<path> by rules
-// (an appkey-method) with RateLimit headers and 429s. The rules come
+// (an appkey-method; ip-<client IP>-<path> without an X-App-Key) with
+// RateLimit headers and 429s. The rules come
 // from a Redis hash (default allRateLimitConfigs, seeded from -rules or the
 // demo rules) or from -rules alone, reloaded every -interval, on an embedded
 // miniredis unless -redis is given.

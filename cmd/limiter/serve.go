@@ -45,8 +45,8 @@ subjects:
 const defaultHash = "allRateLimitConfigs"
 
 // serve runs `limiter serve`: a demo HTTP service whose every request is
-// limited by the rules of its subject, "<X-App-Key>-<path>" (the client IP
-// stands in for a missing X-App-Key; see appkeyMethod). The rules come
+// limited by the rules of its subject, "<X-App-Key>-<path>" ("ip-<client
+// IP>-<path>" without an X-App-Key; see appkeyMethod). The rules come
 // from a Redis hash (seeded from -rules or the demo rules when empty) or,
 // with -rules and no -hash, from the file, and are reloaded every
 // -interval. Redis is an embedded miniredis unless -redis is given.
@@ -134,7 +134,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 				}
 			}()
 		}
-		src = rules.RedisHash{Store: goredis.New(rdb), Key: *hash, Default: base.Default, FailMode: base.FailMode}
+		// (rules with a default alone seed nothing: the hash may be empty)
+		src = rules.RedisHash{Store: goredis.New(rdb), Key: *hash, Default: base.Default, FailMode: base.FailMode, AllowEmpty: len(base.Subjects) == 0}
 		fmt.Fprintf(stdout, "limiter serve: rules from Redis hash %q, reloaded every %s\n", *hash, *interval)
 	}
 	var rl *rules.Limiter
@@ -202,22 +203,26 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	return 0, nil
 }
 
-// appkeyMethod is the subject of a request: its app key (X-App-Key, the
-// client IP when missing) and method (the path, "index" for /) joined by
-// httplimit.Join("-"). An app key and method without '-' or '%' read as
-// "<appkey>-<method>", the names of the rules; in others those bytes are
-// percent-encoded ("acme-eu" and "pay" give "acme%2Deu-pay"), so that two
-// requests share a subject only when both app key and method are equal.
-var appkeyMethod = httplimit.Join("-", appkey, method)
-
-// appkey is the X-App-Key of a request, or the client IP when missing.
-func appkey(r *http.Request) (string, error) {
-	k, err := httplimit.Header("X-App-Key")(r)
-	if err != nil {
-		return httplimit.ClientIP()(r)
+// appkeyMethod is the subject of a request: its app key (X-App-Key) and
+// method (the path, "index" for /) joined by httplimit.Join("-"). An app
+// key and method without '-' or '%' read as "<appkey>-<method>", the names
+// of the rules; in others those bytes are percent-encoded ("acme-eu" and
+// "pay" give "acme%2Deu-pay"), so that two requests share a subject only
+// when both app key and method are equal. A request without an app key is
+// "ip-<client IP>-<method>": three parts, which no app key gives, so a
+// client cannot name another's address as its app key and share its
+// counters.
+func appkeyMethod(r *http.Request) (string, error) {
+	if s, err := byAppKey(r); !errors.Is(err, httplimit.ErrNoKey) {
+		return s, err
 	}
-	return k, nil
+	return byIP(r)
 }
+
+var (
+	byAppKey = httplimit.Join("-", httplimit.Header("X-App-Key"), method)
+	byIP     = httplimit.Join("-", func(*http.Request) (string, error) { return "ip", nil }, httplimit.ClientIP(), method)
+)
 
 // method is the path of a request without its slashes, "index" for /.
 func method(r *http.Request) (string, error) {

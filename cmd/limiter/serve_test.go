@@ -210,7 +210,7 @@ func TestServeDemo(t *testing.T) {
 	if r := fetch(t, s.url+"/order.create", "other"); r.status != 200 || !strings.HasPrefix(r.header.Get("RateLimit-Policy"), `"qps";q=2;w=1,`) {
 		t.Errorf("default rules: %d %v", r.status, r.header)
 	}
-	if r := fetch(t, s.url+"/x", ""); r.status != 200 || r.body != "ok 127.0.0.1-x\n" {
+	if r := fetch(t, s.url+"/x", ""); r.status != 200 || r.body != "ok ip-127.0.0.1-x\n" {
 		t.Errorf("by client IP: %d %q", r.status, r.body)
 	}
 
@@ -396,7 +396,8 @@ func TestServeAppKeyMethod(t *testing.T) {
 	}
 	for _, c := range []struct{ appkey, path, want string }{
 		{"demo", "/order.create", "demo-order.create"},
-		{"", "/x", "192.0.2.1-x"},
+		{"", "/x", "ip-192.0.2.1-x"},
+		{"192.0.2.1", "/x", "192.0.2.1-x"},
 		{"demo", "/", "demo-index"},
 		{"acme", "/order-create", "acme-order%2Dcreate"},
 		{"acme-order", "/create", "acme%2Dorder-create"},
@@ -408,6 +409,9 @@ func TestServeAppKeyMethod(t *testing.T) {
 	}
 	if a, b := subject("acme", "/order-create"), subject("acme-order", "/create"); a == b {
 		t.Errorf(`X-App-Key "acme" /order-create and X-App-Key "acme-order" /create share the subject %q`, a)
+	}
+	if a, b := subject("", "/x"), subject("ip-192.0.2.1", "/x"); a == b {
+		t.Errorf(`no X-App-Key from 192.0.2.1 and X-App-Key "ip-192.0.2.1" share the subject %q`, a)
 	}
 
 	// Served: two per day by default; each of the two requests has its own.
@@ -423,5 +427,20 @@ func TestServeAppKeyMethod(t *testing.T) {
 	}
 	if r := fetch(t, s.url+"/create", "acme-order"); r.status != 200 || r.body != "ok acme%2Dorder-create\n" {
 		t.Errorf("acme-order /create after acme /order-create's quota: %d %q, want 200 on its own subject", r.status, r.body)
+	}
+}
+
+// TestServeHashDefaultOnly: a rules file with a default and no subjects
+// seeds nothing into the hash, which serve then reads as empty, not as
+// missing rules.
+func TestServeHashDefaultOnly(t *testing.T) {
+	srv := redistest.StartServer(t)
+	path := filepath.Join(t.TempDir(), "rules.yaml")
+	if err := os.WriteFile(path, []byte("default:\n  - {name: qps, rate: 5, period: 1s}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, "-redis", "redis://"+srv.Addr()+"/0", "-rules", path, "-hash", "defaultOnly", "-interval", "50ms")
+	if r := fetch(t, s.url+"/x", "k"); r.status != http.StatusOK {
+		t.Errorf("first request: %d; want 200 under the default rules", r.status)
 	}
 }
