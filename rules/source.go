@@ -54,9 +54,12 @@ func (s staticSource) Load(context.Context) (*Set, error) {
 
 // File returns a Source that reads the rule set from the file at path on
 // every Load: JSON when the name ends in ".json", YAML otherwise (see
-// ParseYAML for the format). Replace the file atomically (write another
-// file, then rename it over this one): a Load that reads a half-written
-// file fails, and the last good rules stay in force until the next.
+// ParseYAML for the format). A Load that fails (a file that does not
+// parse, or holds bad rules) leaves the last good rules in force until the
+// next. Replace the file atomically (write another file, then rename it
+// over this one): JSON cut short fails to parse, but YAML cut at a line
+// break is often valid YAML with fewer rules, or a smaller number, and
+// would be loaded as such.
 func File(path string) Source { return fileSource(path) }
 
 type fileSource string
