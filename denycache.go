@@ -12,6 +12,21 @@ import (
 // cost can never fit (RetryAfter -1).
 const maxNeverCached = time.Minute
 
+// MaxTransientCached bounds how long the deny cache remembers a denial of
+// a strategy whose denials may be transient (TransientDenials).
+const MaxTransientCached = 100 * time.Millisecond
+
+// TransientDenials is implemented by strategies that may deny a request
+// whose quota is there, for as long as another request's cost is counted
+// before it is taken back (one round trip): strategy.Bucketed counts
+// first and takes a denied request's cost back in a second transaction.
+// The deny cache remembers their denials for at most MaxTransientCached.
+type TransientDenials interface {
+	Strategy
+	// TransientDenials marks the strategy; it is never called.
+	TransientDenials()
+}
+
 // WithDenyCache makes the Limiter remember up to size denials in this
 // process: once Redis denies a request with RetryAfter R, the same request
 // (subject, cost and limits) made within R is denied here, without a round
@@ -28,8 +43,11 @@ const maxNeverCached = time.Minute
 // request may be denied until its RetryAfter ends although Redis would
 // admit it. This process's Reset and ReturnLeases forget the subject's
 // denials, and a denial Redis made while one of them ran is not
-// remembered. A denial that can never fit (RetryAfter -1) is
-// remembered for at most a minute. A remembered denial is a Result with
+// remembered. A denial that can never fit (RetryAfter -1) is remembered
+// for at most a minute, one of a strategy whose denials may be transient
+// (TransientDenials: Bucketed) for at most MaxTransientCached, and one
+// with a Cause (not a lack of quota: ErrStaleWindow) not at all. A
+// remembered denial is a Result with
 // Cached set; the observer is told it like any other. When full, the cache
 // evicts with the CLOCK algorithm (an entry looked up since the hand last
 // passed it is kept once more). size must be positive; 0 is
@@ -40,6 +58,9 @@ func WithDenyCache(size int) Option {
 			return fmt.Errorf("%w: deny cache size %d must be positive", ErrInvalidOption, size)
 		}
 		l.deny = newDenyCache(size)
+		if _, ok := l.strategy.(TransientDenials); ok {
+			l.deny.most = MaxTransientCached
+		}
 		return nil
 	}
 }
@@ -48,6 +69,7 @@ func WithDenyCache(size int) Option {
 type denyCache struct {
 	seed maphash.Seed
 	now  func() time.Time
+	most time.Duration // how long an entry is kept at most; 0: its RetryAfter
 
 	mu    sync.Mutex
 	index map[uint64]int // hash → slot
@@ -64,6 +86,7 @@ type denyEntry struct {
 	cost    int64
 	limits  []Limit
 	until   time.Time // RetryAfter's end (the app's monotonic clock)
+	expires time.Time // when the entry is dropped: until, or sooner
 	reset   time.Time // ResetAfter's end
 	res     Result
 }
@@ -112,7 +135,7 @@ func (c *denyCache) lookup(prefix, subject string, cost int64, limits []Limit) (
 		return Result{}, false // a hash collision
 	}
 	now := c.now()
-	if !now.Before(e.until) {
+	if !now.Before(e.expires) {
 		delete(c.index, h)
 		*e = denyEntry{}
 		return Result{}, false
@@ -137,8 +160,12 @@ func (c *denyCache) remember(prefix, subject string, cost int64, limits []Limit,
 	if wait < 0 {
 		wait = maxNeverCached
 	}
-	if wait <= 0 {
+	if wait <= 0 || r.Cause != nil {
 		return
+	}
+	expires := now.Add(wait)
+	if c.most > 0 && c.most < wait {
+		expires = now.Add(c.most)
 	}
 	h := c.hash(prefix, subject, cost, limits)
 	c.mu.Lock()
@@ -155,7 +182,7 @@ func (c *denyCache) remember(prefix, subject string, cost int64, limits []Limit,
 		c.index[h] = i
 	}
 	c.slots[i] = denyEntry{used: true, hash: h, prefix: prefix, subject: subject, cost: cost,
-		limits: append([]Limit(nil), limits...), until: now.Add(wait), reset: now.Add(r.ResetAfter), res: r}
+		limits: append([]Limit(nil), limits...), until: now.Add(wait), expires: expires, reset: now.Add(r.ResetAfter), res: r}
 }
 
 // victim returns the slot the next entry takes: a free one, or the first

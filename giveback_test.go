@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -298,5 +299,61 @@ func TestLeaseKeepsUnitsOfItsWindow(t *testing.T) {
 	}
 	if lost := 98 - admitted; lost < 0 || lost > units-1 {
 		t.Fatalf("one process admitted %d units in costs of 7 of a window of 100 (98 possible): %d lost, more than units−1 = %d", admitted, lost, units-1)
+	}
+}
+
+// gatedDecr holds the first transaction that carries a DECRBY (Bucketed's
+// take-back of a denied request) until release is closed.
+type gatedDecr struct {
+	store.Store
+	held    atomic.Bool
+	started chan struct{}
+	release chan struct{}
+}
+
+func (g *gatedDecr) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	for _, c := range cmds {
+		if c.Name == "DECRBY" {
+			if g.held.CompareAndSwap(false, true) {
+				close(g.started)
+				<-g.release
+			}
+			break
+		}
+	}
+	return g.Store.Do(ctx, cmds...)
+}
+
+// TestDenyCacheTransientDenials: Bucketed counts a denied request's cost
+// until its second transaction takes it back, and may deny another
+// request meanwhile although its quota is there. The deny cache keeps
+// such a denial for at most MaxTransientCached, not until the window ends.
+func TestDenyCacheTransientDenials(t *testing.T) {
+	_, st := newMini(t)
+	g := &gatedDecr{Store: st, started: make(chan struct{}), release: make(chan struct{})}
+	lim, err := limiter.New(g, strategy.NewBucketed(), limiter.WithDenyCache(16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	l := limiter.PerHour(10)
+	if r, err := lim.AllowN(ctx, "s", 8, l); err != nil || !r.Allowed {
+		t.Fatalf("8 of 10: %+v, %v", r, err)
+	}
+	over := make(chan limiter.Result)
+	go func() { r, _ := lim.AllowN(ctx, "s", 5, l); over <- r }()
+	<-g.started
+	// 8 + 5 counted until the take-back: 1 more is denied, and remembered
+	r, err := lim.Allow(ctx, "s", l)
+	if err != nil || r.Allowed {
+		t.Fatalf("during the over-count: %+v, %v; want denied", r, err)
+	}
+	close(g.release)
+	if r := <-over; r.Allowed {
+		t.Fatalf("5 on top of 8: %+v; want denied", r)
+	}
+	time.Sleep(limiter.MaxTransientCached)
+	if r, err := lim.Allow(ctx, "s", l); err != nil || !r.Allowed || r.Cached {
+		t.Fatalf("%s after the take-back: %+v, %v; want admitted by Redis (8 of 10 used)", limiter.MaxTransientCached, r, err)
 	}
 }

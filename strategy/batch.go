@@ -175,6 +175,10 @@ func (*Optimistic) WindowQuota() {}
 // epoch-aligned window their transaction's TIME names.
 func (*Bucketed) WindowQuota() {}
 
+// TransientDenials implements limiter.TransientDenials: a denied request's
+// cost is counted until its second transaction takes it back.
+func (*Bucketed) TransientDenials() {}
+
 // decideArgs runs script with the arguments args builds for req (with room
 // for the reply after them) and reads its {allowed, remaining, reset_ms,
 // retry_ms, ...} reply with bind.
