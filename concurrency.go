@@ -145,7 +145,11 @@ func (l Lease) ID() string {
 // is a Lease with Held false, not an error. Bad input (an empty subject, a
 // limit out of bounds) is an error in every fail mode and writes nothing;
 // a backend error follows the fail mode: FailError returns it, FailOpen
-// grants a Degraded lease, FailClosed refuses with a Degraded lease.
+// grants a Degraded lease, FailClosed refuses with a Degraded lease. When
+// the call may have run without its reply arriving (a lost reply, a
+// timeout), Acquire first releases the slot it may have taken, so that a
+// retry finds it free (a release Redis cannot take either leaves it until
+// its TTL ends).
 func (c *Concurrency) Acquire(ctx context.Context, subject string, limit InFlight) (Lease, error) {
 	req, err := c.request(subject, limit)
 	if err != nil {
@@ -158,6 +162,12 @@ func (c *Concurrency) Acquire(ctx context.Context, subject string, limit InFligh
 		if errors.Is(err, ErrInvalidLimit) {
 			return Lease{}, err
 		}
+		if errors.Is(err, store.ErrUnknownOutcome) || errors.Is(err, context.DeadlineExceeded) {
+			// The call may have taken a slot under an ID no caller
+			// holds: released now, or the slot would stay taken until
+			// its TTL ends.
+			c.releaseUnknown(ctx, req)
+		}
 		switch c.cfg.failMode {
 		case FailOpen:
 			return Lease{Held: true, Degraded: true, Cause: err, Limit: limit}, nil
@@ -167,6 +177,20 @@ func (c *Concurrency) Acquire(ctx context.Context, subject string, limit InFligh
 		return Lease{}, fmt.Errorf("limiter: acquire: %w", err)
 	}
 	return Lease{Held: st.Held, InFlight: st.InFlight, RetryAfter: st.RetryAfter, Limit: limit, c: c, req: req}, nil
+}
+
+// releaseUnknown releases the lease of an Acquire whose outcome is
+// unknown, on a context of its own (the call's may have ended), bounded by
+// the Limiter's timeout or a second. Its error is not returned: a slot it
+// could not free ends at its TTL.
+func (c *Concurrency) releaseUnknown(ctx context.Context, req LeaseRequest) {
+	d := c.cfg.timeout
+	if d <= 0 {
+		d = time.Second
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d)
+	defer cancel()
+	_ = c.leaser.Release(rctx, c.cfg.st, req)
 }
 
 // Extend renews a held lease for another TTL, for work that runs longer

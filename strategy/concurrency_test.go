@@ -251,3 +251,32 @@ func TestConcurrencyRealServer(t *testing.T) {
 		t.Errorf("the set exists after every release: %d, %v", n, err)
 	}
 }
+
+// TestConcurrencyLostReplyFreesSlot: an Acquire whose reply is lost may
+// have taken a slot under an ID no caller holds; Acquire releases it, so a
+// retry of a subject with one slot is granted, not refused for a TTL.
+func TestConcurrencyLostReplyFreesSlot(t *testing.T) {
+	srv := redistest.StartServer(t)
+	p := redistest.NewProxy(t, srv.Addr())
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c := newConc(t, goredis.New(rdb))
+	ctx := context.Background()
+	f := limiter.InFlight{Max: 1, TTL: time.Minute}
+	// the script loaded first, so that the reply dropped is the EVALSHA's
+	warm, err := c.Acquire(ctx, "warm", f)
+	if err != nil || !warm.Held {
+		t.Fatalf("Acquire = %+v, %v", warm, err)
+	}
+	if err := warm.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p.DropReply("EVALSHA")
+	if l, err := c.Acquire(ctx, "u", f); err == nil || l.Held {
+		t.Fatalf("Acquire with its reply lost = %+v, %v; want an error", l, err)
+	}
+	retry, err := c.Acquire(ctx, "u", f)
+	if err != nil || !retry.Held || retry.InFlight != 1 {
+		t.Fatalf("retried Acquire = %+v, %v; want held, 1 in flight (the lost attempt's slot freed)", retry, err)
+	}
+}
