@@ -235,18 +235,20 @@ func defaultError(w http.ResponseWriter, r *http.Request, err error) {
 	http.Error(w, "503 service unavailable: the rate limiter cannot decide", http.StatusServiceUnavailable)
 }
 
-// problem is an RFC 9457 problem details body.
+// problem is an RFC 9457 problem details body; violated-policies only for
+// a quota exceeded (a 503 of the fail mode violated none).
 type problem struct {
-	Type     string   `json:"type"`
-	Title    string   `json:"title"`
-	Status   int      `json:"status"`
-	Violated []string `json:"violated-policies"`
+	Type     string    `json:"type"`
+	Title    string    `json:"title"`
+	Status   int       `json:"status"`
+	Violated *[]string `json:"violated-policies,omitempty"`
 }
 
 func defaultDenied(w http.ResponseWriter, r *http.Request, d rules.Decision) {
-	p := problem{Type: ProblemQuotaExceeded, Title: "Too Many Requests", Status: http.StatusTooManyRequests, Violated: violated(d)}
+	v := violated(d)
+	p := problem{Type: ProblemQuotaExceeded, Title: "Too Many Requests", Status: http.StatusTooManyRequests, Violated: &v}
 	if d.Degraded && !errors.Is(d.Cause, limiter.ErrContention) {
-		p = problem{Type: ProblemReducedCapacity, Title: "Service Unavailable", Status: http.StatusServiceUnavailable, Violated: violated(d)}
+		p = problem{Type: ProblemReducedCapacity, Title: "Service Unavailable", Status: http.StatusServiceUnavailable}
 	}
 	body, _ := json.Marshal(p)
 	w.Header().Set("Content-Type", "application/problem+json")

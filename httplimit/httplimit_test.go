@@ -323,8 +323,8 @@ func TestFailModesRedisDown(t *testing.T) {
 							t.Errorf("%s: %d %q; want 200 from the handler", state, r.status, r.body)
 						}
 					case limiter.FailClosed:
-						if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") != "1" || !strings.Contains(r.body, "temporary-reduced-capacity") {
-							t.Errorf("%s: %d Retry-After %q %q; want 503 with Retry-After 1", state, r.status, r.header.Get("Retry-After"), r.body)
+						if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") != "1" || !strings.Contains(r.body, "temporary-reduced-capacity") || strings.Contains(r.body, "violated-policies") {
+							t.Errorf("%s: %d Retry-After %q %q; want 503 with Retry-After 1 and no violated policy", state, r.status, r.header.Get("Retry-After"), r.body)
 						}
 					}
 				}
