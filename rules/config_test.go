@@ -125,6 +125,9 @@ func TestParseErrors(t *testing.T) {
 		{"not an object", `[1]`, ``, "object", false},
 		{"syntax", `{"subjects":`, ``, "EOF", false},
 		{"trailing data", `{} {}`, ``, "after", false},
+		{"subject twice", `{"subjects":{"a":[{"rate":1,"period":"1s"}],"b":[{"rate":2,"period":"1s"}],"a":[{"rate":9,"period":"1s"}]}}`, ``, `"a" appears twice`, false},
+		{"field twice", rule(`{"rate":100,"period":"1s","rate":1}`), ``, `"rate" appears twice`, false},
+		{"subjects twice", `{"subjects":{"a":[{"rate":1,"period":"1s"}]},"default":"deny","subjects":{}}`, ``, `"subjects" appears twice`, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

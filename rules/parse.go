@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"sort"
 	"strconv"
@@ -88,7 +89,56 @@ func decodeJSON(data []byte) (any, error) {
 	if dec.More() {
 		return nil, errors.New("data after the JSON value")
 	}
+	if err := duplicateKeys(data); err != nil {
+		return nil, err
+	}
 	return v, nil
+}
+
+// duplicateKeys reports an object of a valid JSON document that holds a
+// key twice (encoding/json keeps the last silently: a subject or a field
+// written twice would lose the first without a word; YAML refuses them).
+func duplicateKeys(data []byte) error {
+	type frame struct {
+		obj, wantKey bool
+		keys         map[string]bool
+	}
+	var stack []*frame
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if d, ok := tok.(json.Delim); ok {
+			if d == '{' || d == '[' {
+				stack = append(stack, &frame{obj: d == '{', wantKey: d == '{', keys: map[string]bool{}})
+				continue
+			}
+			stack = stack[:len(stack)-1]
+			if n := len(stack); n > 0 && stack[n-1].obj {
+				stack[n-1].wantKey = true // the object or array was a value
+			}
+			continue
+		}
+		n := len(stack)
+		if n == 0 || !stack[n-1].obj {
+			continue
+		}
+		f := stack[n-1]
+		if !f.wantKey {
+			f.wantKey = true // a scalar value
+			continue
+		}
+		k, _ := tok.(string)
+		if f.keys[k] {
+			return fmt.Errorf("key %q appears twice in one object", k)
+		}
+		f.keys[k], f.wantKey = true, false
+	}
 }
 
 // setFromTree builds a Set from a decoded document.
