@@ -50,8 +50,8 @@ type TransientDenials interface {
 // remembered denial is a Result with
 // Cached set; the observer is told it like any other. When full, the cache
 // evicts with the CLOCK algorithm (an entry looked up since the hand last
-// passed it is kept once more). size must be positive; 0 is
-// ErrInvalidOption.
+// passed it is kept once more); its memory grows with its entries, up to
+// size. size must be positive; 0 is ErrInvalidOption.
 func WithDenyCache(size int) Option {
 	return func(l *Limiter) error {
 		if size <= 0 {
@@ -72,8 +72,9 @@ type denyCache struct {
 	most time.Duration // how long an entry is kept at most; 0: its RetryAfter
 
 	mu    sync.Mutex
+	size  int            // the most entries
 	index map[uint64]int // hash → slot
-	slots []denyEntry
+	slots []denyEntry    // grown as entries come, up to size
 	hand  int
 }
 
@@ -92,7 +93,8 @@ type denyEntry struct {
 }
 
 func newDenyCache(size int) *denyCache {
-	return &denyCache{seed: maphash.MakeSeed(), now: time.Now, index: make(map[uint64]int, size), slots: make([]denyEntry, size)}
+	n := min(size, 1024) // a large size costs its memory only once used
+	return &denyCache{seed: maphash.MakeSeed(), now: time.Now, size: size, index: make(map[uint64]int, n), slots: make([]denyEntry, 0, n)}
 }
 
 // hash returns the hash of a request.
@@ -185,9 +187,14 @@ func (c *denyCache) remember(prefix, subject string, cost int64, limits []Limit,
 		limits: append([]Limit(nil), limits...), until: now.Add(wait), expires: expires, reset: now.Add(r.ResetAfter), res: r}
 }
 
-// victim returns the slot the next entry takes: a free one, or the first
-// not looked up since the hand last passed it.
+// victim returns the slot the next entry takes: a new one while there
+// are fewer than size, then a free one, or the first not looked up since
+// the hand last passed it.
 func (c *denyCache) victim() int {
+	if len(c.slots) < c.size {
+		c.slots = append(c.slots, denyEntry{})
+		return len(c.slots) - 1
+	}
 	for {
 		e := &c.slots[c.hand]
 		i := c.hand

@@ -63,3 +63,25 @@ func TestDenyCacheBounded(t *testing.T) {
 		t.Error("a never-fitting denial outlived maxNeverCached")
 	}
 }
+
+// TestDenyCacheGrows: a cache's memory follows its entries, up to its
+// size: a size of a billion costs nothing until used.
+func TestDenyCacheGrows(t *testing.T) {
+	c := newDenyCache(1 << 30)
+	if n := cap(c.slots); n > 1024 {
+		t.Fatalf("a new cache of 2^30 holds %d slots", n)
+	}
+	l := []Limit{PerMinute(1)}
+	deny := Result{RetryAfter: time.Minute, ResetAfter: time.Minute}
+	for i := range 3000 {
+		c.remember("p", string(rune(0x4e00+i)), 1, l, deny, c.now(), new(giveBacks), 0)
+	}
+	if n, s := c.len(), len(c.slots); n != 3000 || s != 3000 {
+		t.Fatalf("%d entries in %d slots after 3000 denials; want 3000 in 3000", n, s)
+	}
+	for i := range 3000 {
+		if _, ok := c.lookup("p", string(rune(0x4e00+i)), 1, l); !ok {
+			t.Fatalf("denial %d not found", i)
+		}
+	}
+}

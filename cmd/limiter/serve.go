@@ -93,7 +93,18 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 			return 0, fmt.Errorf("embedded miniredis: %w", err)
 		}
 		defer m.Close()
-		go runClock(ctx, m)
+		// The clock stops, and is waited for, before the server closes.
+		cctx, stopClock := context.WithCancel(ctx)
+		var clock sync.WaitGroup
+		clock.Add(1)
+		go func() {
+			defer clock.Done()
+			runClock(cctx, m)
+		}()
+		defer func() {
+			stopClock()
+			clock.Wait()
+		}()
 		opt.Addr = m.Addr()
 		fmt.Fprintf(stdout, "limiter serve: embedded Redis (miniredis) at %s\n", m.Addr())
 	}
