@@ -46,12 +46,13 @@ type TransientDenials interface {
 // remembered. A denial that can never fit (RetryAfter -1) is remembered
 // for at most a minute, one of a strategy whose denials may be transient
 // (TransientDenials: Bucketed) for at most MaxTransientCached, and one
-// with a Cause (not a lack of quota: ErrStaleWindow) not at all. A
-// remembered denial is a Result with
-// Cached set; the observer is told it like any other. When full, the cache
-// evicts with the CLOCK algorithm (an entry looked up since the hand last
-// passed it is kept once more); its memory grows with its entries, up to
-// size. size must be positive; 0 is ErrInvalidOption.
+// with a Cause (not a lack of quota: ErrStaleWindow) not at all.
+//
+// A remembered denial is a Result with Cached set; the observer is told it
+// like any other. When full, the cache evicts with the CLOCK algorithm (an
+// entry looked up since the hand last passed it is kept once more); its
+// memory grows with its entries, up to size. size must be positive; 0 is
+// ErrInvalidOption.
 func WithDenyCache(size int) Option {
 	return func(l *Limiter) error {
 		if size <= 0 {

@@ -93,7 +93,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 			return 0, fmt.Errorf("embedded miniredis: %w", err)
 		}
 		defer m.Close()
-		// The clock stops, and is waited for, before the server closes.
+		// The clock stops, and is waited for, before the embedded Redis
+		// closes.
 		cctx, stopClock := context.WithCancel(ctx)
 		var clock sync.WaitGroup
 		clock.Add(1)
