@@ -238,6 +238,7 @@ func checkSameSlot(c *checker) {
 		if c.spec.Aligned && !c.h.Caps().VirtualClock {
 			t0 = c.serverTime()
 		}
+		sent := time.Now()
 		r, err := lim.Allow(c.ctx, subject, limits...)
 		if err != nil || !r.Allowed {
 			c.t.Errorf("property 22: subject %.12q: %+v, %v", subject, r, err)
@@ -269,7 +270,20 @@ func checkSameSlot(c *checker) {
 				}
 			}
 		}
-		if counted != len(limits) || (!c.spec.Aligned && len(keys) != len(limits)) {
+		// A refilling strategy's key expires when its limit is full
+		// again: on a real clock, one unit back since the call (200 ms
+		// for 5 per second, a slow machine's SCAN) may have taken it.
+		if !c.spec.Aligned && len(keys) < len(limits) && !c.h.Caps().VirtualClock {
+			gone := 0
+			for _, l := range limits {
+				base, _ := limiter.Key(prefix, subject, l)
+				if !slices.Contains(keys, base) && c.refill(l, sent) >= 1 {
+					gone++
+				}
+			}
+			counted = len(keys) + gone
+		}
+		if counted != len(limits) {
 			c.t.Errorf("property 22: subject %.12q: %d keys for %d limits", subject, len(keys), len(limits))
 		}
 		slots := map[int64]bool{}
