@@ -284,8 +284,13 @@ func (c *checker) assertUnmoved(what, call string, keys, before []string) {
 // Property 30: a period change. The same named limit with a shorter period
 // (a rules reload from 1/day to 1 per 500 ms) takes effect with the next call: its
 // window ends within the new period, the Result says so, and the subject
-// is admitted again once the new window is over.
+// is admitted again once the new window is over. The state a limit in use
+// leaves under the old rule (3 of 10 per day used, then 2 per 500 ms; for
+// a refilling strategy also its burst lowered from 100 to 10) is a valid
+// state under the new one: never an error (ErrCorruptCounter, which
+// FailOpen would turn into admitting everything).
 func checkPeriodChange(c *checker) {
+	checkRuleLowered(c)
 	long := limiter.Limit{Rate: 1, Period: 24 * time.Hour, Name: "api"}
 	short := limiter.Limit{Rate: 1, Period: 500 * time.Millisecond, Name: "api"}
 	c.window(long, short)
@@ -316,6 +321,41 @@ func checkPeriodChange(c *checker) {
 	c.h.Advance(bound + 5*time.Millisecond)
 	if r, err := lim.Allow(c.ctx, "p30", short); err != nil || !r.Allowed {
 		c.t.Errorf("property 30: %s after the change to %s, the call = %+v, %v; want admitted (the subject is still locked out by the old window)", bound+5*time.Millisecond, short, r, err)
+	}
+}
+
+// checkRuleLowered is property 30's half on a limit in use whose rule is
+// lowered: the next call is decided, not refused, and the subject is
+// admitted once the new rule's window or refill allows.
+func checkRuleLowered(c *checker) {
+	type change struct {
+		subject  string
+		was, now limiter.Limit
+		used     int64
+	}
+	changes := []change{{"p30r", limiter.Limit{Rate: 10, Period: 24 * time.Hour, Name: "api-r"}, limiter.Limit{Rate: 2, Period: 500 * time.Millisecond, Name: "api-r"}, 3}}
+	if c.spec.Refills {
+		changes = append(changes, change{"p30b", limiter.Limit{Rate: 10, Period: time.Second, Burst: 100, Name: "api-b"}, limiter.Limit{Rate: 10, Period: time.Second, Burst: 10, Name: "api-b"}, 1})
+	}
+	lim := c.limiter(nil)
+	for _, ch := range changes {
+		c.window(ch.was, ch.now)
+		if r, err := lim.AllowN(c.ctx, ch.subject, ch.used, ch.was); err != nil || !r.Allowed {
+			c.t.Fatalf("property 30: %d at %s = %+v, %v; want admitted", ch.used, ch.was, r, err)
+		}
+		r, err := lim.Allow(c.ctx, ch.subject, ch.now)
+		if err != nil {
+			c.t.Errorf("property 30: with %d used at %s, the first call after the rule became %s failed: %v (the old rule's state is valid under the new one)", ch.used, ch.was, ch.now, err)
+			continue
+		}
+		if r.Allowed {
+			continue
+		}
+		wait := c.spec.life(ch.now.Period) + 5*time.Millisecond
+		c.h.Advance(wait)
+		if r, err := lim.Allow(c.ctx, ch.subject, ch.now); err != nil || !r.Allowed {
+			c.t.Errorf("property 30: with %d used at %s, then denied at %s, the call %s later = %+v, %v; want admitted", ch.used, ch.was, ch.now, wait, r, err)
+		}
 	}
 }
 

@@ -98,6 +98,8 @@ func KnownBad() []Control {
 			MustFail: []string{"scripts-are-constants"}},
 		{Spec: claims("UntaggedKeys", knownbad.UntaggedKeys{Strategy: strategy.NewFixedWindow()}),
 			MustFail: []string{"same-slot-for-hostile-subjects"}},
+		{Spec: claims("StrictState", knownbad.StrictState{Strategy: strategy.NewFixedWindow()}),
+			MustFail: []string{"period-change"}},
 		{Spec: claims("SwallowErrors", knownbad.SwallowErrors{Strategy: strategy.NewFixedWindow()}),
 			MustFail:   []string{"redis-down-or-blackholed", "no-accidental-fail-open", "server-conditions"},
 			ServerOnly: []string{"server-conditions"}},

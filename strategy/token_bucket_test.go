@@ -210,3 +210,38 @@ func TestPackedReplies(t *testing.T) {
 		})
 	}
 }
+
+// TestTokenBucketBurstLowered: a bucket written under a higher burst (99
+// tokens of 100 left) is valid under a lower one, capped at its capacity:
+// the next calls are decided, not refused as corrupt (which FailOpen
+// would turn into admitting every call), and exactly the new burst is
+// admitted at once.
+func TestTokenBucketBurstLowered(t *testing.T) {
+	_, st := newMini(t)
+	ctx := context.Background()
+	lim, err := limiter.New(st, strategy.NewTokenBucket(), limiter.WithPrefix("t"), limiter.WithFailMode(limiter.FailOpen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := limiter.Limit{Rate: 10, Period: time.Second, Burst: 100, Name: "api"}
+	after := limiter.Limit{Rate: 10, Period: time.Second, Burst: 10, Name: "api"}
+	if r, err := lim.Allow(ctx, "b", before); err != nil || !r.Allowed {
+		t.Fatalf("first call %+v, %v; want admitted", r, err)
+	}
+	if r, err := lim.Peek(ctx, "b", after); err != nil || !r.Allowed || r.Remaining != 10 || r.Degraded {
+		t.Fatalf("peek after lowering the burst: %+v, %v; want allowed with 10 remaining", r, err)
+	}
+	admitted := 0
+	for range 15 {
+		r, err := lim.Allow(ctx, "b", after)
+		if err != nil || r.Degraded {
+			t.Fatalf("call after lowering the burst: %+v, %v", r, err)
+		}
+		if r.Allowed {
+			admitted++
+		}
+	}
+	if admitted != 10 {
+		t.Fatalf("%d of 15 calls admitted at once after the burst was lowered to 10; want 10", admitted)
+	}
+}

@@ -57,6 +57,9 @@
 //     bucket of the server's current window: units leased in a window that
 //     has ended go to the next one, and a deleted bucket is re-created
 //     below 0.
+//   - StrictState: a correct fixed window that refuses a counter above its
+//     limit's rate as corrupt: after a rules change lowers a rate, every
+//     call of a subject whose window holds more fails until it ends.
 //
 // SwallowErrors: any error admits the request silently: not
 // Degraded, no error, so the fail mode never applies and nobody can alert.

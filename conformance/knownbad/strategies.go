@@ -353,3 +353,26 @@ func burstOf(l limiter.Limit) int64 {
 	}
 	return l.Rate
 }
+
+// StrictState is a correct strategy behind a sanity check on the state it
+// reads: a counter above its limit's rate "cannot happen", so it is
+// refused as corrupt. It can: a rules change lowers a rate while the
+// window holds more than the new one, and every call of that subject then
+// fails until the window ends (under FailOpen, every one is admitted).
+type StrictState struct {
+	Strategy limiter.Strategy // the correct strategy wrapped
+}
+
+// Decide implements limiter.Strategy, wrongly.
+func (s StrictState) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	for i, l := range req.Limits {
+		rs, err := st.Do(ctx, store.Cmd{Name: "GET", Args: []any{req.Keys[i]}})
+		if err != nil {
+			return limiter.Result{}, err
+		}
+		if n, err := store.Int64(rs[0].Val); rs[0].Err == nil && err == nil && n > l.Rate {
+			return limiter.Result{}, fmt.Errorf("%w: count %d above the rate of %s", limiter.ErrCorruptCounter, n, l)
+		}
+	}
+	return s.Strategy.Decide(ctx, st, req)
+}

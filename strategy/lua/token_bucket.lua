@@ -23,8 +23,11 @@
 -- Every product stays below 2^53 (the caller bounds B * P), so the
 -- arithmetic is exact: no drift however long the bucket lives. Every
 -- bucket is read and checked before anything is written: a key that is not
--- a string (WRONGTYPE) or not two non-negative decimal integers is an
--- error, and the call writes nothing. A bucket expires when it is full
+-- a string (WRONGTYPE) or not two non-negative decimal integers (the
+-- tokens at most 2^51 units, the most any limit's bucket holds) is an
+-- error, and the call writes nothing. A bucket written under another rule
+-- for the same key (a shorter period, a lower burst) is valid: its tokens
+-- are capped at this limit's capacity. A bucket expires when it is full
 -- again (a full bucket is deleted).
 local t = redis.call('TIME')
 local now = t[1] * 1000000 + t[2]
@@ -49,9 +52,9 @@ if n == 1 and write then
   local ok = not first
   if first then
     local a, b = string.match(first, '^(%d+):(%d+)$')
-    if a and int(a) and int(b) and tonumber(b) <= full * 2 then
+    if a and int(a) and int(b) and tonumber(b) <= 2251799813685248 then
       ok = true
-      s = math.min(full, tonumber(b) + math.min(math.max(now - tonumber(a), 0), math.ceil(full / rate)) * rate)
+      s = math.min(full, math.min(tonumber(b), full) + math.min(math.max(now - tonumber(a), 0), math.ceil(full / rate)) * rate)
     end
   end
   if ok and cost <= cap and s >= cost * period then
@@ -86,14 +89,14 @@ for i = 1, n do
   end
   if v then
     local a, b = string.match(v, '^(%d+):(%d+)$')
-    if not (a and int(a) and int(b)) or tonumber(b) > full * 2 then
+    if not (a and int(a) and int(b)) or tonumber(b) > 2251799813685248 then
       return redis.error_reply('ERR limiter corrupt counter: the key of limit ' .. i .. ' holds no token bucket')
     end
     exists[i] = true
     -- refill: R units per microsecond since the last refill, up to full
     -- (the elapsed time bounded first, so the product stays exact)
     local elapsed = math.min(math.max(now - tonumber(a), 0), math.ceil(full / rate))
-    s = math.min(full, tonumber(b) + elapsed * rate)
+    s = math.min(full, math.min(tonumber(b), full) + elapsed * rate)
   end
   scaled[i] = s
   if cost > cap or s < cost * period then
