@@ -148,7 +148,10 @@ func checkCorruptCounter(c *checker) {
 	c.window(ls...)
 	lim := c.limiter(nil)
 	open := c.limiter(nil, limiter.WithFailMode(limiter.FailOpen))
-	bads := []string{"1.5", " 3", "0x2", "1e0", "3 ", "hash"}
+	bads := []string{"1.5", " 3", "0x2", "1e0", "3 ", "99999999999999999999", "hash"}
+	if c.spec.CountsDown {
+		bads = append(bads, "50") // 1 + what is left: a count below zero
+	}
 	for _, v := range []string{"+3", "007"} {
 		// Redis's INCRBY refuses a sign and leading zeros; some servers
 		// (the embedded miniredis) read them as integers, and there a
@@ -177,6 +180,10 @@ func checkCorruptCounter(c *checker) {
 			c.t.Logf("property 29: with %s: %v", what, err)
 		}
 		c.assertUnmoved(what, "the call", keys, before)
+		if r, err := lim.Peek(c.ctx, subject, ls...); err == nil {
+			c.t.Errorf("property 29: with %s Peek returned %+v and no error; want an error, as a counting call", what, r)
+		}
+		c.assertUnmoved(what, "Peek", keys, before)
 		r, err = open.AllowN(c.ctx, subject, 1, ls...)
 		if err != nil || (r.Allowed && !r.Degraded) {
 			c.t.Errorf("property 29: FailOpen with %s = %+v, %v; want a Degraded result (or a denial), no error", what, r, err)

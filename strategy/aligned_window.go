@@ -138,9 +138,13 @@ func (a *AlignedWindow) Decide(ctx context.Context, st store.Store, req limiter.
 			allowed := true
 			for i, l := range req.Limits {
 				before[i] = 0
+				if nums[i] > l.Rate+1 {
+					// a count below zero, as a counting call finds it
+					return limiter.Result{}, fmt.Errorf("strategy: aligned window: %w: count %d for limit %d", limiter.ErrCorruptCounter, l.Rate+1-nums[i], i+1)
+				}
 				if nums[i] > 0 {
 					// a counter holds 1 + what is left of the rate
-					before[i] = max(l.Rate+1-nums[i], 0)
+					before[i] = l.Rate + 1 - nums[i]
 				}
 				allowed = allowed && fits(before[i], req.Cost, l.Rate)
 			}

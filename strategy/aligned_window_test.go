@@ -229,3 +229,34 @@ func TestAlignedWindowConcurrent(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestAlignedWindowPeekCorrupt: a read (Peek) refuses what a counting call
+// refuses: a leading zero, a counter above the rate (a count below zero),
+// a number beyond 2^53 - 1. It used to read them as "nothing used". On a
+// redis-server, whose DECRBY refuses a leading zero (miniredis's takes it).
+func TestAlignedWindowPeekCorrupt(t *testing.T) {
+	rdb := realServer(t)
+	ctx := context.Background()
+	lim := newLim(t, goredis.New(rdb), strategy.NewAlignedWindow())
+	l := limiter.PerHour(5)
+	for _, bad := range []string{"007", "50", "99999999999999999999"} {
+		subject := "pc" + bad
+		srv, err := rdb.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := bucketKey(t, subject, l, srv)
+		if err := rdb.Set(ctx, key, bad, time.Hour).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := lim.Allow(ctx, subject, l); !errors.Is(err, limiter.ErrCorruptCounter) {
+			t.Fatalf("counter %q: Allow = %v; want ErrCorruptCounter", bad, err)
+		}
+		if err := rdb.Set(ctx, key, bad, time.Hour).Err(); err != nil { // as it was
+			t.Fatal(err)
+		}
+		if r, err := lim.Peek(ctx, subject, l); !errors.Is(err, limiter.ErrCorruptCounter) {
+			t.Errorf("counter %q: Peek = %+v, %v; want ErrCorruptCounter, as Allow", bad, r, err)
+		}
+	}
+}

@@ -59,7 +59,9 @@ if #ARGV == 1 then
   local out = {}
   for i = 1, n do
     local v = redis.call('GET', KEYS[i])
-    if v and not string.match(v, '^%d+$') then
+    -- a decimal integer as DECRBY reads it: no sign, no leading zero,
+    -- at most 2^53 - 1
+    if v and not (v == '0' or (#v <= 16 and string.match(v, '^[1-9]%d*$') and tonumber(v) <= 9007199254740991)) then
       return redis.error_reply('ERR limiter corrupt counter: the key of limit ' .. i .. ' holds no counter')
     end
     out[i] = tonumber(v or '0')
