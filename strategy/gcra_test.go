@@ -275,3 +275,30 @@ func TestGCRAIntegerReply(t *testing.T) {
 		}
 	}
 }
+
+// TestGCRAFarDateRetryAfter: near 2100 a denied call's TAT plus its cost
+// passes 2^53 µs, where Lua's numbers drop the last digit; RetryAfter is
+// computed from the distances to now, which stay exact. A burst of 7669
+// at 7 per 31 days (2 934 378 514 289 001 µs to refill, ≡ 1 mod 1000), at
+// two instants whose sums round down and up.
+func TestGCRAFarDateRetryAfter(t *testing.T) {
+	ctx := context.Background()
+	l := limiter.Limit{Rate: 7, Period: limiter.MaxPeriod, Burst: 7669}
+	interval := (l.Period.Microseconds() + l.Rate - 1) / l.Rate
+	whole := l.Burst * interval
+	want := time.Duration((whole+999)/1000) * time.Millisecond
+	for _, at := range []time.Time{
+		time.Date(2099, 6, 1, 0, 0, 0, 3000, time.UTC),
+		time.Date(2099, 6, 1, 0, 0, 0, 1000, time.UTC),
+	} {
+		m, st := newMini(t)
+		m.Advance(at.Sub(m.Now()))
+		lim := newLim(t, st, strategy.NewGCRA())
+		if r, err := lim.AllowN(ctx, "far", l.Burst, l); err != nil || !r.Allowed {
+			t.Fatalf("at %s, the burst at once: %+v, %v; want admitted", at, r, err)
+		}
+		if r, err := lim.AllowN(ctx, "far", l.Burst, l); err != nil || r.Allowed || r.RetryAfter != want {
+			t.Errorf("at %s, the second burst: %+v, %v; want denied with RetryAfter %d ms", at, r, err, want.Milliseconds())
+		}
+	}
+}

@@ -54,7 +54,7 @@ if #KEYS == 1 then
   elseif v then
     tat = nil
   end
-  if tat and cost <= burst and tat + cost * interval - now <= burst * interval then
+  if tat and cost <= burst and (tat - now) + cost * interval <= burst * interval then
     if ARGV[2] == '0' and cost > 0 then
       tat = tat + cost * interval
       redis.call('SET', KEYS[1], tat, 'PX', math.floor((tat - now + 999) / 1000))
@@ -99,7 +99,9 @@ for i = 1, n do
   end
   tats[i] = tat
   news[i] = tat + cost * interval
-  if cost > burst or news[i] - now > burst * interval then
+  -- (tat - now and cost * interval are each at most burst * interval, so
+  -- their sum is exact; tat + cost * interval may pass 2^53 near 2100)
+  if cost > burst or (tat - now) + cost * interval > burst * interval then
     allowed = 0
   end
 end
@@ -141,9 +143,9 @@ for i = 1, n do
   local retry = 0
   if cost > burst then
     retry = -1
-  elseif news[i] - now > burst * interval then
+  elseif (tats[i] - now) + cost * interval > burst * interval then
     -- fits once the TAT has come within burst * interval of the clock
-    retry = math.max(1, math.floor((news[i] - now - burst * interval + 999) / 1000))
+    retry = math.max(1, math.floor(((tats[i] - now) + cost * interval - burst * interval + 999) / 1000))
   end
   out[#out + 1] = math.floor((burst * interval - (tat - now)) / interval)
   out[#out + 1] = math.floor((tat - now + 999) / 1000)
