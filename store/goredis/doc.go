@@ -32,7 +32,11 @@
 // the deadline itself: it waits for the reply on another goroutine and gives
 // up at the deadline, with an error wrapping context.DeadlineExceeded and
 // store.ErrUnknownOutcome. Setting ContextTimeoutEnabled: true avoids that
-// goroutine per call. ClusterClient redirections (MOVED, ASK) re-send a command;
+// goroutine per call whose context has a deadline (limiter.WithTimeout gives
+// every call one). go-redis does not see a context's cancellation either: a
+// call whose context can be cancelled but has no deadline (an HTTP
+// request's) is bounded by the adapter in any case, and one cancelled
+// before its deadline ends at that deadline at the latest. ClusterClient redirections (MOVED, ASK) re-send a command;
 // one that was refused with MOVED did not run, but the adapter cannot tell
 // that from the outside and reports ErrUnknownOutcome, which is safe. A
 // call given up on before its commands were written is not an unknown
@@ -40,6 +44,10 @@
 // and one from go-redis's own deadline while it retries a dial, keeps the
 // client's last failure to connect (refused, a certificate) in its chain:
 // New adds a dial hook to the client (once per client) to remember it.
+//
+// Batches (store.Batcher, which limiter.AllowMany uses) on a ClusterClient
+// go in one pipeline per node, the nodes in parallel, so that a node that
+// fails or stays silent fails only its own commands.
 //
 // TLS: use Dialer: TLSDialer(netDialer, tlsConfig) rather than TLSConfig,
 // so that go-redis notices an idle TLS connection the server has closed

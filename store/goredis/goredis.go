@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"math/big"
 	"net"
 	"strconv"
 	"strings"
@@ -36,11 +37,25 @@ var (
 	_ store.Int64sEvaler = (*Store)(nil)
 )
 
-// New returns a Store on c, or nil when c is nil (limiter.New then reports
-// limiter.ErrNilStore).
+// New returns a Store on c, or nil when c is nil, also a nil
+// *redis.Client, *redis.ClusterClient or *redis.Ring (limiter.New then
+// reports limiter.ErrNilStore).
 func New(c redis.UniversalClient) *Store {
-	if c == nil {
+	switch x := c.(type) {
+	case nil:
 		return nil
+	case *redis.Client:
+		if x == nil {
+			return nil
+		}
+	case *redis.ClusterClient:
+		if x == nil {
+			return nil
+		}
+	case *redis.Ring:
+		if x == nil {
+			return nil
+		}
 	}
 	return &Store{c: c, enforce: !contextTimeouts(c), dials: dialErrorsOf(c)}
 }
@@ -58,8 +73,22 @@ func contextTimeouts(c redis.UniversalClient) bool {
 	return false
 }
 
-// bounds reports whether a call under ctx must be bounded by the adapter.
-func (s *Store) bounds(ctx context.Context) bool { return s.enforce && ctx.Done() != nil }
+// bounds reports whether a call under ctx must be bounded by the adapter:
+// when the client ignores context deadlines, and when ctx can be cancelled
+// but has no deadline (with ContextTimeoutEnabled go-redis turns a
+// deadline into socket timeouts, but does not see a cancellation: the call
+// would wait for ReadTimeout). A context cancelled before its deadline
+// ends a call at that deadline.
+func (s *Store) bounds(ctx context.Context) bool {
+	if ctx.Done() == nil {
+		return false
+	}
+	if s.enforce {
+		return true
+	}
+	_, ok := ctx.Deadline()
+	return !ok
+}
 
 // errAbandoned marks a call the adapter stopped waiting for at its
 // context's deadline.
@@ -159,12 +188,15 @@ func (g *guard) String() string {
 	return fmt.Sprint(g.val)
 }
 
-func (g *guard) written() bool { return g.state.Load() == guardWritten }
+// written reports whether g's command may have been written: always for
+// a command without arguments, which has no guard (nil).
+func (g *guard) written() bool { return g == nil || g.state.Load() == guardWritten }
 
 // seal makes g refuse to be written from now on and reports whether it was
-// not written before.
+// not written before; a nil guard (a command without arguments) cannot be
+// sealed.
 func (g *guard) seal() bool {
-	return g.state.CompareAndSwap(guardFresh, guardSealed) || g.state.Load() == guardSealed
+	return g != nil && (g.state.CompareAndSwap(guardFresh, guardSealed) || g.state.Load() == guardSealed)
 }
 
 // sealAll seals every guard and reports whether none had been written: then
@@ -344,17 +376,19 @@ func (s *Store) doPipe(ctx context.Context, p redis.Pipeliner, cmds []store.Cmd)
 	return s.collect(ctx, gcmds, guards, execErr)
 }
 
+// queue queues cmds on p, each with its first argument guarded, and
+// returns them with one guard per command (nil for a command without
+// arguments, which cannot be guarded).
 func queue(ctx context.Context, p redis.Pipeliner, cmds []store.Cmd) ([]*redis.Cmd, []*guard) {
 	gcmds := make([]*redis.Cmd, len(cmds))
-	guards := make([]*guard, 0, len(cmds))
+	guards := make([]*guard, len(cmds))
 	for i, c := range cmds {
 		a := make([]any, 0, 1+len(c.Args))
 		a = append(a, c.Name)
 		for j, v := range c.Args {
 			if j == 0 {
-				g := &guard{val: v}
-				guards = append(guards, g)
-				v = g
+				guards[i] = &guard{val: v}
+				v = guards[i]
 			}
 			a = append(a, v)
 		}
@@ -583,19 +617,94 @@ func normalise(v any) any {
 			out = append(out, normalise(k), normalise(e))
 		}
 		return out
+	case *big.Int:
+		return x.String() // a RESP3 big number, as text like the other adapters
+	case redis.Error:
+		// an error reply inside an array (a script's {err = ...})
+		if strings.HasPrefix(x.Error(), "NOSCRIPT") {
+			return fmt.Errorf("goredis: %w: %w", store.ErrNoScript, x)
+		}
+		return fmt.Errorf("goredis: %w", x)
 	}
 	return v
 }
 
 // Batch implements store.Batcher: the commands go in one go-redis
-// pipeline, which a ClusterClient splits by node and sends to the nodes in
-// parallel. Each command keeps its own outcome: one that the pipeline
-// never wrote (its node failed first, or the call was given up before it
-// left) fails without store.ErrUnknownOutcome.
+// pipeline; on a ClusterClient, one pipeline per node of their keys (and
+// one for commands without keys), the nodes in parallel, so that a node
+// that fails or stays silent fails only its own commands (go-redis's own
+// Cluster pipeline ends every node's commands with one node's error). Each
+// command keeps its own outcome: one that the pipeline never wrote (its
+// node failed first, or the call was given up before it left) fails
+// without store.ErrUnknownOutcome.
 func (s *Store) Batch(ctx context.Context, cmds []store.Cmd) []store.Reply {
 	out := make([]store.Reply, len(cmds))
-	if len(cmds) == 0 {
+	cc, ok := s.c.(*redis.ClusterClient)
+	if !ok || len(cmds) < 2 {
+		s.batch(ctx, cmds, out)
 		return out
+	}
+	// The nodes of the keys, from the client's slot map (loaded from the
+	// Cluster on first use: bounded by ctx, and sending no data command).
+	var groups [][]int
+	if err := s.bounded(ctx, func() bool { return true }, func() { groups = byNode(ctx, cc, cmds) }); err != nil {
+		for i := range out {
+			out[i].Err = fmt.Errorf("goredis: %w", err)
+		}
+		return out
+	}
+	if len(groups) == 1 {
+		s.batch(ctx, cmds, out)
+		return out
+	}
+	var wg sync.WaitGroup
+	for _, at := range groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			group := make([]store.Cmd, len(at))
+			for j, i := range at {
+				group[j] = cmds[i]
+			}
+			rs := make([]store.Reply, len(at))
+			s.batch(ctx, group, rs)
+			for j, i := range at {
+				out[i] = rs[j]
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// byNode groups the indexes of cmds by the master that serves their first
+// key (commands without keys, or whose node is not known, in a group of
+// their own), in the order of first appearance.
+func byNode(ctx context.Context, cc *redis.ClusterClient, cmds []store.Cmd) [][]int {
+	at := map[string]int{}
+	var groups [][]int
+	for i, c := range cmds {
+		node := ""
+		if k := c.Key(); k != "" {
+			if m, err := cc.MasterForKey(ctx, k); err == nil {
+				node = "node " + m.Options().Addr
+			}
+		}
+		g, ok := at[node]
+		if !ok {
+			g = len(groups)
+			at[node] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	return groups
+}
+
+// batch runs cmds in one pipeline and writes their replies to out.
+func (s *Store) batch(ctx context.Context, cmds []store.Cmd, out []store.Reply) {
+	if len(cmds) == 0 {
+		return
 	}
 	p := s.c.Pipeline()
 	gcmds, guards := queue(ctx, p, cmds)
@@ -606,9 +715,12 @@ func (s *Store) Batch(ctx context.Context, cmds []store.Cmd) []store.Reply {
 		if berr != nil {
 			// Given up at the deadline: a command whose guard is sealed
 			// will never be written.
-			if g.seal() {
+			switch {
+			case g.seal():
 				out[i].Err = fmt.Errorf("goredis: %w: %w", errAbandoned, s.dials.explain(ended(ctx)))
-			} else {
+			case errors.Is(berr, store.ErrUnknownOutcome):
+				out[i].Err = fmt.Errorf("goredis: %w", berr)
+			default:
 				out[i].Err = fmt.Errorf("goredis: %w: %w", store.ErrUnknownOutcome, berr)
 			}
 			continue
@@ -629,5 +741,4 @@ func (s *Store) Batch(ctx context.Context, cmds []store.Cmd) []store.Reply {
 			out[i].Val = normalise(v)
 		}
 	}
-	return out
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -241,7 +240,7 @@ func (s *Store) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error
 	case 0:
 		return nil, nil
 	case 1:
-		v, err := s.call(ctx, cmdKey(cmds[0]), cmds[0].Name, cmds[0].Args)
+		v, err := s.call(ctx, cmds[0].Key(), cmds[0].Name, cmds[0].Args)
 		if err != nil {
 			return nil, err
 		}
@@ -252,7 +251,7 @@ func (s *Store) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error
 	}
 	key := ""
 	for _, c := range cmds {
-		if key = cmdKey(c); key != "" {
+		if key = c.Key(); key != "" {
 			break
 		}
 	}
@@ -324,53 +323,6 @@ func refusal(v any) (kind, addr string) {
 		return "TRYAGAIN", ""
 	}
 	return "", ""
-}
-
-// cmdKey returns cmd's first key when it can tell: the first argument, or
-// the first key of a script call. A Cluster connection is bound to it.
-func cmdKey(cmd store.Cmd) string {
-	i := 0
-	if isScriptCall(cmd.Name) {
-		if len(cmd.Args) < 3 {
-			return ""
-		}
-		switch n := cmd.Args[1].(type) {
-		case int:
-			if n < 1 {
-				return ""
-			}
-		case int64:
-			if n < 1 {
-				return ""
-			}
-		case string:
-			if k, err := strconv.Atoi(n); err != nil || k < 1 {
-				return ""
-			}
-		default:
-			return ""
-		}
-		i = 2
-	}
-	if len(cmd.Args) <= i {
-		return ""
-	}
-	switch k := cmd.Args[i].(type) {
-	case string:
-		return k
-	case []byte:
-		return string(k)
-	}
-	return ""
-}
-
-func isScriptCall(name string) bool {
-	for _, n := range [...]string{"EVALSHA", "EVAL", "EVALSHA_RO", "EVAL_RO", "FCALL", "FCALL_RO"} {
-		if strings.EqualFold(name, n) {
-			return true
-		}
-	}
-	return false
 }
 
 // errNoContext is redigo's error for a connection without
@@ -592,7 +544,7 @@ func (s *Store) Batch(ctx context.Context, cmds []store.Cmd) []store.Reply {
 	bySlot := map[int][]int{}
 	var slots []int
 	for i, c := range cmds {
-		slot := redisc.Slot(cmdKey(c))
+		slot := redisc.Slot(c.Key())
 		if _, ok := bySlot[slot]; !ok {
 			slots = append(slots, slot)
 		}

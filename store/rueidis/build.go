@@ -161,11 +161,11 @@ func checkCmd(c store.Cmd) error {
 }
 
 // build turns a store.Cmd into a rueidis command and reports whether it
-// has a key. Its first key (found by keyIndex) routes it on a Cluster.
+// has a key. Its first key (found by store.KeyIndex) routes it on a Cluster.
 // Nothing marks it retryable or read-only, so rueidis never re-sends it
 // after a network error.
 func build(b rd.Builder, c store.Cmd) (rd.Completed, bool) {
-	ki := keyIndex(c.Name, c.Args)
+	ki := store.KeyIndex(c.Name, c.Args)
 	a := b.Arbitrary(c.Name)
 	for i, v := range c.Args {
 		if i == ki {
@@ -175,62 +175,4 @@ func build(b rd.Builder, c store.Cmd) (rd.Completed, bool) {
 		}
 	}
 	return a.Build(), ki >= 0
-}
-
-// keyIndex returns the index in args of the command's first key, or -1 for
-// a command without keys. Most commands take a key first; the exceptions
-// are listed. Only a Cluster client uses it, to pick the node: the
-// contract puts all keys of one call in one slot.
-func keyIndex(name string, args []any) int {
-	if len(args) == 0 {
-		return -1
-	}
-	up := name
-	for i := 0; i < len(name); i++ {
-		if c := name[i]; 'a' <= c && c <= 'z' {
-			up = strings.ToUpper(name)
-			break
-		}
-	}
-	switch up {
-	case "EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO", "FCALL", "FCALL_RO":
-		return numKeysAt(args, 1)
-	case "BLMPOP", "BZMPOP":
-		return numKeysAt(args, 1)
-	case "LMPOP", "ZMPOP", "SINTERCARD", "ZINTERCARD", "ZUNION", "ZINTER", "ZDIFF":
-		return numKeysAt(args, 0)
-	case "OBJECT", "MEMORY", "XINFO", "XGROUP", "BITOP":
-		if len(args) > 1 {
-			return 1
-		}
-		return -1
-	case "SCAN", "SCRIPT", "FUNCTION", "PING", "ECHO", "TIME", "INFO", "DBSIZE",
-		"FLUSHDB", "FLUSHALL", "CLIENT", "CONFIG", "RANDOMKEY", "KEYS", "WAIT",
-		"WAITAOF", "COMMAND", "CLUSTER", "SELECT", "SWAPDB", "MULTI", "EXEC",
-		"DISCARD", "UNWATCH", "LASTSAVE", "SAVE", "BGSAVE", "BGREWRITEAOF",
-		"DEBUG", "LATENCY", "SLOWLOG", "ACL", "HELLO", "AUTH", "PUBLISH",
-		"SPUBLISH", "ROLE", "READONLY", "READWRITE", "RESET", "LOLWUT", "MODULE":
-		return -1
-	}
-	return 0
-}
-
-// numKeysAt reads a numkeys argument at i; the first key follows it.
-func numKeysAt(args []any, i int) int {
-	if len(args) <= i+1 {
-		return -1
-	}
-	var n int64
-	switch x := args[i].(type) {
-	case int:
-		n = int64(x)
-	case int64:
-		n = x
-	case string:
-		n, _ = strconv.ParseInt(x, 10, 64)
-	}
-	if n <= 0 {
-		return -1
-	}
-	return i + 1
 }

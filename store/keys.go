@@ -1,0 +1,80 @@
+package store
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Key returns the command's first key, or "" for a command without keys
+// (or whose first key is not text). See KeyIndex.
+func (c Cmd) Key() string {
+	i := KeyIndex(c.Name, c.Args)
+	if i < 0 {
+		return ""
+	}
+	switch k := c.Args[i].(type) {
+	case string:
+		return k
+	case []byte:
+		return string(k)
+	}
+	return ""
+}
+
+// KeyIndex returns the index in args of the command name's first key, or
+// -1 for a command without keys. Most commands take a key first; the
+// exceptions are listed. A Cluster adapter uses it to pick a command's
+// node: the contract puts all keys of one command in one slot.
+func KeyIndex(name string, args []any) int {
+	if len(args) == 0 {
+		return -1
+	}
+	up := name
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; 'a' <= c && c <= 'z' {
+			up = strings.ToUpper(name)
+			break
+		}
+	}
+	switch up {
+	case "EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO", "FCALL", "FCALL_RO":
+		return numKeysAt(args, 1)
+	case "BLMPOP", "BZMPOP":
+		return numKeysAt(args, 1)
+	case "LMPOP", "ZMPOP", "SINTERCARD", "ZINTERCARD", "ZUNION", "ZINTER", "ZDIFF":
+		return numKeysAt(args, 0)
+	case "OBJECT", "MEMORY", "XINFO", "XGROUP", "BITOP":
+		if len(args) > 1 {
+			return 1
+		}
+		return -1
+	case "SCAN", "SCRIPT", "FUNCTION", "PING", "ECHO", "TIME", "INFO", "DBSIZE",
+		"FLUSHDB", "FLUSHALL", "CLIENT", "CONFIG", "RANDOMKEY", "KEYS", "WAIT",
+		"WAITAOF", "COMMAND", "CLUSTER", "SELECT", "SWAPDB", "MULTI", "EXEC",
+		"DISCARD", "UNWATCH", "LASTSAVE", "SAVE", "BGSAVE", "BGREWRITEAOF",
+		"DEBUG", "LATENCY", "SLOWLOG", "ACL", "HELLO", "AUTH", "PUBLISH",
+		"SPUBLISH", "ROLE", "READONLY", "READWRITE", "RESET", "LOLWUT", "MODULE":
+		return -1
+	}
+	return 0
+}
+
+// numKeysAt reads a numkeys argument at i; the first key follows it.
+func numKeysAt(args []any, i int) int {
+	if len(args) <= i+1 {
+		return -1
+	}
+	var n int64
+	switch x := args[i].(type) {
+	case int:
+		n = int64(x)
+	case int64:
+		n = x
+	case string:
+		n, _ = strconv.ParseInt(x, 10, 64)
+	}
+	if n <= 0 {
+		return -1
+	}
+	return i + 1
+}
