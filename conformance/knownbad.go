@@ -82,6 +82,8 @@ func KnownBad() []Control {
 		{Spec: FixedWindow(), Store: "Unmapped", Wrap: knownbad.Unmapped,
 			MustFail:   []string{"replies-normalised", "scripts-and-noscript", "integer-scripts", "server-conditions"},
 			ServerOnly: []string{"server-conditions"}},
+		{Spec: FixedWindow(), Store: "FirstErrorFailsBatch", Wrap: knownbad.FirstErrorFailsBatch,
+			MustFail: []string{"batch-per-command"}},
 		{Spec: FixedWindow(), Store: "LaxInts", Wrap: knownbad.LaxInts,
 			MustFail: []string{"integer-scripts"}},
 		{Spec: AlignedWindow(), Store: "ArrayInts", Wrap: knownbad.ArrayInts,

@@ -31,6 +31,7 @@ func StoreChecks() []StoreCheck {
 		{"replies-normalised", checkReplies},
 		{"scripts-and-noscript", checkScripts},
 		{"integer-scripts", checkIntScripts},
+		{"batch-per-command", checkBatch},
 	}
 }
 
@@ -150,6 +151,57 @@ func checkIntScripts(c *checker) {
 	if ev, ok := st.(store.Int64sEvaler); ok {
 		if _, err := ev.EvalShaInt64s(c.ctx, "0000000000000000000000000000000000000000", []string{k}, args, nil); !errors.Is(err, store.ErrNoScript) {
 			c.t.Errorf("store: EvalShaInt64s of an unknown script = %v, want ErrNoScript", err)
+		}
+	}
+}
+
+// A store.Batcher's Batch gives each command its own reply, whatever the
+// others are: keys of several subjects (several Cluster slots), commands
+// without arguments (PING) and without keys (EVAL of no keys), an error
+// reply, a nil reply. No command's error is another's. Skipped for a store
+// that is not a Batcher.
+func checkBatch(c *checker) {
+	b, ok := c.h.Store().(store.Batcher)
+	if !ok {
+		c.t.Skip("the store is not a store.Batcher")
+	}
+	k := c.prefix + ":"
+	keys := []string{k + "{a}n", k + "{b}n", k + "{c}s", k + "{d}missing"}
+	cmds := []store.Cmd{
+		{Name: "INCRBY", Args: []any{keys[0], 2}},
+		{Name: "PING"},
+		{Name: "SET", Args: []any{keys[2], "text", "PX", 60000}},
+		{Name: "INCRBY", Args: []any{keys[1], 3}},
+		{Name: "EVAL", Args: []any{"return 7", 0}},
+		{Name: "INCRBY", Args: []any{keys[2], 1}}, // an error reply: not an integer
+		{Name: "GET", Args: []any{keys[3]}},
+		{Name: "PEXPIRE", Args: []any{keys[0], 60000}},
+		{Name: "PEXPIRE", Args: []any{keys[1], 60000}},
+	}
+	rs := b.Batch(c.ctx, cmds)
+	if len(rs) != len(cmds) {
+		c.t.Fatalf("store: Batch returned %d replies for %d commands", len(rs), len(cmds))
+	}
+	want := []any{int64(2), "PONG", "OK", int64(3), int64(7), nil, nil, int64(1), int64(1)}
+	for i, w := range want {
+		switch i {
+		case 5:
+			if rs[i].Err == nil || errors.Is(rs[i].Err, store.ErrNil) || errors.Is(rs[i].Err, store.ErrUnknownOutcome) {
+				c.t.Errorf("store: Batch: INCRBY of a string = %#v, %v; want the server's error reply", rs[i].Val, rs[i].Err)
+			}
+		case 6:
+			if !errors.Is(rs[i].Err, store.ErrNil) || rs[i].Val != nil {
+				c.t.Errorf("store: Batch: GET of a missing key = %#v, %v; want nil, ErrNil", rs[i].Val, rs[i].Err)
+			}
+		default:
+			if rs[i].Err != nil || !reflect.DeepEqual(rs[i].Val, w) {
+				c.t.Errorf("store: Batch: %s = %#v, %v; want %#v (its own reply, whatever the others' are)", cmds[i].Name, rs[i].Val, rs[i].Err, w)
+			}
+		}
+	}
+	for _, key := range keys[:3] {
+		if rs, err := c.h.Store().Do(c.ctx, store.Cmd{Name: "DEL", Args: []any{key}}); err != nil || rs[0].Err != nil {
+			c.t.Errorf("store: DEL %s: %v", key, err)
 		}
 	}
 }

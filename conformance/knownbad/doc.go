@@ -20,6 +20,8 @@
 //     libraries do by default, counting a decision twice.
 //   - Unmapped: a store that passes its client's errors through without the
 //     store sentinels (nil replies, NOSCRIPT).
+//   - FirstErrorFailsBatch: a store whose batch takes one command's error
+//     (as a client's pipeline Exec returns it) for every command's.
 //   - IgnoresDeadline: a store whose calls ignore the context's deadline, as
 //     go-redis does without ContextTimeoutEnabled: a slow or blackholed Redis
 //     holds each call for seconds.

@@ -160,3 +160,31 @@ func laxInt64s(v any, err error) func(dst []int64) ([]int64, error) {
 		return dst, nil
 	}
 }
+
+// FirstErrorFailsBatch is a store whose Batch sends the commands in one
+// pipeline and, as hand-written code around a client's pipeline Exec often
+// does (go-redis's returns the first command's error), takes any command's
+// error for the whole batch's: every command gets it, though the others
+// ran and got their replies.
+func FirstErrorFailsBatch(st store.Store) store.Store { return firstErrorFails{st} }
+
+type firstErrorFails struct{ store.Store }
+
+func (s firstErrorFails) Batch(ctx context.Context, cmds []store.Cmd) []store.Reply {
+	rs, err := s.Do(ctx, cmds...)
+	if err == nil {
+		for _, r := range rs {
+			if r.Err != nil {
+				err = r.Err
+				break
+			}
+		}
+	}
+	if err != nil {
+		rs = make([]store.Reply, len(cmds))
+		for i := range rs {
+			rs[i].Err = err
+		}
+	}
+	return rs
+}

@@ -368,12 +368,18 @@ func notSent(err error) bool {
 	if _, ok := rd.IsRedisErr(err); ok {
 		return true // a reply given as a round trip's error: the set-up's
 	}
+	// (Not rd.ErrClosing: a closed client refuses new commands with it, but
+	// a connection closed under calls already written, by Close's timer on
+	// a silent server or a Sentinel's switch, answers them with it too.)
 	return errors.Is(err, rd.ErrDedicatedClientRecycled) || errors.Is(err, rd.ErrNoAddr)
 }
 
 // Batch implements store.Batcher with one DoMulti: rueidis pipelines the
 // commands, and a Cluster client groups them by node and sends the groups
-// in parallel. Each command keeps its own outcome.
+// in parallel. On a Cluster, commands without keys go in a DoMulti of
+// their own, beside the others (rueidis refuses, with a panic, a DoMulti
+// that mixes them with keys of several slots). Each command keeps its own
+// outcome.
 func (s *Store) Batch(ctx context.Context, cmds []store.Cmd) []store.Reply {
 	out := make([]store.Reply, len(cmds))
 	if err := ctx.Err(); err != nil {
@@ -382,26 +388,53 @@ func (s *Store) Batch(ctx context.Context, cmds []store.Cmd) []store.Reply {
 		}
 		return out
 	}
-	built := make([]rd.Completed, 0, len(cmds))
-	at := make([]int, 0, len(cmds))
+	cluster := s.c.Mode() == rd.ClientModeCluster
+	var keyed, keyless batchPart
 	for i, c := range cmds {
 		if err := checkCmd(c); err != nil {
 			out[i].Err = err
 			continue
 		}
-		b, _ := build(s.c.B(), c)
-		built = append(built, b)
-		at = append(at, i)
+		b, hasKey := build(s.c.B(), c)
+		part := &keyed
+		if cluster && !hasKey {
+			part = &keyless
+		}
+		part.built = append(part.built, b)
+		part.at = append(part.at, i)
 	}
-	if len(built) == 0 {
+	if len(keyed.at) > 0 && len(keyless.at) > 0 {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s.doMulti(ctx, keyless, out)
+		}()
+		s.doMulti(ctx, keyed, out)
+		<-done
 		return out
 	}
-	for j, r := range s.c.DoMulti(ctx, built...) {
+	s.doMulti(ctx, keyed, out)
+	s.doMulti(ctx, keyless, out)
+	return out
+}
+
+// batchPart is some of a Batch's commands, built, and their indexes.
+type batchPart struct {
+	built []rd.Completed
+	at    []int
+}
+
+// doMulti sends p's commands in one DoMulti and writes their replies to
+// out at their indexes.
+func (s *Store) doMulti(ctx context.Context, p batchPart, out []store.Reply) {
+	if len(p.built) == 0 {
+		return
+	}
+	for j, r := range s.c.DoMulti(ctx, p.built...) {
 		if err := r.NonRedisError(); err != nil {
-			out[at[j]].Err = roundTripErr(err)
+			out[p.at[j]].Err = roundTripErr(err)
 			continue
 		}
-		out[at[j]] = reply(r)
+		out[p.at[j]] = reply(r)
 	}
-	return out
 }
