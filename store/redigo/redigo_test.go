@@ -386,3 +386,40 @@ func TestRestartTestOnBorrow(t *testing.T) {
 		_ = p.Close()
 	}
 }
+
+// TestWatchAgainThroughDo: a WATCH that fn sends through Tx.Do after an
+// EXEC (which cleared the first one) is un-watched on the way out too, so
+// a pool that does not clean connections itself (onePool) never hands the
+// next user a watching connection whose transaction would abort.
+func TestWatchAgainThroughDo(t *testing.T) {
+	srv, other := server(t, 2)
+	raw, err := redis.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	st := redigo.New(&onePool{c: raw})
+	ctx := context.Background()
+	err = st.Watch(ctx, []string{"a"}, func(tx store.Tx) error {
+		if _, err := tx.Exec(ctx, store.Cmd{Name: "SET", Args: []any{"a", "1"}}); err != nil {
+			return err
+		}
+		// A second round on the same connection: watch again, read.
+		_, err := tx.Do(ctx, store.Cmd{Name: "WATCH", Args: []any{"a"}}, store.Cmd{Name: "GET", Args: []any{"a"}})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := other.Get()
+	_, _ = c.Do("SET", "a", "changed")
+	c.Close()
+	// The next user watches b only, which nobody changes.
+	err = st.Watch(ctx, []string{"b"}, func(tx store.Tx) error {
+		_, err := tx.Exec(ctx, store.Cmd{Name: "INCR", Args: []any{"b"}})
+		return err
+	})
+	if err != nil {
+		t.Errorf("a fresh Watch on b after the previous user's Watch returned: %v; want committed (the connection still watched a)", err)
+	}
+}

@@ -3,6 +3,7 @@ package redigo
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/gomodule/redigo/redis"
 
@@ -104,6 +105,11 @@ func (t *txn) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) 
 	}
 	if err := t.usable(ctx); err != nil {
 		return nil, err
+	}
+	for _, c := range cmds {
+		if strings.EqualFold(c.Name, "WATCH") {
+			t.watching = true // fn watches more keys: un-watch them on release
+		}
 	}
 	raw, err := pipe(ctx, t.c, cmds, false)
 	if err != nil {
