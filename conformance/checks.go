@@ -654,6 +654,34 @@ func checkWindowLengths(c *checker) {
 			c.t.Errorf("property 10: window %s: RetryAfter %s out of (0, %s]", w, r3.RetryAfter, c.spec.life(w))
 		}
 	}
+	checkMixedWindows(c, lim)
+}
+
+// checkMixedWindows is property 10's half on a short and a long limit in
+// one call: each limit's key lives by its own period (a strategy that gave
+// every key the call's longest period would hold the short limit for an
+// hour), and the short limit admits again once its own window is over.
+func checkMixedWindows(c *checker, lim *limiter.Limiter) {
+	short := limiter.Limit{Rate: 1, Period: 200 * time.Millisecond, Name: "short"}
+	long := limiter.Limit{Rate: 100, Period: time.Hour, Name: "long"}
+	c.window(short, long)
+	const subject = "p10-mixed"
+	if r, err := lim.Allow(c.ctx, subject, short, long); err != nil || !r.Allowed {
+		c.t.Errorf("property 10: %s and %s: first call = %+v, %v; want admitted", short, long, r, err)
+		return
+	}
+	// (1 ms for a refilling strategy's rounding of µs to ms)
+	high := c.spec.life(short.Period) + 2*time.Millisecond
+	for k, p := range c.ttls() {
+		if strings.Contains(k, "{"+subject+"}") && strings.Contains(k, ":n=short") && time.Duration(p)*time.Millisecond > high {
+			c.t.Errorf("property 10: %s and %s in one call: the short limit's key %q has PTTL %d ms, above its own window's %s", short, long, k, p, high)
+		}
+	}
+	wait := c.spec.life(short.Period) + 5*time.Millisecond
+	c.h.Advance(wait)
+	if r, err := lim.Allow(c.ctx, subject, short, long); err != nil || !r.Allowed {
+		c.t.Errorf("property 10: %s and %s in one call: %s after the first, the call = %+v, %v; want admitted (the short limit's window is over)", short, long, wait, r, err)
+	}
 }
 
 // Property 11: a key stripped of its TTL gets one back.

@@ -100,6 +100,8 @@ func KnownBad() []Control {
 			MustFail: []string{"scripts-are-constants"}},
 		{Spec: claims("UntaggedKeys", knownbad.UntaggedKeys{Strategy: strategy.NewFixedWindow()}),
 			MustFail: []string{"same-slot-for-hostile-subjects"}},
+		{Spec: claims("LongestWindow", knownbad.LongestWindow{Strategy: strategy.NewFixedWindow()}),
+			MustFail: []string{"short-and-long-windows", "denials-bind"}},
 		{Spec: claims("StrictState", knownbad.StrictState{Strategy: strategy.NewFixedWindow()}),
 			MustFail: []string{"period-change"}},
 		{Spec: claims("SwallowErrors", knownbad.SwallowErrors{Strategy: strategy.NewFixedWindow()}),

@@ -59,6 +59,9 @@
 //     bucket of the server's current window: units leased in a window that
 //     has ended go to the next one, and a deleted bucket is re-created
 //     below 0.
+//   - LongestWindow: a correct fixed window whose limits of one call all
+//     get the call's longest period: 1 per second checked with 100 per hour
+//     is held for an hour.
 //   - StrictState: a correct fixed window that refuses a counter above its
 //     limit's rate as corrupt: after a rules change lowers a rate, every
 //     call of a subject whose window holds more fails until it ends.

@@ -376,3 +376,31 @@ func (s StrictState) Decide(ctx context.Context, st store.Store, req limiter.Req
 	}
 	return s.Strategy.Decide(ctx, st, req)
 }
+
+// LongestWindow is a correct strategy whose several limits of one call
+// all get the call's longest period, as a multi-rule counter does that
+// sets one expiry for all its keys: a limit of 1 per second checked with
+// 100 per hour is held for an hour. Its Results name the limits asked for.
+type LongestWindow struct {
+	Strategy limiter.Strategy // the correct strategy wrapped
+}
+
+// Decide implements limiter.Strategy, wrongly.
+func (s LongestWindow) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	asked := req.Limits
+	var longest time.Duration
+	for _, l := range asked {
+		longest = max(longest, l.Period)
+	}
+	ls := make([]limiter.Limit, len(asked))
+	for i, l := range asked {
+		l.Period = longest
+		ls[i] = l
+	}
+	req.Limits = ls
+	r, err := s.Strategy.Decide(ctx, st, req)
+	if err == nil && r.Index >= 0 && r.Index < len(asked) {
+		r.Limit = asked[r.Index]
+	}
+	return r, err
+}
