@@ -743,11 +743,7 @@ func checkSelfRepair(c *checker) {
 	// app clock that follows the server's (this one moves with Advance).
 	if c.spec.Clocked != nil {
 		var shift atomic.Int64
-		var err error
-		lim, err = limiter.New(c.h.Store(), c.spec.Clocked(func() time.Time { return time.Now().Add(time.Duration(shift.Load())) }), limiter.WithPrefix(c.prefix))
-		if err != nil {
-			c.t.Fatalf("property 11: limiter.New: %v", err)
-		}
+		lim = c.limiterOf(nil, c.spec.Clocked(func() time.Time { return time.Now().Add(time.Duration(shift.Load())) }))
 		advance := func(d time.Duration) { shift.Add(int64(d)); c.h.Advance(d) }
 		advance(l.Period)
 		if r, err := lim.Allow(c.ctx, "p11", l); err != nil || !r.Allowed || r.Remaining != l.Rate-1 {

@@ -462,10 +462,7 @@ func checkContentionNeverAdmits(c *checker) {
 // contentionRun is one run of property 32; it returns how many calls gave
 // up under contention.
 func (c *checker) contentionRun(s limiter.Strategy, mode limiter.FailMode, subject string, g, m int, l limiter.Limit) int64 {
-	lim, err := limiter.New(c.h.Store(), s, limiter.WithPrefix(c.prefix), limiter.WithFailMode(mode))
-	if err != nil {
-		c.t.Fatalf("property 32: limiter.New: %v", err)
-	}
+	lim := c.limiterOf(nil, s, limiter.WithFailMode(mode))
 	var contended, otherDegraded, admitted atomic.Int64
 	_, _, errs := hammer(g, m, func(int, int) (limiter.Result, error) {
 		r, err := lim.Allow(c.ctx, subject, l)

@@ -161,10 +161,7 @@ func checkOptimisticContention(c *checker) {
 	}
 	for i, ru := range runs {
 		rec := newTxRecorder(c.h.Store())
-		lim, err := limiter.New(rec.store(), ru.s, limiter.WithPrefix(c.prefix))
-		if err != nil {
-			c.t.Fatalf("property 5: limiter.New: %v", err)
-		}
+		lim := c.limiterOf(rec.store(), ru.s)
 		subject := fmt.Sprintf("p5-%d", i)
 		start := time.Now()
 		a, d, errs := hammer(g, m, func(int, int) (limiter.Result, error) {
@@ -235,12 +232,7 @@ func checkLeakUnderLoad(c *checker) {
 		lim = c.limiter(hs.store())
 		if c.spec.Clocked != nil {
 			base := c.serverTime()
-			opts := append([]limiter.Option{limiter.WithPrefix(c.prefix)}, c.spec.Options...)
-			var err error
-			lim, err = limiter.New(hs.store(), c.spec.Clocked(func() time.Time { return base.Add(time.Duration(advanced.Load())) }), opts...)
-			if err != nil {
-				c.t.Fatalf("property 7: limiter.New: %v", err)
-			}
+			lim = c.limiterOf(hs.store(), c.spec.Clocked(func() time.Time { return base.Add(time.Duration(advanced.Load())) }))
 		}
 	}
 	const workers, subjects = 8, 4

@@ -25,11 +25,7 @@ func checkClockSkew(c *checker) {
 		if c.spec.Clocked != nil {
 			s = c.spec.Clocked(func() time.Time { return time.Now().Add(skew) })
 		}
-		lim, err := limiter.New(c.h.Store(), s, limiter.WithPrefix(c.prefix))
-		if err != nil {
-			c.t.Fatalf("property 13: limiter.New: %v", err)
-		}
-		lims[i] = lim
+		lims[i] = c.limiterOf(nil, s)
 	}
 	if c.spec.Clocked == nil {
 		c.t.Log("property 13: the strategy reads no app clock; three instances must share one counter")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/conformance"
 	"github.com/quotagate/limiter/internal/redistest"
 	"github.com/quotagate/limiter/store"
@@ -295,6 +296,44 @@ func TestBucketedFastAppClock(t *testing.T) {
 			if !o.Passed {
 				t.Errorf("%s: passed=%v skipped=%v: %v", o.Check, o.Passed, o.Skipped, o.Messages)
 			}
+		}
+	}
+}
+
+// countObserver counts the decisions it hears.
+type countObserver struct{ n atomic.Int64 }
+
+func (o *countObserver) OnDecision(context.Context, string, limiter.Result) { o.n.Add(1) }
+func (o *countObserver) OnError(context.Context, string, error)             {}
+
+// TestSpecOptionsReachEveryLimiter: a Spec's Options are given to every
+// Limiter the checks build, also those built with another strategy than
+// the Spec's (on a skewed clock, with another retry bound, another fail
+// mode): an observer among them hears each check's decisions.
+func TestSpecOptionsReachEveryLimiter(t *testing.T) {
+	for _, tc := range []struct {
+		check string
+		spec  conformance.Spec
+	}{
+		{"app-clock-skew", conformance.Bucketed()},
+		{"leak-under-load", conformance.Bucketed()},
+		{"optimistic-contention", conformance.Optimistic()},
+		{"contention-never-admits", conformance.Optimistic()},
+	} {
+		obs := &countObserver{}
+		spec := tc.spec
+		spec.Options = append(slices.Clone(spec.Options), limiter.WithObserver(obs))
+		ch, ok := conformance.CheckByName(tc.check)
+		if !ok {
+			t.Fatalf("no check %s", tc.check)
+		}
+		for _, o := range conformance.Run(context.Background(), conformance.Miniredis(dial), []conformance.Spec{spec}, []conformance.Check{ch}, false) {
+			if !o.Passed {
+				t.Errorf("%s on %s: %v", o.Check, spec.Name, o.Messages)
+			}
+		}
+		if obs.n.Load() == 0 {
+			t.Errorf("%s on %s: the Spec's observer heard no decision: its Options were not given to the check's Limiters", tc.check, spec.Name)
 		}
 	}
 }

@@ -102,6 +102,8 @@ func KnownBad() []Control {
 			MustFail: []string{"same-slot-for-hostile-subjects"}},
 		{Spec: claims("LongestWindow", knownbad.LongestWindow{Strategy: strategy.NewFixedWindow()}),
 			MustFail: []string{"short-and-long-windows", "denials-bind"}},
+		{Spec: claims("KeepsSubjects", &knownbad.KeepsSubjects{Strategy: strategy.NewFixedWindow()}),
+			MustFail: []string{"cardinality-bounded"}, ServerOnly: []string{"cardinality-bounded"}},
 		{Spec: claims("StrictState", knownbad.StrictState{Strategy: strategy.NewFixedWindow()}),
 			MustFail: []string{"period-change"}},
 		{Spec: claims("SwallowErrors", knownbad.SwallowErrors{Strategy: strategy.NewFixedWindow()}),
@@ -184,6 +186,9 @@ func RunControl(ctx context.Context, mk HarnessMaker, ctl Control, only []Check)
 				if slices.Contains(ctl.VirtualOnly, name) {
 					ch = virtualOnly(ch)
 				}
+				if slices.Contains(ctl.ServerOnly, name) {
+					ch = serverOnly(ch)
+				}
 				checks = append(checks, ch)
 			}
 			continue
@@ -206,6 +211,19 @@ func virtualOnly(ch Check) Check {
 	ch.run = func(c *checker) {
 		if !c.h.Caps().VirtualClock {
 			c.t.Skip("the control's mistake shows only on a virtual clock, which this backend lacks")
+		}
+		run(c)
+	}
+	return ch
+}
+
+// serverOnly returns ch skipping on a backend other than a private
+// redis-server the suite started.
+func serverOnly(ch Check) Check {
+	run := ch.run
+	ch.run = func(c *checker) {
+		if caps := c.h.Caps(); caps.VirtualClock || !caps.Private {
+			c.t.Skip("the control's mistake shows only on a private redis-server")
 		}
 		run(c)
 	}

@@ -211,11 +211,19 @@ type checker struct {
 // store when nil), under the check's prefix.
 func (c *checker) limiter(st store.Store, opts ...limiter.Option) *limiter.Limiter {
 	c.t.Helper()
+	return c.limiterOf(st, c.spec.Strategy, opts...)
+}
+
+// limiterOf is limiter with another strategy than the spec's (the spec's
+// strategy on another clock, or with another retry bound), still with the
+// spec's Options.
+func (c *checker) limiterOf(st store.Store, s limiter.Strategy, opts ...limiter.Option) *limiter.Limiter {
+	c.t.Helper()
 	if st == nil {
 		st = c.h.Store()
 	}
 	all := append([]limiter.Option{limiter.WithPrefix(c.prefix)}, c.spec.Options...)
-	l, err := limiter.New(st, c.spec.Strategy, append(all, opts...)...)
+	l, err := limiter.New(st, s, append(all, opts...)...)
 	if err != nil {
 		c.t.Fatalf("limiter.New: %v", err)
 	}

@@ -59,6 +59,9 @@
 //     bucket of the server's current window: units leased in a window that
 //     has ended go to the next one, and a deleted bucket is re-created
 //     below 0.
+//   - KeepsSubjects: a correct fixed window that keeps a local log of
+//     every subject's last decisions and never evicts it: memory grows
+//     with the number of distinct subjects.
 //   - LongestWindow: a correct fixed window whose limits of one call all
 //     get the call's longest period: 1 per second checked with 100 per hour
 //     is held for an hour.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/quotagate/limiter"
@@ -401,6 +402,37 @@ func (s LongestWindow) Decide(ctx context.Context, st store.Store, req limiter.R
 	r, err := s.Strategy.Decide(ctx, st, req)
 	if err == nil && r.Index >= 0 && r.Index < len(asked) {
 		r.Limit = asked[r.Index]
+	}
+	return r, err
+}
+
+// KeepsSubjects is a correct strategy that keeps, in the app's memory, a
+// log of the last 512 decisions of every subject it has seen (a local
+// audit trail, or a per-user cache) and never evicts it: the process's
+// memory grows with the number of distinct subjects, without bound.
+type KeepsSubjects struct {
+	Strategy limiter.Strategy // the correct strategy wrapped
+
+	mu   sync.Mutex
+	logs map[string]*[512]int64
+}
+
+// Decide implements limiter.Strategy, wastefully.
+func (s *KeepsSubjects) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	r, err := s.Strategy.Decide(ctx, st, req)
+	if err == nil && len(req.Keys) > 0 {
+		s.mu.Lock()
+		if s.logs == nil {
+			s.logs = map[string]*[512]int64{}
+		}
+		log := s.logs[req.Keys[0]]
+		if log == nil {
+			log = new([512]int64)
+			s.logs[req.Keys[0]] = log
+		}
+		copy(log[1:], log[:])
+		log[0] = time.Now().UnixNano()
+		s.mu.Unlock()
 	}
 	return r, err
 }
