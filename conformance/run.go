@@ -31,7 +31,9 @@ type Outcome struct {
 // Run runs checks (all when nil) against every spec, and the store checks
 // when store is true, on harnesses from mk, without the testing package: the
 // limiter command reports with it, and tests use it to prove that a
-// known-bad implementation fails.
+// known-bad implementation fails. Once ctx is done Run starts no further
+// check: the one running finishes, and deletes its keys from a shared
+// server, before Run returns the outcomes so far.
 func Run(ctx context.Context, mk HarnessMaker, specs []Spec, checks []Check, storeChecks bool) []Outcome {
 	if checks == nil {
 		checks = Checks()
@@ -42,7 +44,7 @@ func Run(ctx context.Context, mk HarnessMaker, specs []Spec, checks []Check, sto
 	}
 	for _, spec := range specs {
 		for _, ch := range checks {
-			if !ch.For(spec) {
+			if !ch.For(spec) || ctx.Err() != nil {
 				continue
 			}
 			o := record(ctx, func(t testing.TB) { RunCheck(t, mk, spec, ch) })
@@ -56,6 +58,9 @@ func Run(ctx context.Context, mk HarnessMaker, specs []Spec, checks []Check, sto
 func runStoreChecks(ctx context.Context, mk HarnessMaker, scs []StoreCheck) []Outcome {
 	var out []Outcome
 	for _, sc := range scs {
+		if ctx.Err() != nil {
+			break
+		}
 		o := record(ctx, func(t testing.TB) { RunStoreCheck(t, mk, sc) })
 		o.Spec, o.Check = "store", sc.Name
 		out = append(out, o)

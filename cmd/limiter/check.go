@@ -6,7 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -79,6 +82,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	}
 	fmt.Fprintf(out, "limiter check: %s\n", backend)
 	if *url != "" || *clusterAddrs != "" {
+		fmt.Fprintln(out, "keys: under a prefix of its own per check (ct + 8 hex digits + :), deleted after the check")
 		// The server's own report: what on it can make a limit fail.
 		ad := adapters()[0]
 		var st store.Store
@@ -102,6 +106,15 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	}
 	fmt.Fprintln(out)
 
+	// An interrupt (Ctrl-C, SIGTERM) starts no further check: the running
+	// one finishes and deletes its keys, and the rows so far are reported.
+	// A second interrupt ends the process at once.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	start := time.Now()
 	var rows []row
 	prog := newProgress(stderr, total(checks, *names == "", *bad), start)
@@ -160,10 +173,19 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 		}
 	}
 	prog.done()
-	if *asJSON {
-		return reportJSON(stdout, backend, rows, time.Since(start))
+	if ctx.Err() != nil {
+		fmt.Fprintf(stderr, "limiter check: interrupted after %d of %d checks; the running check's keys were deleted\n", len(rows), prog.total)
 	}
-	return report(stdout, rows, *verbose, time.Since(start)), nil
+	var code int
+	if *asJSON {
+		code, err = reportJSON(stdout, backend, rows, time.Since(start))
+	} else {
+		code = report(stdout, rows, *verbose, time.Since(start))
+	}
+	if ctx.Err() != nil && err == nil {
+		code = 1
+	}
+	return code, err
 }
 
 // total is the number of rows a run will report: per adapter, the store

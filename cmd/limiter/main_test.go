@@ -92,6 +92,27 @@ func TestCheckOnRedisURL(t *testing.T) {
 	assertNoKeys(t, s.Addr())
 }
 
+// TestCheckInterrupted: check -redis interrupted (its context ended, as
+// Ctrl-C or SIGTERM end it) starts no further check, lets the running one
+// delete its keys (self-repair strips keys of their TTL: left behind, they
+// would live for ever), reports the rows so far and exits 1.
+func TestCheckInterrupted(t *testing.T) {
+	s := redistest.StartServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut bytes.Buffer
+	time.AfterFunc(1500*time.Millisecond, cancel)
+	start := time.Now()
+	code := run(ctx, []string{"check", "-redis", "redis://" + s.Addr(), "-checks", "self-repair,window-never-slides,bounded-ttls"}, &out, &errOut)
+	if code != 1 || !strings.Contains(errOut.String(), "interrupted after") {
+		t.Errorf("exit %d after %s; want 1 and the interruption reported\n%s\n%s", code, time.Since(start), out.String(), errOut.String())
+	}
+	if strings.Count(errOut.String(), "\n[") >= 3*len(conformance.Strategies())*len(adapters()) {
+		t.Errorf("every check ran: the interruption stopped nothing\n%s", errOut.String())
+	}
+	assertNoKeys(t, s.Addr())
+}
+
 // TestCheckKnownBadTwiceOnRedisURL runs the known-bad control of property
 // 17 twice on one shared server, which keeps its script cache between
 // runs: the second run's InlinedLimits still sends its scripts' sources
