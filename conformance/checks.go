@@ -343,13 +343,49 @@ type hookStore struct {
 
 func newHookStore(st store.Store) *hookStore { return &hookStore{Store: st} }
 
-// store returns h as a store.Store, with a Watcher when the wrapped store
-// has one.
+// store returns h as a store.Store, with a Watcher and a
+// store.Int64sEvaler when the wrapped store has them (so that a strategy
+// takes the path it takes in production).
 func (h *hookStore) store() store.Store {
-	if w, ok := h.Store.(store.Watcher); ok {
+	w, isW := h.Store.(store.Watcher)
+	ev, isEv := h.Store.(store.Int64sEvaler)
+	switch {
+	case isW && isEv:
+		return hookWatcherInts{hookWatcher{h, w}, hookInts{h, ev}}
+	case isW:
 		return hookWatcher{h, w}
+	case isEv:
+		return hookEvaler{h, hookInts{h, ev}}
 	}
 	return h
+}
+
+// hookInts fires the hook after an integer script's round trip.
+type hookInts struct {
+	h  *hookStore
+	ev store.Int64sEvaler
+}
+
+func (h hookInts) EvalShaInt64s(ctx context.Context, sha string, keys []string, args []int64, dst []int64) ([]int64, error) {
+	defer h.h.fire()
+	return h.ev.EvalShaInt64s(ctx, sha, keys, args, dst)
+}
+
+func (h hookInts) EvalInt64s(ctx context.Context, src string, keys []string, args []int64, dst []int64) ([]int64, error) {
+	defer h.h.fire()
+	return h.ev.EvalInt64s(ctx, src, keys, args, dst)
+}
+
+// hookEvaler is a hookStore whose store has a store.Int64sEvaler.
+type hookEvaler struct {
+	*hookStore
+	hookInts
+}
+
+// hookWatcherInts is a hookStore whose store has both.
+type hookWatcherInts struct {
+	hookWatcher
+	hookInts
 }
 
 // hookWatcher is a hookStore whose store has a Watcher.

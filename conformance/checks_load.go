@@ -57,11 +57,26 @@ func (r *txRecorder) report() []string {
 	return out
 }
 
-// store returns r as a store.Store, with a Watcher when the wrapped store
-// has one.
+// store returns r as a store.Store, with a Watcher and a
+// store.Int64sEvaler when the wrapped store has them (so that a strategy
+// takes the path it takes in production; integer scripts run no
+// transaction to record).
 func (r *txRecorder) store() store.Store {
-	if w, ok := r.Store.(store.Watcher); ok {
+	w, isW := r.Store.(store.Watcher)
+	ev, isEv := r.Store.(store.Int64sEvaler)
+	switch {
+	case isW && isEv:
+		return struct {
+			recWatcher
+			store.Int64sEvaler
+		}{recWatcher{r, w}, ev}
+	case isW:
 		return recWatcher{r, w}
+	case isEv:
+		return struct {
+			*txRecorder
+			store.Int64sEvaler
+		}{r, ev}
 	}
 	return r
 }
