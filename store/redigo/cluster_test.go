@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -260,5 +261,135 @@ func TestClusterErrors(t *testing.T) {
 	}
 	if !strings.HasPrefix(fmt.Sprint(err), "redigo: ") {
 		t.Errorf("error %q lacks the redigo: prefix", err)
+	}
+}
+
+// flushCounter counts the round trips (flushes and single-command Do
+// calls) made on its node's connections.
+type flushCounter struct {
+	redis.Conn
+	n *atomic.Int64
+}
+
+func (c flushCounter) Flush() error { c.n.Add(1); return c.Conn.Flush() }
+func (c flushCounter) Do(cmd string, args ...any) (any, error) {
+	if cmd != "" { // "" with nothing pending: the pool's Close, no I/O
+		c.n.Add(1)
+	}
+	return c.Conn.Do(cmd, args...)
+}
+func (c flushCounter) DoWithTimeout(d time.Duration, cmd string, args ...any) (any, error) {
+	c.n.Add(1)
+	return redis.DoWithTimeout(c.Conn, d, cmd, args...)
+}
+func (c flushCounter) ReceiveWithTimeout(d time.Duration) (any, error) {
+	return redis.ReceiveWithTimeout(c.Conn, d)
+}
+
+// A Batch on a Cluster goes in one pipeline per server (store.Batcher:
+// "in as few round trips as the client can"), not one per hash slot: 300
+// commands on 3 servers make 3 round trips (after the one that reads the
+// slots), and hold 3 connections, not 300.
+func TestClusterBatchPipelinePerServer(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	var trips atomic.Int64
+	c := clusterFor(cl.Addrs())
+	c.CreatePool = func(addr string, opts ...redis.DialOption) (*redis.Pool, error) {
+		return &redis.Pool{
+			DialContext: func(ctx context.Context) (redis.Conn, error) {
+				rc, err := redis.DialContext(ctx, "tcp", addr, opts...)
+				if err != nil {
+					return nil, err
+				}
+				return flushCounter{rc, &trips}, nil
+			},
+			MaxActive: 64, MaxIdle: 64, Wait: true,
+		}, nil
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if err := c.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	st := redigo.New(redigo.Cluster(c))
+	cmds := make([]store.Cmd, 300)
+	for i := range cmds {
+		cmds[i] = store.Cmd{Name: "INCR", Args: []any{fmt.Sprintf("batch:%d", i)}}
+	}
+	for round := 1; round <= 2; round++ {
+		trips.Store(0)
+		for i, r := range st.Batch(context.Background(), cmds) {
+			if r.Err != nil || r.Val != int64(round) {
+				t.Fatalf("round %d: reply %d = %+v, want %d", round, i, r, round)
+			}
+		}
+		want := int64(len(cl.Addrs()))
+		if round == 1 {
+			want++ // CLUSTER SLOTS
+		}
+		if n := trips.Load(); n != want {
+			t.Errorf("round %d: a Batch of %d commands on %d servers made %d round trips; want %d (one pipeline per server)", round, len(cmds), len(cl.Addrs()), n, want)
+		}
+	}
+}
+
+// A slot moved after the Store read the slots: its commands in a Batch
+// are refused with MOVED by the old owner, sent again to the new one and
+// counted once; the other commands of the old owner's pipeline keep their
+// replies.
+func TestClusterBatchMoved(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	addrs := cl.Addrs()
+	st := redigo.New(redigo.Cluster(newCluster(t, addrs)))
+	ctx := context.Background()
+	cmds := make([]store.Cmd, 60)
+	for i := range cmds {
+		cmds[i] = store.Cmd{Name: "INCR", Args: []any{fmt.Sprintf("moved:%d", i)}}
+	}
+	for i, r := range st.Batch(ctx, cmds) {
+		if r.Err != nil || r.Val != int64(1) {
+			t.Fatalf("reply %d before the move = %+v", i, r)
+		}
+	}
+	// Move an empty slot of moved:0's node, whose other keys stay: the
+	// slot maps (the Store's and redisc's) are now stale.
+	used := map[int]bool{}
+	for _, c := range cmds {
+		used[redisc.Slot(c.Key())] = true
+	}
+	from := owner(t, addrs, "moved:0")
+	key := ""
+	for n := 0; key == ""; n++ {
+		k := "fresh:" + strconv.Itoa(n)
+		if !used[redisc.Slot(k)] && owner(t, addrs, k) == from {
+			key = k
+		}
+	}
+	slot := redisc.Slot(key)
+	to := (from + 1) % len(addrs)
+	id := ids(t, addrs)
+	node(t, addrs[to], "CLUSTER", "SETSLOT", slot, "IMPORTING", id[from])
+	node(t, addrs[from], "CLUSTER", "SETSLOT", slot, "MIGRATING", id[to])
+	node(t, addrs[to], "CLUSTER", "SETSLOT", slot, "NODE", id[to])
+	for i, a := range addrs {
+		if i != to {
+			node(t, a, "CLUSTER", "SETSLOT", slot, "NODE", id[to])
+		}
+	}
+	before := refusals(t, addrs[from])["MOVED"]
+	cmds = append(cmds, store.Cmd{Name: "INCR", Args: []any{key}})
+	for i, r := range st.Batch(ctx, cmds) {
+		want := int64(2)
+		if i == len(cmds)-1 {
+			want = 1
+		}
+		if r.Err != nil || r.Val != want {
+			t.Errorf("reply %d after the move = %+v, want %d", i, r, want)
+		}
+	}
+	if n := refusals(t, addrs[from])["MOVED"] - before; n < 1 {
+		t.Errorf("the old owner sent %d MOVED: the test did not exercise a redirection", n)
+	}
+	if v, err := redis.Int(node(t, addrs[to], "GET", key), nil); err != nil || v != 1 {
+		t.Errorf("counter on the new owner = %v, %v; want 1", v, err)
 	}
 }

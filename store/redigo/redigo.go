@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
@@ -29,6 +32,10 @@ type Store struct {
 	// cluster is set when p is a Cluster: the Store then follows MOVED, ASK
 	// and TRYAGAIN replies, which mean the command did not run.
 	cluster *redisc.Cluster
+	// nodes maps each hash slot to its master's address, for Batch to send
+	// one pipeline per server (redisc keeps its own map to itself); nil
+	// until a Batch loads it, and again after a Batch met a redirection.
+	nodes atomic.Pointer[[redisc.HashSlots]string]
 	// boxes holds recent integer arguments as interface values.
 	boxes argcache.Boxes
 }
@@ -516,14 +523,99 @@ func normalise(v any) any {
 }
 
 // Batch implements store.Batcher: on a single server, one pipeline on one
-// connection; on a Cluster, one pipeline per hash slot of the commands'
-// keys, the slots in parallel (redisc binds a connection to one slot's
-// node). A failed round trip is the failure of the commands it carried.
+// connection; on a Cluster, one pipeline per server, the servers in
+// parallel (the servers of the slots from CLUSTER SLOTS, read on the first
+// Batch and again after one meets a redirection). A command refused with
+// MOVED, ASK or TRYAGAIN (it did not run: the slot moved) is sent again
+// with the others of its slot, following the redirection as Do does. A
+// failed round trip is the failure of the commands it carried.
 func (s *Store) Batch(ctx context.Context, cmds []store.Cmd) []store.Reply {
 	out := make([]store.Reply, len(cmds))
-	run := func(at []int, group []store.Cmd) {
+	if s.cluster == nil || len(cmds) < 2 {
+		at := make([]int, len(cmds))
+		for i := range at {
+			at[i] = i
+		}
+		s.batchGroup(ctx, cmds, at, out)
+		return out
+	}
+	var groups [][]int
+	if nodes := s.slotNodes(ctx); nodes != nil {
+		groups = groupBy(cmds, func(c store.Cmd) string {
+			if k := c.Key(); k != "" {
+				return nodes[redisc.Slot(k)]
+			}
+			return ""
+		})
+	} else {
+		groups = groupBy(cmds, func(c store.Cmd) string { return fmt.Sprint(redisc.Slot(c.Key())) })
+	}
+	var wg sync.WaitGroup
+	for _, at := range groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.batchGroup(ctx, cmds, at, out)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// groupBy groups the indexes of cmds by key(cmd), in the order of first
+// appearance.
+func groupBy(cmds []store.Cmd, key func(store.Cmd) string) [][]int {
+	at := map[string]int{}
+	var groups [][]int
+	for i, c := range cmds {
+		k := key(c)
+		g, ok := at[k]
+		if !ok {
+			g = len(groups)
+			at[k] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	return groups
+}
+
+// batchGroup sends the commands of cmds at the indexes at in one pipeline
+// (Do: on the node of the first key) and writes their replies to out. On a
+// Cluster, the commands refused with a redirection are sent again, each
+// slot's with Do, which follows it.
+func (s *Store) batchGroup(ctx context.Context, cmds []store.Cmd, at []int, out []store.Reply) {
+	if len(at) == 0 {
+		return
+	}
+	group := make([]store.Cmd, len(at))
+	for j, i := range at {
+		group[j] = cmds[i]
+	}
+	rs, err := s.Do(ctx, group...)
+	var moved []int
+	for j, i := range at {
+		switch {
+		case err != nil:
+			out[i].Err = err
+		case s.cluster != nil && redirected(rs[j].Err):
+			moved = append(moved, i)
+		default:
+			out[i] = rs[j]
+		}
+	}
+	if len(moved) == 0 {
+		return
+	}
+	s.nodes.Store(nil) // the slots moved: read them again next time
+	for _, again := range groupBy(cmdsAt(cmds, moved), func(c store.Cmd) string { return fmt.Sprint(redisc.Slot(c.Key())) }) {
+		sub := make([]int, len(again))
+		for j, k := range again {
+			sub[j] = moved[k]
+		}
+		group := cmdsAt(cmds, sub)
 		rs, err := s.Do(ctx, group...)
-		for j, i := range at {
+		for j, i := range sub {
 			if err != nil {
 				out[i].Err = err
 			} else {
@@ -531,38 +623,72 @@ func (s *Store) Batch(ctx context.Context, cmds []store.Cmd) []store.Reply {
 			}
 		}
 	}
-	if s.cluster == nil || len(cmds) < 2 {
-		at := make([]int, len(cmds))
-		for i := range at {
-			at[i] = i
-		}
-		if len(cmds) > 0 {
-			run(at, cmds)
-		}
-		return out
+}
+
+// cmdsAt returns the commands of cmds at the indexes at.
+func cmdsAt(cmds []store.Cmd, at []int) []store.Cmd {
+	out := make([]store.Cmd, len(at))
+	for j, i := range at {
+		out[j] = cmds[i]
 	}
-	bySlot := map[int][]int{}
-	var slots []int
-	for i, c := range cmds {
-		slot := redisc.Slot(c.Key())
-		if _, ok := bySlot[slot]; !ok {
-			slots = append(slots, slot)
-		}
-		bySlot[slot] = append(bySlot[slot], i)
-	}
-	var wg sync.WaitGroup
-	for _, slot := range slots {
-		at := bySlot[slot]
-		group := make([]store.Cmd, len(at))
-		for j, i := range at {
-			group[j] = cmds[i]
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			run(at, group)
-		}()
-	}
-	wg.Wait()
 	return out
+}
+
+// redirected reports a command refused with MOVED, ASK or TRYAGAIN: it did
+// not run.
+func redirected(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	kind, _ := refusal(re)
+	return kind != ""
+}
+
+// slotNodes returns the master's address of every hash slot, reading them
+// (CLUSTER SLOTS) when not known; nil when they cannot be read, or leave a
+// slot without a master.
+func (s *Store) slotNodes(ctx context.Context) *[redisc.HashSlots]string {
+	if nodes := s.nodes.Load(); nodes != nil {
+		return nodes
+	}
+	c, err := s.conn(ctx, "", "")
+	if err != nil {
+		return nil
+	}
+	v, err := do1(ctx, c, "CLUSTER", []any{"SLOTS"})
+	_ = c.Close()
+	ranges, ok := v.([]any)
+	if err != nil || !ok {
+		return nil
+	}
+	nodes := new([redisc.HashSlots]string)
+	for _, r := range ranges {
+		f, ok := r.([]any)
+		if !ok || len(f) < 3 {
+			return nil
+		}
+		first, err1 := redis.Int(f[0], nil)
+		last, err2 := redis.Int(f[1], nil)
+		master, ok := f[2].([]any)
+		if err1 != nil || err2 != nil || !ok || len(master) < 2 || first < 0 || last >= redisc.HashSlots || first > last {
+			return nil
+		}
+		host, err1 := redis.String(master[0], nil)
+		port, err2 := redis.Int(master[1], nil)
+		if err1 != nil || err2 != nil {
+			return nil
+		}
+		addr := net.JoinHostPort(host, strconv.Itoa(port))
+		for slot := first; slot <= last; slot++ {
+			nodes[slot] = addr
+		}
+	}
+	for _, addr := range nodes {
+		if addr == "" {
+			return nil
+		}
+	}
+	s.nodes.Store(nodes)
+	return nodes
 }
