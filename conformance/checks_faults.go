@@ -272,12 +272,15 @@ func checkSameSlot(c *checker) {
 		}
 		// A refilling strategy's key expires when its limit is full
 		// again: on a real clock, one unit back since the call (200 ms
-		// for 5 per second, a slow machine's SCAN) may have taken it.
+		// for 5 per second, a slow machine's SCAN) may have taken it; a
+		// key that outlives its window (a sliding window counter's, two
+		// Periods) not before then.
 		if !c.spec.Aligned && len(keys) < len(limits) && !c.h.Caps().VirtualClock {
 			gone := 0
 			for _, l := range limits {
 				base, _ := limiter.Key(prefix, subject, l)
-				if !slices.Contains(keys, base) && c.refill(l, sent) >= 1 {
+				lived := c.spec.KeyPeriods <= 1 || time.Since(sent) >= time.Duration(c.spec.KeyPeriods)*l.Period
+				if !slices.Contains(keys, base) && c.refill(l, sent) >= 1 && lived {
 					gone++
 				}
 			}
