@@ -112,10 +112,13 @@ func withLocal(loc *time.Location, fn func()) {
 }
 
 // Property 14: keys use the epoch, not time zones. At one instant, calls
-// made under four different time.Local zones count in the same keys.
+// made under four different time.Local zones count in the same keys, for a
+// minute's limit and a day's (whose local dates differ: UTC+14 and
+// UTC-03:30 are 17.5 hours apart).
 func checkTimeZones(c *checker) {
 	l := limiter.PerMinute(100)
-	c.window(l)
+	day := limiter.PerDay(1000)
+	c.window(l, day)
 	lim := c.limiter(nil)
 	zones := []*time.Location{
 		time.UTC,
@@ -127,7 +130,7 @@ func checkTimeZones(c *checker) {
 	for i, z := range zones {
 		var r limiter.Result
 		var err error
-		withLocal(z, func() { r, err = lim.Allow(c.ctx, "p14", l) })
+		withLocal(z, func() { r, err = lim.Allow(c.ctx, "p14", l, day) })
 		if err != nil || !r.Allowed {
 			c.t.Fatalf("property 14: time.Local %s: %+v, %v; want admitted", z, r, err)
 		}
@@ -138,11 +141,13 @@ func checkTimeZones(c *checker) {
 			c.t.Errorf("property 14: after a call under time.Local %s the counters are %q; under UTC they were %q: keys depend on the time zone", z, ks, first)
 		}
 	}
-	if len(first) != 1 {
-		c.t.Errorf("property 14: one limit counted in %d keys %q", len(first), first)
+	if len(first) != 2 {
+		c.t.Errorf("property 14: two limits counted in %d keys %q", len(first), first)
 	}
-	if n := c.counter("p14", l); n != int64(len(zones)) {
-		c.t.Errorf("property 14: counter %d after %d admitted calls under different zones", n, len(zones))
+	for _, l := range []limiter.Limit{l, day} {
+		if n := c.counter("p14", l); n != int64(len(zones)) {
+			c.t.Errorf("property 14: %s: counter %d after %d admitted calls under different zones", l, n, len(zones))
+		}
 	}
 }
 
