@@ -162,6 +162,21 @@ func refusals(t *testing.T, addr string) map[string]int {
 	return out
 }
 
+// moveSlot moves an empty slot from the master addrs[from] to addrs[to]
+// and tells every master.
+func moveSlot(t *testing.T, addrs []string, slot, from, to int) {
+	t.Helper()
+	id := ids(t, addrs)
+	node(t, addrs[to], "CLUSTER", "SETSLOT", slot, "IMPORTING", id[from])
+	node(t, addrs[from], "CLUSTER", "SETSLOT", slot, "MIGRATING", id[to])
+	node(t, addrs[to], "CLUSTER", "SETSLOT", slot, "NODE", id[to])
+	for i, a := range addrs {
+		if i != to {
+			node(t, a, "CLUSTER", "SETSLOT", slot, "NODE", id[to])
+		}
+	}
+}
+
 // A slot moved behind redisc's back: the first call is refused with MOVED,
 // followed to the new owner and counted once.
 func TestClusterMoved(t *testing.T) {
@@ -175,17 +190,8 @@ func TestClusterMoved(t *testing.T) {
 	slot := redisc.Slot(key)
 	from := owner(t, addrs, key)
 	to := (from + 1) % len(addrs)
-	id := ids(t, addrs)
-
 	// Move the (empty) slot: the slot map redisc loaded is now stale.
-	node(t, addrs[to], "CLUSTER", "SETSLOT", slot, "IMPORTING", id[from])
-	node(t, addrs[from], "CLUSTER", "SETSLOT", slot, "MIGRATING", id[to])
-	node(t, addrs[to], "CLUSTER", "SETSLOT", slot, "NODE", id[to])
-	for i, a := range addrs {
-		if i != to {
-			node(t, a, "CLUSTER", "SETSLOT", slot, "NODE", id[to])
-		}
-	}
+	moveSlot(t, addrs, slot, from, to)
 	before := refusals(t, addrs[from])["MOVED"]
 	for i := range 3 {
 		r, err := lim.Allow(ctx, "moved", l)
@@ -366,15 +372,7 @@ func TestClusterBatchMoved(t *testing.T) {
 	}
 	slot := redisc.Slot(key)
 	to := (from + 1) % len(addrs)
-	id := ids(t, addrs)
-	node(t, addrs[to], "CLUSTER", "SETSLOT", slot, "IMPORTING", id[from])
-	node(t, addrs[from], "CLUSTER", "SETSLOT", slot, "MIGRATING", id[to])
-	node(t, addrs[to], "CLUSTER", "SETSLOT", slot, "NODE", id[to])
-	for i, a := range addrs {
-		if i != to {
-			node(t, a, "CLUSTER", "SETSLOT", slot, "NODE", id[to])
-		}
-	}
+	moveSlot(t, addrs, slot, from, to)
 	before := refusals(t, addrs[from])["MOVED"]
 	cmds = append(cmds, store.Cmd{Name: "INCR", Args: []any{key}})
 	for i, r := range st.Batch(ctx, cmds) {
