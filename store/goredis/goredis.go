@@ -406,7 +406,10 @@ func queue(ctx context.Context, p redis.Pipeliner, cmds []store.Cmd) ([]*redis.C
 func (s *Store) collect(ctx context.Context, gcmds []*redis.Cmd, guards []*guard, execErr error) ([]store.Reply, error) {
 	written := false
 	for _, g := range guards {
-		written = written || g.written()
+		// (a command without arguments, unguarded, changes nothing the
+		// limiter sends: PING, TIME; as before, it alone leaves the
+		// call's failure a known one)
+		written = written || (g != nil && g.written())
 	}
 	out := make([]store.Reply, len(gcmds))
 	for i, c := range gcmds {
