@@ -30,6 +30,9 @@
 //   - Replies are normalised: integers to int64, bulk and simple strings to
 //     string, arrays to []any, a nil reply to ErrNil. The helpers Int64,
 //     String and Slice convert them with checked type assertions.
+//   - A Cluster adapter routes a command by its first key: Cmd.Key and
+//     KeyIndex name it (the key after numkeys for EVAL and EVALSHA, none for
+//     PING or TIME).
 //
 // The rule that matters most: a Store must never let one call run twice on
 // the server. If the command was written and the reply was lost, the adapter
