@@ -161,3 +161,28 @@ func (f *argsFake) EvalSha(_ context.Context, _ string, _ []string, args []any) 
 	f.args = args
 	return f.reply, nil
 }
+
+// TestCmdKey: a command's first key, by which a Cluster adapter routes it.
+func TestCmdKey(t *testing.T) {
+	for _, tc := range []struct {
+		cmd  store.Cmd
+		want string
+	}{
+		{store.Cmd{Name: "INCRBY", Args: []any{"k", 1}}, "k"},
+		{store.Cmd{Name: "get", Args: []any{[]byte("b")}}, "b"},
+		{store.Cmd{Name: "EVALSHA", Args: []any{"sha", 2, "k1", "k2", "a"}}, "k1"},
+		{store.Cmd{Name: "EVAL", Args: []any{"return 1", "1", "k"}}, "k"},
+		{store.Cmd{Name: "EVAL", Args: []any{"return 1", 0}}, ""},
+		{store.Cmd{Name: "EVALSHA", Args: []any{"sha", int64(0), "a"}}, ""},
+		{store.Cmd{Name: "PING"}, ""},
+		{store.Cmd{Name: "TIME"}, ""},
+		{store.Cmd{Name: "SCRIPT", Args: []any{"LOAD", "return 1"}}, ""},
+		{store.Cmd{Name: "OBJECT", Args: []any{"ENCODING", "k"}}, "k"},
+		{store.Cmd{Name: "ZUNION", Args: []any{2, "a", "b"}}, "a"},
+		{store.Cmd{Name: "SET", Args: []any{42, "v"}}, ""}, // a key that is not text
+	} {
+		if got := tc.cmd.Key(); got != tc.want {
+			t.Errorf("%s %v: Key() = %q, want %q", tc.cmd.Name, tc.cmd.Args, got, tc.want)
+		}
+	}
+}
