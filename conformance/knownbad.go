@@ -65,11 +65,15 @@ func KnownBad() []Control {
 			MustFail:    []string{"window-never-slides", "app-clock-skew", "boundary-bursts", "cancel-between-round-trips", "retry-after-honoured"},
 			VirtualOnly: []string{"window-never-slides", "boundary-bursts", "retry-after-honoured"}},
 		{Spec: claims("GetThenIncr", knownbad.GetThenIncr{}),
-			MustFail: []string{"exact-admission", "weighted-costs", "forced-leak", "leak-under-load", "self-repair", "bounded-ttls", "replies-slower-than-window", "period-change"},
+			MustFail: []string{"exact-admission", "weighted-costs", "forced-leak", "leak-under-load", "self-repair", "bounded-ttls", "period-change"},
 			// Under real load its keys fill within a window's first
 			// microseconds, and no INCRBY meets the window's end: only
 			// the virtual clock, stepped between a read and a write,
 			// shows the leak there (forced-leak shows it everywhere).
+			// Property 27 (replies slower than a window) catches its race
+			// only while several callers' reads land in one 2 ms window:
+			// a loaded machine under the race detector brought that down
+			// to one, and it passed (ServerTimeBucket is 27's control).
 			VirtualOnly: []string{"leak-under-load"}},
 		{Spec: claims("IncrThenExpire", knownbad.IncrThenExpire{}),
 			MustFail: []string{"exact-admission", "hostile-costs", "multi-rule-all-or-nothing", "window-never-slides", "corrupt-counter"}},
