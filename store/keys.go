@@ -78,3 +78,22 @@ func numKeysAt(args []any, i int) int {
 	}
 	return i + 1
 }
+
+// Group groups the indexes of cmds by key(cmd), the groups in the order of
+// their first command and each in the order of cmds: a Cluster adapter's
+// Batch sends one pipeline per group (per node, or per slot).
+func Group(cmds []Cmd, key func(Cmd) string) [][]int {
+	at := map[string]int{}
+	var groups [][]int
+	for i, c := range cmds {
+		k := key(c)
+		g, ok := at[k]
+		if !ok {
+			g = len(groups)
+			at[k] = g
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	return groups
+}

@@ -186,3 +186,18 @@ func TestCmdKey(t *testing.T) {
 		}
 	}
 }
+
+// TestGroup: indexes grouped by key, groups in the order of their first
+// command.
+func TestGroup(t *testing.T) {
+	cmds := []store.Cmd{{Name: "GET", Args: []any{"b1"}}, {Name: "GET", Args: []any{"a1"}}, {Name: "GET", Args: []any{"b2"}}, {Name: "PING"}}
+	got := store.Group(cmds, func(c store.Cmd) string {
+		if k := c.Key(); k != "" {
+			return k[:1]
+		}
+		return ""
+	})
+	if want := [][]int{{0, 2}, {1}, {3}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Group = %v, want %v", got, want)
+	}
+}

@@ -684,24 +684,14 @@ func (s *Store) Batch(ctx context.Context, cmds []store.Cmd) []store.Reply {
 // key (commands without keys, or whose node is not known, in a group of
 // their own), in the order of first appearance.
 func byNode(ctx context.Context, cc *redis.ClusterClient, cmds []store.Cmd) [][]int {
-	at := map[string]int{}
-	var groups [][]int
-	for i, c := range cmds {
-		node := ""
+	return store.Group(cmds, func(c store.Cmd) string {
 		if k := c.Key(); k != "" {
 			if m, err := cc.MasterForKey(ctx, k); err == nil {
-				node = "node " + m.Options().Addr
+				return "node " + m.Options().Addr
 			}
 		}
-		g, ok := at[node]
-		if !ok {
-			g = len(groups)
-			at[node] = g
-			groups = append(groups, nil)
-		}
-		groups[g] = append(groups[g], i)
-	}
-	return groups
+		return ""
+	})
 }
 
 // batch runs cmds in one pipeline and writes their replies to out.

@@ -541,14 +541,14 @@ func (s *Store) Batch(ctx context.Context, cmds []store.Cmd) []store.Reply {
 	}
 	var groups [][]int
 	if nodes := s.slotNodes(ctx); nodes != nil {
-		groups = groupBy(cmds, func(c store.Cmd) string {
+		groups = store.Group(cmds, func(c store.Cmd) string {
 			if k := c.Key(); k != "" {
 				return nodes[redisc.Slot(k)]
 			}
 			return ""
 		})
 	} else {
-		groups = groupBy(cmds, func(c store.Cmd) string { return fmt.Sprint(redisc.Slot(c.Key())) })
+		groups = store.Group(cmds, func(c store.Cmd) string { return fmt.Sprint(redisc.Slot(c.Key())) })
 	}
 	var wg sync.WaitGroup
 	for _, at := range groups {
@@ -560,24 +560,6 @@ func (s *Store) Batch(ctx context.Context, cmds []store.Cmd) []store.Reply {
 	}
 	wg.Wait()
 	return out
-}
-
-// groupBy groups the indexes of cmds by key(cmd), in the order of first
-// appearance.
-func groupBy(cmds []store.Cmd, key func(store.Cmd) string) [][]int {
-	at := map[string]int{}
-	var groups [][]int
-	for i, c := range cmds {
-		k := key(c)
-		g, ok := at[k]
-		if !ok {
-			g = len(groups)
-			at[k] = g
-			groups = append(groups, nil)
-		}
-		groups[g] = append(groups[g], i)
-	}
-	return groups
 }
 
 // batchGroup sends the commands of cmds at the indexes at in one pipeline
@@ -608,7 +590,7 @@ func (s *Store) batchGroup(ctx context.Context, cmds []store.Cmd, at []int, out 
 		return
 	}
 	s.nodes.Store(nil) // the slots moved: read them again next time
-	for _, again := range groupBy(cmdsAt(cmds, moved), func(c store.Cmd) string { return fmt.Sprint(redisc.Slot(c.Key())) }) {
+	for _, again := range store.Group(cmdsAt(cmds, moved), func(c store.Cmd) string { return fmt.Sprint(redisc.Slot(c.Key())) }) {
 		sub := make([]int, len(again))
 		for j, k := range again {
 			sub[j] = moved[k]
