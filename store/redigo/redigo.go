@@ -570,11 +570,7 @@ func (s *Store) batchGroup(ctx context.Context, cmds []store.Cmd, at []int, out 
 	if len(at) == 0 {
 		return
 	}
-	group := make([]store.Cmd, len(at))
-	for j, i := range at {
-		group[j] = cmds[i]
-	}
-	rs, err := s.Do(ctx, group...)
+	rs, err := s.Do(ctx, cmdsAt(cmds, at)...)
 	var moved []int
 	for j, i := range at {
 		switch {
@@ -595,8 +591,7 @@ func (s *Store) batchGroup(ctx context.Context, cmds []store.Cmd, at []int, out 
 		for j, k := range again {
 			sub[j] = moved[k]
 		}
-		group := cmdsAt(cmds, sub)
-		rs, err := s.Do(ctx, group...)
+		rs, err := s.Do(ctx, cmdsAt(cmds, sub)...)
 		for j, i := range sub {
 			if err != nil {
 				out[i].Err = err
