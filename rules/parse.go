@@ -38,14 +38,31 @@ func ParseJSON(data []byte) (*Set, error) {
 	return setFromTree(v)
 }
 
-// ParseYAML parses a rule set in YAML and validates it. Errors are
+// ParseYAML parses a rule set in YAML (one document; empty ones after it
+// are ignored, a second rule set is refused) and validates it. Errors are
 // *ConfigError naming the field.
 func ParseYAML(data []byte) (*Set, error) {
 	var v any
-	if err := yaml.Unmarshal(data, &v); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&v); err != nil && err != io.EOF {
 		return nil, &ConfigError{Err: err}
 	}
-	return setFromTree(v)
+	// A second document (two files run together) would otherwise be
+	// dropped without a word, as JSON's data after the value is refused;
+	// empty ones (a trailing "---") are harmless.
+	for {
+		var more any
+		err := dec.Decode(&more)
+		if err == io.EOF {
+			return setFromTree(v)
+		}
+		if err == nil && more != nil {
+			err = errors.New("a second YAML document after the first (---): one document holds the rule set")
+		}
+		if err != nil {
+			return nil, &ConfigError{Err: err}
+		}
+	}
 }
 
 // ParseRules parses one list of rules in JSON, the value of a field of a
