@@ -49,6 +49,10 @@ const maxSFInteger = 999_999_999_999_999
 // and the seconds until its window resets, t. The X-RateLimit-* fields
 // carry the binding rule's limit, remaining quota and seconds until reset
 // (a delta, like t, not a timestamp), for clients that predate the draft.
+// The remaining quota is advertised up to the binding rule's quota, its
+// Rate: a burst above the Rate (GCRA and TokenBucket with a Burst larger
+// than the Rate) shows as the Rate until less than that is left, so that
+// r never exceeds q nor X-RateLimit-Remaining X-RateLimit-Limit.
 // Retry-After, in whole seconds rounded up, is set on denied decisions that
 // can succeed later.
 //
@@ -78,7 +82,7 @@ func WriteHeaders(h http.Header, d rules.Decision, legacy bool) {
 	h.Set(HeaderPolicy, b.String())
 
 	bind := d.Limit
-	remaining := strconv.FormatInt(min(max(d.Remaining, 0), maxSFInteger), 10)
+	remaining := strconv.FormatInt(min(max(d.Remaining, 0), bind.Rate, maxSFInteger), 10)
 	reset := strconv.FormatInt(ceilSeconds(d.ResetAfter), 10)
 	b.Reset()
 	writeString(&b, rules.RuleName(bind))

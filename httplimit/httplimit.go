@@ -198,12 +198,18 @@ func (m *Middleware) Decide(w http.ResponseWriter, r *http.Request) (rules.Decis
 	}
 	var d rules.Decision
 	if m.rule != nil {
-		rule, err := m.rule(r)
-		if err != nil {
-			m.onError(w, r, err)
+		rule, rerr := m.rule(r)
+		switch {
+		case rerr != nil:
+			m.onError(w, r, rerr)
 			return rules.Decision{}, false
+		case key == "":
+			// an empty key names no client, as without rules; joined
+			// with the rule it would name one shared by all of them
+			err = fmt.Errorf("httplimit: %w: the key function returned an empty key", limiter.ErrInvalidKey)
+		default:
+			d, err = m.rl.AllowFor(r.Context(), rule, joinKeys(" ", rule, key))
 		}
-		d, err = m.rl.AllowFor(r.Context(), rule, joinKeys(" ", rule, key))
 	} else {
 		d, err = m.rl.Allow(r.Context(), key)
 	}

@@ -109,7 +109,9 @@ func Route() KeyFunc {
 // IPv6Prefix returns k with IPv6 keys grouped by their first bits bits
 // (64: one key per /64, the block one subscriber usually holds, so that a
 // client cannot dodge its limit by rotating addresses within it). IPv4 keys,
-// and keys that are not addresses, pass unchanged. It panics unless bits
+// and keys that are not addresses, pass unchanged; an IPv4-mapped IPv6
+// address (::ffff:192.0.2.1, as dual-stack proxies report IPv4 clients)
+// becomes its IPv4 address. It panics unless bits
 // is in [1, 128].
 func IPv6Prefix(bits int, k KeyFunc) KeyFunc {
 	if bits < 1 || bits > 128 {
@@ -123,6 +125,11 @@ func IPv6Prefix(bits int, k KeyFunc) KeyFunc {
 		a, perr := netip.ParseAddr(key)
 		if perr != nil || !a.Is6() {
 			return key, nil
+		}
+		if a.Is4In6() {
+			// an IPv4 client as a dual-stack proxy reports it
+			// (::ffff:192.0.2.1): its own key, as ClientIP gives it
+			return a.Unmap().String(), nil
 		}
 		p, _ := a.Prefix(bits)
 		return p.String(), nil
