@@ -81,6 +81,18 @@ type Leaser interface {
 	Release(ctx context.Context, st store.Store, req LeaseRequest) error
 }
 
+// LeaseAbandoner is implemented by a Leaser that can end the lease of an
+// Acquire whose outcome is unknown (a lost reply, a timeout) durably: a
+// Release may reach Redis before the Acquire itself, still on its way, and
+// that Acquire would then take a slot no caller holds until its TTL ends.
+// Abandon ends the lease req.ID if it is held and makes an Acquire or
+// Extend of req.ID that runs later, within req.Limit.TTL, a refusal.
+// Concurrency calls it, when the Leaser has it, in place of Release after
+// such an Acquire.
+type LeaseAbandoner interface {
+	Abandon(ctx context.Context, st store.Store, req LeaseRequest) error
+}
+
 // ErrNilLeaser is a nil Leaser given to NewConcurrency.
 var ErrNilLeaser = errors.New("limiter: nil leaser")
 
@@ -149,7 +161,8 @@ func (l Lease) ID() string {
 // the call may have run without its reply arriving (a lost reply, a
 // timeout), Acquire first releases the slot it may have taken, so that a
 // retry finds it free (a release Redis cannot take either leaves it until
-// its TTL ends).
+// its TTL ends); with a LeaseAbandoner (strategy.Concurrency) also when
+// the Acquire reaches Redis only after the release.
 func (c *Concurrency) Acquire(ctx context.Context, subject string, limit InFlight) (Lease, error) {
 	req, err := c.request(subject, limit)
 	if err != nil {
@@ -179,10 +192,10 @@ func (c *Concurrency) Acquire(ctx context.Context, subject string, limit InFligh
 	return Lease{Held: st.Held, InFlight: st.InFlight, RetryAfter: st.RetryAfter, Limit: limit, c: c, req: req}, nil
 }
 
-// releaseUnknown releases the lease of an Acquire whose outcome is
-// unknown, on a context of its own (the call's may have ended), bounded by
-// the Limiter's timeout or a second. Its error is not returned: a slot it
-// could not free ends at its TTL.
+// releaseUnknown ends the lease of an Acquire whose outcome is unknown
+// (LeaseAbandoner's Abandon, else Release), on a context of its own (the
+// call's may have ended), bounded by the Limiter's timeout or a second.
+// Its error is not returned: a slot it could not free ends at its TTL.
 func (c *Concurrency) releaseUnknown(ctx context.Context, req LeaseRequest) {
 	d := c.cfg.timeout
 	if d <= 0 {
@@ -190,6 +203,10 @@ func (c *Concurrency) releaseUnknown(ctx context.Context, req LeaseRequest) {
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d)
 	defer cancel()
+	if a, ok := c.leaser.(LeaseAbandoner); ok {
+		_ = a.Abandon(rctx, c.cfg.st, req)
+		return
+	}
 	_ = c.leaser.Release(rctx, c.cfg.st, req)
 }
 

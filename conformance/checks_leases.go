@@ -26,7 +26,9 @@ func (c *checker) concurrency(f limiter.InFlight) *limiter.Concurrency {
 }
 
 // inFlight returns the members of subject's lease set (whatever its
-// leaser counts), read from the server: ZCARD for a sorted set, the value
+// leaser counts), read from the server: for a sorted set the members
+// scored above 0 (leases are scored by their expiry; strategy.Concurrency
+// keeps an abandoned ID as a tombstone with a negative score), the value
 // for a counter.
 func (c *checker) inFlight(subject string, f limiter.InFlight) int64 {
 	c.t.Helper()
@@ -36,20 +38,20 @@ func (c *checker) inFlight(subject string, f limiter.InFlight) int64 {
 		c.t.Fatalf("TYPE %s: %v %v", key, err, r.Err)
 	}
 	typ, _ := store.String(r.Val)
-	cmd := "ZCARD"
+	cmd := store.Cmd{Name: "ZCOUNT", Args: []any{key, "(0", "+inf"}}
 	switch typ {
 	case "none":
 		return 0
 	case "string":
-		cmd = "GET"
+		cmd = store.Cmd{Name: "GET", Args: []any{key}}
 	}
-	r, err = c.do(store.Cmd{Name: cmd, Args: []any{key}})
+	r, err = c.do(cmd)
 	if err == nil {
 		err = r.Err
 	}
 	n, perr := store.Int64(r.Val)
 	if err != nil || perr != nil {
-		c.t.Fatalf("%s %s: %v %v", cmd, key, err, perr)
+		c.t.Fatalf("%s %s: %v %v", cmd.Name, key, err, perr)
 	}
 	return n
 }

@@ -57,12 +57,11 @@ import (
 //     costs, taken back meanwhile) has a RetryAfter of 1 ms, not the rest
 //     of the window;
 //   - a take-back that finds its key gone (deleted by a Reset, evicted,
-//     between the count and the take-back) would re-create it below 0, and
-//     the window would admit that much more: EXISTS in the same
-//     transaction tells, and one more round trip gives the cost back to
-//     such a key. Only calls that count on the key between its deletion
-//     and that round trip can be admitted past the Rate, by at most the
-//     costs of the denials whose take-backs were in flight;
+//     between the count and the take-back) leaves it at 0, not below (SET
+//     NX of the cost before the DECRBY). Only when another call counts on
+//     the key between its deletion and the take-back can the window admit
+//     past its Rate, by at most the costs of the denials whose take-backs
+//     were in flight;
 //   - a decision is counted only in the windows that the TIME of its own
 //     transaction names. When the round trip is about as long as a window,
 //     so that the server's TIME names other windows on every one of a few
@@ -418,7 +417,6 @@ func (b *Bucketed) consume(ctx context.Context, st store.Store, c *serverClock, 
 	var dc detached
 	defer dc.cancel()
 	stale := false
-	var undone error // an undo of a take-back that created its key, failed
 	for attempt := 1; ; attempt++ {
 		cmds := make([]store.Cmd, 0, 3+2*n+3*len(prev.keys))
 		cmds = append(cmds, store.Cmd{Name: "MULTI"})
@@ -439,14 +437,6 @@ func (b *Bucketed) consume(ctx context.Context, st store.Store, c *serverClock, 
 		t1 := b.now()
 		if err != nil {
 			return limiter.Result{}, err
-		}
-		// A take-back of the attempt before that found its key gone (a
-		// Reset, an eviction) created it below 0: undo that. (now is
-		// still the attempt before's server time.)
-		if len(prev.keys) > 0 {
-			if err := b.undoCreated(dc.from(ctx), st, req, &prev, nil, vals, now, nil); err != nil {
-				undone = errors.Join(undone, err)
-			}
 		}
 		// A queued command that failed (a counter INCRBY cannot read, a key
 		// of another type) failed alone: EXEC ran the others. Take back
@@ -473,7 +463,7 @@ func (b *Bucketed) consume(ctx context.Context, st store.Store, c *serverClock, 
 			now, bad = parseTime(vals[base])
 		}
 		if bad != nil {
-			if err := errors.Join(undone, b.takeBack(dc.from(ctx), st, req, bs, applied[:n], now, nil)); err != nil {
+			if err := b.takeBack(dc.from(ctx), st, req, bs, applied[:n], nil); err != nil {
 				return limiter.Result{}, fmt.Errorf("%w (%v)", bad, err)
 			}
 			return limiter.Result{}, bad
@@ -505,15 +495,13 @@ func (b *Bucketed) consume(ctx context.Context, st store.Store, c *serverClock, 
 		}
 	}
 	if allowed {
-		res := bindBuckets(req, bs, now, before[:n], after[:n], true, false)
-		res.Cause = undone
-		return res, nil
+		return bindBuckets(req, bs, now, before[:n], after[:n], true, false), nil
 	}
 	// Denied: take the cost back from every limit. The decision stands
 	// whether or not this succeeds; a failure leaves an over-count that
 	// ends with the window, and is the Result's Cause.
 	var left [limiter.MaxLimits]int64
-	err := b.takeBack(dc.from(ctx), st, req, bs, nil, now, &left)
+	err := b.takeBack(dc.from(ctx), st, req, bs, nil, &left)
 	var res limiter.Result
 	if err == nil {
 		// The counts once this request is taken back: when the request
@@ -527,7 +515,6 @@ func (b *Bucketed) consume(ctx context.Context, st store.Store, c *serverClock, 
 	} else {
 		res = bindBuckets(req, bs, now, before[:n], before[:n], false, stale)
 	}
-	err = errors.Join(undone, err)
 	switch {
 	case stale && err != nil:
 		res.Cause = fmt.Errorf("%w (%v)", ErrStaleWindow, err)
@@ -568,11 +555,9 @@ func (d *detached) cancel() {
 }
 
 // takeBack takes the cost back from the keys of bs (only those marked in
-// only, unless it is nil) in one transaction on ctx, and undoes a take-back
-// that created its key (nowUs: the server's time, in microseconds, when the
-// cost was counted). When left is not nil, it receives each limit's count
-// once the cost is taken back (0 for a key that was gone).
-func (b *Bucketed) takeBack(ctx context.Context, st store.Store, req limiter.Request, bs *buckets, only []bool, nowUs int64, left *[limiter.MaxLimits]int64) error {
+// only, unless it is nil) in one transaction on ctx. When left is not nil,
+// it receives each limit's count once the cost is taken back.
+func (b *Bucketed) takeBack(ctx context.Context, st store.Store, req limiter.Request, bs *buckets, only []bool, left *[limiter.MaxLimits]int64) error {
 	cmds := make([]store.Cmd, 0, 2+3*len(bs.keys))
 	cmds = append(cmds, store.Cmd{Name: "MULTI"})
 	cmds = bs.appendTakeBack(cmds, b, req, only)
@@ -584,80 +569,46 @@ func (b *Bucketed) takeBack(ctx context.Context, st store.Store, req limiter.Req
 	if err != nil {
 		return fmt.Errorf("taking the count back: %w", err)
 	}
-	return b.undoCreated(ctx, st, req, bs, only, vals, nowUs, left)
+	if left != nil {
+		j := 0
+		for i := range bs.keys {
+			if only != nil && !only[i] {
+				continue
+			}
+			v, err := store.Int64(vals[3*j+1]) // DECRBY's
+			if err != nil {
+				return fmt.Errorf("taking the count back: DECRBY %s: %w", bs.keys[i], err)
+			}
+			left[i] = max(v, 0)
+			j++
+		}
+	}
+	return nil
 }
 
 // appendTakeBack appends, for each key of bs (only those marked in only,
-// unless it is nil), the commands that take the cost back: EXISTS, DECRBY,
-// and the window's PEXPIREAT.
+// unless it is nil), the commands that take the cost back:
 //
-// DECRBY on a key that is gone (deleted by a Reset, evicted, between the
-// count and its take-back) would create it at −cost, and the window would
-// then admit cost more than its Rate. EXISTS, in the same transaction,
-// tells undoCreated which keys the take-back created. (Without Lua a
-// take-back cannot be made conditional; WATCH would abort under the very
-// contention a hot denied subject brings.)
+//	SET key cost NX; DECRBY key cost; PEXPIREAT key end+grace
+//
+// DECRBY alone, on a key that is gone (deleted by a Reset, evicted, between
+// the count and its take-back), would create it at −cost, and the window
+// would then admit cost more than its Rate. SET NX first puts the cost
+// there only when the key is gone, so that the take-back leaves such a key
+// at 0 and any other at its count less the cost: no read, no second round
+// trip (without Lua a write cannot be made conditional otherwise, and
+// WATCH would abort under the very contention a hot denied subject brings).
 func (bs *buckets) appendTakeBack(cmds []store.Cmd, b *Bucketed, req limiter.Request, only []bool) []store.Cmd {
 	for i, k := range bs.keys {
 		if only != nil && !only[i] {
 			continue
 		}
 		cmds = append(cmds,
-			store.Cmd{Name: "EXISTS", Args: []any{k}},
+			store.Cmd{Name: "SET", Args: []any{k, req.Cost, "NX"}},
 			store.Cmd{Name: "DECRBY", Args: []any{k, req.Cost}},
 			store.Cmd{Name: "PEXPIREAT", Args: []any{k, b.expireAt(req.Limits[i], bs.idx[i])}})
 	}
 	return cmds
-}
-
-// undoCreated reads the replies of the commands appendTakeBack queued (at
-// the head of vals) and gives the cost back, in one more transaction, to
-// each key the take-back created: the count it took back was gone with the
-// key. Other calls may count on such a key in between; the undo restores
-// what they counted. A key whose expiry was already past at server time
-// nowUs (µs; a window that is over, taken back from after a move) was
-// deleted again by its PEXPIREAT and needs nothing. When left is not nil,
-// it receives each limit's count after the take-back (0 for a key that was
-// gone).
-func (b *Bucketed) undoCreated(ctx context.Context, st store.Store, req limiter.Request, bs *buckets, only []bool, vals []any, nowUs int64, left *[limiter.MaxLimits]int64) error {
-	var cmds []store.Cmd
-	j := 0
-	for i, k := range bs.keys {
-		if only != nil && !only[i] {
-			continue
-		}
-		existed, err := store.Int64(vals[3*j])
-		if err != nil {
-			return fmt.Errorf("taking the count back: EXISTS %s: %w", k, err)
-		}
-		count, err := store.Int64(vals[3*j+1])
-		if err != nil {
-			return fmt.Errorf("taking the count back: DECRBY %s: %w", k, err)
-		}
-		j++
-		at := b.expireAt(req.Limits[i], bs.idx[i])
-		if existed == 0 && at > nowUs/1000 {
-			if cmds == nil {
-				cmds = append(cmds, store.Cmd{Name: "MULTI"})
-			}
-			cmds = append(cmds,
-				store.Cmd{Name: "INCRBY", Args: []any{k, req.Cost}},
-				store.Cmd{Name: "PEXPIREAT", Args: []any{k, at}})
-		}
-		if existed == 0 {
-			count = 0
-		}
-		if left != nil {
-			left[i] = max(count, 0)
-		}
-	}
-	if cmds == nil {
-		return nil
-	}
-	if _, err := execReply(ctx, st, append(cmds, store.Cmd{Name: "EXEC"})); err != nil {
-		return fmt.Errorf("giving back a count taken from a key that was gone: %w", err)
-	}
-	return nil
 }
 
 // execVals runs a MULTI ... EXEC pipeline and returns EXEC's replies, one

@@ -32,8 +32,12 @@ func LeaseScript() *store.Script { return leaseScript }
 //   - acquiring a lease ID that is already held renews it and takes no
 //     second slot (a retried call never holds two); Release of a released,
 //     expired or unknown lease is harmless;
-//   - the set's key expires with its latest lease; a call that finds it
-//     without a TTL gives it back;
+//   - an Acquire whose outcome is unknown (a lost reply, a timeout) is
+//     abandoned (Abandon): its ID is left as a tombstone for the lease's
+//     TTL, so that the Acquire, should it reach Redis only after that,
+//     takes no slot;
+//   - the set's key expires with its latest lease (or tombstone); a call
+//     that finds it without a TTL gives it back;
 //   - a key that is not a sorted set is limiter.ErrCorruptCounter, and
 //     nothing is written;
 //   - time source: the Redis server's TIME, never the app server's clock;
@@ -51,6 +55,14 @@ func (Concurrency) Acquire(ctx context.Context, st store.Store, req limiter.Leas
 // Extend implements limiter.Leaser.
 func (Concurrency) Extend(ctx context.Context, st store.Store, req limiter.LeaseRequest) (limiter.LeaseState, error) {
 	return runLease(ctx, st, "e", req)
+}
+
+// Abandon implements limiter.LeaseAbandoner: it ends the lease, if held,
+// and leaves a tombstone for req.ID that refuses an Acquire or Extend of
+// it for the lease's TTL. It is one script call, as Acquire is.
+func (Concurrency) Abandon(ctx context.Context, st store.Store, req limiter.LeaseRequest) error {
+	_, err := runLease(ctx, st, "x", req)
+	return err
 }
 
 // Release implements limiter.Leaser: one ZREM (Redis deletes the set with

@@ -3,9 +3,11 @@
 --
 -- KEYS[1]   the lease set: a sorted set, one member per lease (its id),
 --           scored by the lease's expiry in milliseconds since the Unix
---           epoch (by TIME)
+--           epoch (by TIME); an abandoned id is scored by minus its
+--           tombstone's expiry
 -- ARGV[1]   "a": acquire (take or renew the lease); "e": extend (renew it
---           only if it is held)
+--           only if it is held); "x": abandon (end the lease, and refuse an
+--           acquire of the id that arrives later, for ttl)
 -- ARGV[2]   lease id
 -- ARGV[3]   max, the most leases held at once, >= 1
 -- ARGV[4]   ttl of the lease in milliseconds, >= 1
@@ -17,28 +19,44 @@
 --
 -- Leases past their expiry leave the set on every call, so a holder that
 -- crashed frees its slot at its lease's expiry without anyone's help. The
--- set's key expires with its latest lease, so an idle subject leaves
--- nothing behind; a call that finds the key without a TTL gives it back.
+-- set's key expires with its latest lease (or tombstone), so an idle
+-- subject leaves nothing behind; a call that finds the key without a TTL
+-- gives it back.
+--
+-- Abandon is for an acquire whose reply was lost or came too late: a
+-- release (ZREM) may run before the acquire itself, still on its way, and
+-- the acquire would then hold a slot nobody holds until its TTL ends. The
+-- tombstone, the id with a negative score, is not a lease (leases are the
+-- members scored above 0) and makes that acquire a refusal.
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
-local key, id = KEYS[1], ARGV[2]
+local key, op, id = KEYS[1], ARGV[1], ARGV[2]
 local max, ttl = tonumber(ARGV[3]), tonumber(ARGV[4])
 
 -- (a key of another type fails here with WRONGTYPE, before any write)
-local mine = redis.call('ZSCORE', key, id)
-mine = mine and tonumber(mine) > now
-redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
-local n = redis.call('ZCARD', key)
+local score = tonumber(redis.call('ZSCORE', key, id))
+local mine = score and score > now
+local gone = score and score < 0 and -score > now
+-- expired leases, scored in (0, now], and expired tombstones, in [-now, 0)
+redis.call('ZREMRANGEBYSCORE', key, -now, now)
 
--- the key lives as long as its latest lease
+-- the key lives as long as its latest lease and its latest tombstone
 local function expire()
   local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  if last[2] then
-    redis.call('PEXPIRE', key, math.max(tonumber(last[2]) - now, 1))
+  local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  local at = math.max(tonumber(last[2] or 0), -tonumber(first[2] or 0))
+  if at > now then
+    redis.call('PEXPIRE', key, at - now)
   end
 end
 
-if mine or (ARGV[1] == 'a' and n < max) then
+if op == 'x' then
+  redis.call('ZADD', key, -(now + ttl), id)
+  expire()
+  return {0, redis.call('ZCOUNT', key, '(0', '+inf'), 0}
+end
+local n = redis.call('ZCOUNT', key, '(0', '+inf')
+if not gone and (mine or (op == 'a' and n < max)) then
   redis.call('ZADD', key, now + ttl, id)
   expire()
   if not mine then
@@ -46,11 +64,11 @@ if mine or (ARGV[1] == 'a' and n < max) then
   end
   return {1, n, 0}
 end
-if n > 0 and redis.call('PTTL', key) == -1 then
+if redis.call('PTTL', key) == -1 then
   expire()
 end
-if ARGV[1] == 'e' or n == 0 then
+if op == 'e' or gone or n < max then
   return {0, n, 0}
 end
-local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+local oldest = redis.call('ZRANGEBYSCORE', key, '(0', '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
 return {0, n, math.max(tonumber(oldest[2]) - now, 1)}
