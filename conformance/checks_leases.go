@@ -213,3 +213,55 @@ func mustInFlightKey(c *checker, subject string, f limiter.InFlight) string {
 func leaseString(l limiter.Lease) string {
 	return fmt.Sprintf("{held %v, %d in flight, retry after %s, degraded %v}", l.Held, l.InFlight, l.RetryAfter, l.Degraded)
 }
+
+// Property 43: an Acquire whose outcome is unknown (its reply lost, or its
+// deadline met while the call was still on its way) is ended so that it
+// takes no slot even when it reaches Redis after the release: the Leaser
+// must have Abandon (limiter.LeaseAbandoner), and an Acquire or Extend of
+// an abandoned ID, run after the Abandon, holds nothing. Another lease is
+// held as usual, and the tombstone leaves with the TTL.
+func checkLateAcquireAbandoned(c *checker) {
+	f := limiter.InFlight{Max: 1, TTL: 1500 * time.Millisecond}
+	c.concurrency(f)
+	ab, ok := c.spec.Leaser.(limiter.LeaseAbandoner)
+	if !ok {
+		c.t.Fatalf("property 43: the Leaser %T has no Abandon (limiter.LeaseAbandoner): an Acquire whose release reaches Redis before it (a timeout, a congested connection) takes a slot no caller holds until its TTL ends", c.spec.Leaser)
+	}
+	req := limiter.LeaseRequest{Key: mustInFlightKey(c, "p43", f), ID: "late-acquire", Limit: f}
+	if err := ab.Abandon(c.ctx, c.h.Store(), req); err != nil {
+		c.t.Fatalf("property 43: Abandon of a lease never acquired: %v", err)
+	}
+	// The Acquire arrives after its release.
+	st, err := c.spec.Leaser.Acquire(c.ctx, c.h.Store(), req)
+	if err != nil || st.Held || st.InFlight != 0 {
+		c.t.Errorf("property 43: an Acquire that arrives after its Abandon = %+v, %v; want not held, none in flight (the only slot would be held by nobody)", st, err)
+	}
+	if st, err := c.spec.Leaser.Extend(c.ctx, c.h.Store(), req); err != nil || st.Held {
+		c.t.Errorf("property 43: Extend of an abandoned lease = %+v, %v; want not held", st, err)
+	}
+	if n := c.inFlight("p43", f); n != 0 {
+		c.t.Errorf("property 43: after an abandoned Acquire arrived late, the server holds %d leases, want 0", n)
+	}
+	conc := c.concurrency(f)
+	l, err := conc.Acquire(c.ctx, "p43", f)
+	if err != nil || !l.Held || l.InFlight != 1 {
+		c.t.Errorf("property 43: another caller's lease = %s, %v; want held, 1 in flight", leaseString(l), err)
+	}
+	for _, k := range c.keys() {
+		if p := c.pttl(k); p == -1 || time.Duration(p)*time.Millisecond > f.TTL {
+			c.t.Errorf("property 43: key %q has PTTL %dms, want in (0, %s]", k, p, f.TTL)
+		}
+	}
+	// Abandoning a lease that is held frees its slot.
+	held := limiter.LeaseRequest{Key: req.Key, ID: l.ID(), Limit: f}
+	if err := ab.Abandon(c.ctx, c.h.Store(), held); err != nil {
+		c.t.Fatalf("property 43: Abandon of a held lease: %v", err)
+	}
+	if n := c.inFlight("p43", f); n != 0 {
+		c.t.Errorf("property 43: after the held lease was abandoned, the server holds %d leases, want 0", n)
+	}
+	c.h.Advance(f.TTL + 10*time.Millisecond)
+	if l, err := conc.Acquire(c.ctx, "p43", f); err != nil || !l.Held || l.InFlight != 1 {
+		c.t.Errorf("property 43: a lease after the tombstones' TTL = %s, %v; want held, alone in flight", leaseString(l), err)
+	}
+}

@@ -142,6 +142,8 @@ func KnownBad() []Control {
 			MustFail: []string{"crashed-holder-frees-slot", "release-frees-own-slot", "retried-lease-holds-one"}},
 		{Spec: leaser("CountThenAdd", knownbad.CountThenAdd{}),
 			MustFail: []string{"leases-exact"}},
+		{Spec: leaser("ReleaseAbandon", knownbad.ReleaseAbandon{Concurrency: strategy.NewConcurrency()}),
+			MustFail: []string{"late-acquire-abandoned"}},
 	}
 }
 

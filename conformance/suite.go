@@ -95,6 +95,7 @@ func Checks() []Check {
 		{ID: 37, Name: "crashed-holder-frees-slot", run: checkCrashedHolder, leases: true},
 		{ID: 38, Name: "release-frees-own-slot", run: checkReleaseHarmless, leases: true},
 		{ID: 39, Name: "retried-lease-holds-one", run: checkLeaseRetry, leases: true},
+		{ID: 43, Name: "late-acquire-abandoned", run: checkLateAcquireAbandoned, leases: true},
 	}
 }
 

@@ -68,6 +68,11 @@
 //   - StrictState: a correct fixed window that refuses a counter above its
 //     limit's rate as corrupt: after a rules change lowers a rate, every
 //     call of a subject whose window holds more fails until it ends.
+//   - CounterLeases, CountThenAdd: concurrency limits as a counter (INCR,
+//     DECR; no expiry, no identity) and as a sorted set counted and added
+//     to in two round trips.
+//   - ReleaseAbandon: correct leases whose Abandon is a Release (ZREM): an
+//     Acquire that reaches Redis after it takes a slot nobody holds.
 //
 // SwallowErrors: any error admits the request silently: not
 // Degraded, no error, so the fail mode never applies and nobody can alert.

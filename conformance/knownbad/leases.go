@@ -7,6 +7,7 @@ import (
 
 	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/store"
+	"github.com/quotagate/limiter/strategy"
 )
 
 // CounterLeases is the concurrency limiter most write first: INCR on
@@ -86,6 +87,19 @@ func (CountThenAdd) Extend(ctx context.Context, st store.Store, req limiter.Leas
 func (CountThenAdd) Release(ctx context.Context, st store.Store, req limiter.LeaseRequest) error {
 	_, err := st.Do(ctx, store.Cmd{Name: "ZREM", Args: []any{req.Key, req.ID}})
 	return err
+}
+
+// ReleaseAbandon is a correct leaser whose Abandon is a Release (ZREM):
+// when the Acquire whose outcome was unknown reaches Redis after it (a
+// congested connection, the release sent on another), the Acquire takes a
+// slot that no caller holds, until its TTL ends.
+type ReleaseAbandon struct {
+	strategy.Concurrency
+}
+
+// Abandon implements limiter.LeaseAbandoner, wrongly.
+func (r ReleaseAbandon) Abandon(ctx context.Context, st store.Store, req limiter.LeaseRequest) error {
+	return r.Release(ctx, st, req)
 }
 
 // do runs one command whose reply is an integer.
