@@ -1,6 +1,8 @@
 package limiterecho
 
 import (
+	"net/http"
+
 	"github.com/labstack/echo/v4"
 
 	"github.com/quotagate/limiter/httplimit"
@@ -10,13 +12,28 @@ import (
 // an admitted request goes on to the next handler with the rate limit
 // fields on its response header; a denied one, or one that could not be
 // decided, is answered by m's handlers and the next handler is not called.
+//
+// m sees the request with its Pattern set to the method and echo's route
+// ("POST /login", "GET /users/:id"), as a ServeMux sets it, so that
+// httplimit.Route() and WithRules(Route()) key requests by their route.
 func Middleware(m *httplimit.Middleware) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			if _, ok := m.Decide(c.Response(), c.Request()); !ok {
+			if _, ok := m.Decide(c.Response(), withPattern(c.Request(), c.Path())); !ok {
 				return nil
 			}
 			return next(c)
 		}
 	}
+}
+
+// withPattern returns r with its Pattern set to its method and route (a
+// shallow copy), unless r has one already or there is no route.
+func withPattern(r *http.Request, route string) *http.Request {
+	if r.Pattern != "" || route == "" {
+		return r
+	}
+	r2 := r.WithContext(r.Context())
+	r2.Pattern = r.Method + " " + route
+	return r2
 }

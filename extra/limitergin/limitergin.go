@@ -1,6 +1,8 @@
 package limitergin
 
 import (
+	"net/http"
+
 	"github.com/gin-gonic/gin"
 
 	"github.com/quotagate/limiter/httplimit"
@@ -10,12 +12,27 @@ import (
 // admitted request goes on to the next handler with the rate limit fields
 // on its response header; a denied one, or one that could not be decided,
 // is answered by m's handlers and the chain is aborted.
+//
+// m sees the request with its Pattern set to the method and gin's route
+// ("POST /login", "GET /users/:id"), as a ServeMux sets it, so that
+// httplimit.Route() and WithRules(Route()) key requests by their route.
 func Middleware(m *httplimit.Middleware) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		if _, ok := m.Decide(c.Writer, c.Request); !ok {
+		if _, ok := m.Decide(c.Writer, withPattern(c.Request, c.FullPath())); !ok {
 			c.Abort()
 			return
 		}
 		c.Next()
 	}
+}
+
+// withPattern returns r with its Pattern set to its method and route (a
+// shallow copy), unless r has one already or there is no route.
+func withPattern(r *http.Request, route string) *http.Request {
+	if r.Pattern != "" || route == "" {
+		return r
+	}
+	r2 := r.WithContext(r.Context())
+	r2.Pattern = r.Method + " " + route
+	return r2
 }

@@ -13,8 +13,11 @@
 // the response header metadata carries ratelimit-rule and retry-after
 // (whole seconds). A Degraded denial (Redis down under FailClosed) ends
 // with codes.Unavailable, and a call that could not be decided with
-// codes.Unavailable (Redis down under FailError) or codes.InvalidArgument
-// (no subject). The subject is the peer's IP address unless WithKey says
+// codes.Unavailable (Redis down or too slow under FailError; only the
+// call's own end, its client gone or its deadline met, gives Canceled or
+// DeadlineExceeded) or codes.InvalidArgument (no subject). A subject the
+// rule set's Default denies gets codes.ResourceExhausted with no rule
+// named and no RetryInfo. The subject is the peer's IP address unless WithKey says
 // otherwise; Join(Method(), PeerIP()) gives every method its own counters.
 //
 // It lives in a module of its own, so that the limiter module's users who

@@ -147,8 +147,10 @@ func (c config) decide(ctx context.Context, rl *rules.Limiter, method string, se
 	}
 	d, err := rl.Allow(ctx, key)
 	if err != nil {
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return status.FromContextError(err).Err()
+		if ctx.Err() != nil {
+			// the call's own end (the client gone, its deadline); the
+			// Limiter's own timeout on a slow Redis is an outage
+			return status.FromContextError(ctx.Err()).Err()
 		}
 		return status.Error(codes.Unavailable, "the rate limiter cannot decide")
 	}
@@ -161,6 +163,17 @@ func (c config) decide(ctx context.Context, rl *rules.Limiter, method string, se
 // denied is the status of a denied call, with its details and header
 // metadata.
 func denied(d rules.Decision, setHeader func(metadata.MD) error) error {
+	if len(d.Rules) == 0 {
+		// the rule set's Default denies a subject without rules: no rule
+		// was exceeded, and no wait helps
+		st := status.New(codes.ResourceExhausted, "rate limit exceeded: no rule admits this caller")
+		if withDetails, err := st.WithDetails(&errdetails.QuotaFailure{Violations: []*errdetails.QuotaFailure_Violation{{
+			Subject: d.Subject, Description: "no rules for this subject: the rule set's default denies it",
+		}}}); err == nil {
+			st = withDetails
+		}
+		return st.Err()
+	}
 	rule := d.Limit.Name
 	if rule == "" {
 		rule = d.Limit.String()

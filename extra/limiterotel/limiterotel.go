@@ -50,7 +50,10 @@ func New(mp metric.MeterProvider, tp trace.TracerProvider, opts ...Option) (*Obs
 	if o.errors, err = meter.Int64Counter("limiter.errors", metric.WithDescription("Errors met by rate limit calls, returned or behind a degraded decision, by kind."), metric.WithUnit("{error}")); err != nil {
 		return nil, fmt.Errorf("limiterotel: %w", err)
 	}
-	if o.duration, err = meter.Float64Histogram("limiter.decision.duration", metric.WithDescription("Duration of rate limit calls, decided or not."), metric.WithUnit("s")); err != nil {
+	if o.duration, err = meter.Float64Histogram("limiter.decision.duration", metric.WithDescription("Duration of rate limit calls, decided or not."), metric.WithUnit("s"),
+		// in seconds: the SDK's default boundaries (0 to 10 000) are for
+		// milliseconds and would put every call in one bucket
+		metric.WithExplicitBucketBoundaries(.00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1)); err != nil {
 		return nil, fmt.Errorf("limiterotel: %w", err)
 	}
 	if tp != nil {

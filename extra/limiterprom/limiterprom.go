@@ -2,6 +2,7 @@ package limiterprom
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -38,7 +39,11 @@ func WithStrategy(name string) Option { return func(c *config) { c.strategy = na
 // 0.25 ms to 1 s).
 func WithBuckets(b ...float64) Option { return func(c *config) { c.buckets = b } }
 
-// New registers the metrics with reg and returns their Observer.
+// New registers the metrics with reg and returns their Observer. Several
+// Observers may share one registry (one per strategy or Limiter, told
+// apart by WithStrategy): the first registers the metrics, the others
+// report to them (with the first's buckets: a histogram's buckets are
+// fixed once it is registered).
 func New(reg prometheus.Registerer, opts ...Option) (*Observer, error) {
 	c := config{namespace: "limiter", buckets: []float64{.00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}}
 	for _, o := range opts {
@@ -57,12 +62,35 @@ func New(reg prometheus.Registerer, opts ...Option) (*Observer, error) {
 		Help:    "Duration of rate limit calls, decided or not.",
 		Buckets: c.buckets,
 	}, []string{"strategy"})
-	for _, col := range []prometheus.Collector{decisions, errs, duration} {
-		if err := reg.Register(col); err != nil {
-			return nil, fmt.Errorf("limiterprom: %w", err)
-		}
+	// A second Observer on one registry (another strategy's, another
+	// Limiter's) shares the metrics the first registered.
+	var err error
+	if decisions, err = register(reg, decisions); err != nil {
+		return nil, err
+	}
+	if errs, err = register(reg, errs); err != nil {
+		return nil, err
+	}
+	if duration, err = register(reg, duration); err != nil {
+		return nil, err
 	}
 	return &Observer{decisions: decisions, errors: errs, duration: duration.WithLabelValues(c.strategy), strategy: c.strategy}, nil
+}
+
+// register registers col with reg, or returns the collector of the same
+// description registered already.
+func register[C prometheus.Collector](reg prometheus.Registerer, col C) (C, error) {
+	err := reg.Register(col)
+	if err == nil {
+		return col, nil
+	}
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing, nil
+		}
+	}
+	return col, fmt.Errorf("limiterprom: %w", err)
 }
 
 // OnDecision implements limiter.Observer.

@@ -73,7 +73,10 @@ func TestScrape(t *testing.T) {
 			t.Errorf("scrape lacks %q:\n%s", want, text)
 		}
 	}
-	if _, err := limiterprom.New(reg); err == nil {
-		t.Errorf("registering the metrics twice succeeded")
+	// A metric of the same name that is not the Observer's is refused.
+	other := prometheus.NewRegistry()
+	other.MustRegister(prometheus.NewCounterVec(prometheus.CounterOpts{Name: "limiter_decisions_total", Help: "another's"}, []string{"x"}))
+	if _, err := limiterprom.New(other); err == nil {
+		t.Errorf("registering over another collector of the same name succeeded")
 	}
 }

@@ -1,0 +1,55 @@
+package limiterecho_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/labstack/echo/v4"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/extra/limiterecho"
+	"github.com/quotagate/limiter/httplimit"
+	"github.com/quotagate/limiter/rules"
+	"github.com/quotagate/limiter/store/goredis"
+	"github.com/quotagate/limiter/strategy"
+)
+
+// TestPerRouteRules: as for limitergin, per-route rules
+// (httplimit.WithRules(httplimit.Route())) through echo must decide the
+// request under its route's rule.
+func TestPerRouteRules(t *testing.T) {
+	m := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	defer rdb.Close()
+	lim, _ := limiter.New(goredis.New(rdb), strategy.NewFixedWindow())
+	rl, err := rules.New(context.Background(), lim, rules.Static(&rules.Set{
+		Default:  rules.LimitUnknown(limiter.PerMinute(100)),
+		Subjects: map[string][]limiter.Limit{"POST /login": {limiter.PerMinute(3).Named("login")}},
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mw, err := httplimit.New(rl, httplimit.WithRules(httplimit.Route()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := echo.New()
+	e.POST("/login", func(c echo.Context) error { return c.String(http.StatusOK, "ok") }, limiterecho.Middleware(mw))
+	for i := 1; i <= 4; i++ {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPost, "/login", nil)
+		req.RemoteAddr = "192.0.2.1:1234"
+		e.ServeHTTP(rec, req)
+		want := http.StatusOK
+		if i == 4 {
+			want = http.StatusTooManyRequests
+		}
+		if rec.Code != want || rec.Header().Get("RateLimit-Policy") != `"login";q=3;w=60` {
+			t.Errorf("POST /login %d through echo with per-route rules: %d %q, RateLimit-Policy %q; want %d under rule login (3 per minute)", i, rec.Code, rec.Body.String(), rec.Header().Get("RateLimit-Policy"), want)
+		}
+	}
+}

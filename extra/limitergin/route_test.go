@@ -1,0 +1,56 @@
+package limitergin_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/extra/limitergin"
+	"github.com/quotagate/limiter/httplimit"
+	"github.com/quotagate/limiter/rules"
+)
+
+// TestPerRouteRules: the package doc promises "the same keys, rules
+// ... as the net/http middleware", and the README's per-route rule sets are
+// httplimit.New(rl, httplimit.WithRules(httplimit.Route())). Under gin, a
+// request to a route the rule set names must be decided under that
+// route's rule, not refused.
+func TestPerRouteRules(t *testing.T) {
+	gin.SetMode(gin.TestMode)
+	lim := newLimiter(t)
+	rl, err := rules.New(context.Background(), lim, rules.Static(&rules.Set{
+		Default:  rules.LimitUnknown(limiter.PerMinute(100)),
+		Subjects: map[string][]limiter.Limit{"POST /login": {limiter.PerMinute(3).Named("login")}},
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := httplimit.New(rl, httplimit.WithRules(httplimit.Route()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := gin.New()
+	r.POST("/login", limitergin.Middleware(m), func(c *gin.Context) { c.String(http.StatusOK, "ok") })
+	srv := httptest.NewServer(r)
+	defer srv.Close()
+	for i := 1; i <= 4; i++ {
+		resp, err := srv.Client().Post(srv.URL+"/login", "text/plain", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		want := http.StatusOK
+		if i == 4 {
+			want = http.StatusTooManyRequests
+		}
+		if resp.StatusCode != want || resp.Header.Get("RateLimit-Policy") != `"login";q=3;w=60` {
+			t.Errorf("POST /login %d through gin with per-route rules: %d %q, RateLimit-Policy %q; want %d under rule login (3 per minute)", i, resp.StatusCode, body, resp.Header.Get("RateLimit-Policy"), want)
+		}
+	}
+}
