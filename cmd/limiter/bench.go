@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"math/rand/v2"
 	"os"
 	"reflect"
 	"slices"
@@ -72,6 +73,16 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 		return 0, err
 	}
 
+	// The chart's file is made before the run, so that a path that cannot
+	// be written fails at once, not after minutes of measuring.
+	var svg *os.File
+	if *svgFile != "" {
+		if svg, err = os.Create(*svgFile); err != nil {
+			return 0, err
+		}
+		defer svg.Close()
+	}
+
 	addr, conn := "", connOptions{}
 	backend := "embedded miniredis (in this process: the ratios show the client side only, and the allocations include the server's)"
 	if *url != "" {
@@ -116,8 +127,11 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 		}
 	}
 	fmt.Fprintln(stderr)
-	if *svgFile != "" {
-		if err := os.WriteFile(*svgFile, benchSVG(backend, results), 0o644); err != nil {
+	if svg != nil {
+		if _, err := svg.Write(benchSVG(backend, results)); err != nil {
+			return 0, err
+		}
+		if err := svg.Close(); err != nil {
 			return 0, err
 		}
 	}
@@ -345,12 +359,14 @@ func rawDecider(st store.Store, sp benchStrategy, l limiter.Limit, keyOf func(st
 		if err != nil {
 			return nil, err
 		}
-		return alignedRaw(keyOf, l, prep([]any{1, l.Rate, l.Period.Milliseconds()})), nil
+		return alignedRaw(keyOf, l, prep([]any{1, l.Rate, l.Period.Milliseconds()}, nil)), nil
 	case !scripted:
 		return nil, fmt.Errorf("%s: no raw baseline for a strategy that is not scripted", sp.name)
 	default:
-		// The arguments name no key. Made once unless they change from
-		// call to call (a sliding log's nonce): then for every call.
+		// The arguments name no key. Made once, in the client's form; those
+		// that change from call to call (a sliding log's nonce, a random
+		// integer) are drawn anew for every call, as a hand-written caller
+		// draws them.
 		req := limiter.Request{Keys: []string{keyOf("bench-check")}, Limits: []limiter.Limit{l}, Cost: 1}
 		script, args, err := ss.BatchScript(req)
 		if err != nil {
@@ -360,21 +376,21 @@ func rawDecider(st store.Store, sp benchStrategy, l limiter.Limit, keyOf func(st
 		if err != nil {
 			return nil, err
 		}
+		var vary []int
+		for i := range args {
+			if !reflect.DeepEqual(args[i], again[i]) {
+				if _, ok := args[i].(int64); !ok {
+					return nil, fmt.Errorf("%s: no raw baseline for an argument %T that changes from call to call", sp.name, args[i])
+				}
+				vary = append(vary, i)
+			}
+		}
 		prep, err := rawScript(st, script.Hash())
 		if err != nil {
 			return nil, err
 		}
-		raw := prep(args)
-		fixed := reflect.DeepEqual(args, again)
+		call := prep(args, vary)
 		return func(ctx context.Context, subject string) error {
-			call := raw
-			if !fixed {
-				_, args, err := ss.BatchScript(req)
-				if err != nil {
-					return err
-				}
-				call = prep(args)
-			}
 			_, err := call(ctx, []string{keyOf(subject)})
 			return err
 		}, nil
@@ -387,14 +403,22 @@ type rawCall func(ctx context.Context, keys []string) (any, error)
 
 // rawScript returns how a hand-written caller calls the script sha through
 // st's client: given the arguments, their form for the client, made once,
-// and the call.
-func rawScript(st store.Store, sha string) (func(args []any) rawCall, error) {
+// and the call, which draws the integer arguments at the positions vary
+// anew (rand.Int64) for every call.
+func rawScript(st store.Store, sha string) (func(args []any, vary []int) rawCall, error) {
 	switch s := st.(type) {
 	case *goredis.Store:
 		rdb := s.Client()
-		return func(args []any) rawCall {
+		return func(args []any, vary []int) rawCall {
 			return func(ctx context.Context, keys []string) (any, error) {
-				v, err := rdb.EvalSha(ctx, sha, keys, args...).Result()
+				a := args
+				if len(vary) > 0 {
+					a = append(make([]any, 0, len(args)), args...)
+					for _, i := range vary {
+						a[i] = rand.Int64()
+					}
+				}
+				v, err := rdb.EvalSha(ctx, sha, keys, a...).Result()
 				if err != nil {
 					return nil, fmt.Errorf("raw: %w", err)
 				}
@@ -403,13 +427,21 @@ func rawScript(st store.Store, sha string) (func(args []any) rawCall, error) {
 		}, nil
 	case *rueidisstore.Store:
 		c := s.Client()
-		return func(args []any) rawCall {
+		return func(args []any, vary []int) rawCall {
 			texts := make([]string, len(args))
 			for i, a := range args {
 				texts[i] = fmt.Sprint(a)
 			}
 			return func(ctx context.Context, keys []string) (any, error) {
-				cmd := c.B().Evalsha().Sha1(sha).Numkeys(int64(len(keys))).Key(keys...).Arg(texts...).Build()
+				t := texts
+				if len(vary) > 0 {
+					var buf [8]string // a hand-written call's argument list
+					t = append(buf[:0], texts...)
+					for _, i := range vary {
+						t[i] = strconv.FormatInt(rand.Int64(), 10)
+					}
+				}
+				cmd := c.B().Evalsha().Sha1(sha).Numkeys(int64(len(keys))).Key(keys...).Arg(t...).Build()
 				v, err := c.Do(ctx, cmd).ToAny()
 				if err != nil {
 					return nil, fmt.Errorf("raw: %w", err)
@@ -419,7 +451,7 @@ func rawScript(st store.Store, sha string) (func(args []any) rawCall, error) {
 		}, nil
 	case *redigo.Store:
 		p := s.Pool()
-		return func(args []any) rawCall {
+		return func(args []any, vary []int) rawCall {
 			return func(ctx context.Context, keys []string) (any, error) {
 				conn, err := p.GetContext(ctx)
 				if err != nil {
@@ -430,7 +462,11 @@ func rawScript(st store.Store, sha string) (func(args []any) rawCall, error) {
 				for _, k := range keys {
 					a = append(a, k)
 				}
-				v, err := conn.Do("EVALSHA", append(a, args...)...)
+				a = append(a, args...)
+				for _, i := range vary {
+					a[2+len(keys)+i] = rand.Int64()
+				}
+				v, err := conn.Do("EVALSHA", a...)
 				_ = conn.Close()
 				if err != nil {
 					return nil, fmt.Errorf("raw: %w", err)

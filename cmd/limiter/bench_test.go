@@ -186,6 +186,17 @@ func TestBenchSVG(t *testing.T) {
 	}
 }
 
+// TestBenchSVGPathFailsFirst: a chart path that cannot be written fails
+// the command before it measures anything (it failed after the whole run,
+// its results unprinted).
+func TestBenchSVGPathFailsFirst(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "no-such-dir", "bench.svg")
+	code, out, errOut := runCmd(t, "bench", "-svg", path, "-adapters", "goredis", "-callers", "1", "-rounds", "1", "-round", "20ms")
+	if code == 0 || !strings.Contains(errOut, "no-such-dir") || strings.Contains(errOut, "measuring") {
+		t.Errorf("bench -svg %s: exit %d\n%s\n%s; want a failure naming the path, before measuring", path, code, out, errOut)
+	}
+}
+
 // TestRawBaselineCounts: the raw baseline of every strategy, through every
 // adapter, decides what the Limiter decides: three raw calls leave the
 // subject with 3 of 10 used, as the Limiter reads it (a sliding log's
