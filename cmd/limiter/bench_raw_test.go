@@ -71,7 +71,7 @@ func TestSlidingLogRawBaselineFair(t *testing.T) {
 		}
 	})
 	t.Logf("allocations per call: bench's raw baseline %.1f, a hand-written EVALSHA %.1f, the Limiter %.1f", aRaw, aHand, aLim)
-	if aRaw > aHand+1 {
+	if aRaw > aHand+2 {
 		t.Errorf("bench's raw baseline makes %.1f allocations per call where a hand-written EVALSHA of the same script and arguments makes %.1f (the Limiter %.1f): the baseline is handicapped", aRaw, aHand, aLim)
 	}
 	for _, subject := range append(kit.Subjects[0], "load") {
