@@ -837,13 +837,18 @@ func checkBoundedTTLs(c *checker) {
 	}
 	// One more admitted call, so that a key is left for the sweep at the
 	// end of the check even when a slow machine let the workload's windows
-	// end before it did.
-	if r, err := lim.Allow(c.ctx, "p12-last", long); err != nil || !r.Allowed {
-		c.t.Errorf("property 12: the last call on a fresh subject: %+v, %v", r, err)
+	// end before it did; up to three, on fresh subjects, for an
+	// epoch-aligned window's key, which may end a moment after its call.
+	for try := range 3 {
+		subject := fmt.Sprintf("p12-last-%d", try)
+		if r, err := lim.Allow(c.ctx, subject, long); err != nil || !r.Allowed {
+			c.t.Errorf("property 12: the last call on a fresh subject: %+v, %v", r, err)
+		}
+		if len(c.keys()) > 0 {
+			return
+		}
 	}
-	if len(c.keys()) == 0 {
-		c.t.Errorf("property 12: the workload left no keys to check")
-	}
+	c.t.Errorf("property 12: the workload left no keys to check (three last calls on fresh subjects either)")
 }
 
 // Property 16: NOSCRIPT (SCRIPT FLUSH, a restart) is invisible.
