@@ -6,26 +6,19 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/labstack/echo/v4"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/extra/limiterecho"
 	"github.com/quotagate/limiter/httplimit"
 	"github.com/quotagate/limiter/rules"
-	"github.com/quotagate/limiter/store/goredis"
-	"github.com/quotagate/limiter/strategy"
 )
 
 // TestPerRouteRules: as for limitergin, per-route rules
 // (httplimit.WithRules(httplimit.Route())) through echo must decide the
 // request under its route's rule.
 func TestPerRouteRules(t *testing.T) {
-	m := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	defer rdb.Close()
-	lim, _ := limiter.New(goredis.New(rdb), strategy.NewFixedWindow())
+	lim := newLimiter(t)
 	rl, err := rules.New(context.Background(), lim, rules.Static(&rules.Set{
 		Default:  rules.LimitUnknown(limiter.PerMinute(100)),
 		Subjects: map[string][]limiter.Limit{"POST /login": {limiter.PerMinute(3).Named("login")}},
