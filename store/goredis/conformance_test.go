@@ -50,23 +50,87 @@ func TestConformanceRecommendedOptions(t *testing.T) {
 		rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, ContextTimeoutEnabled: true})
 		return goredis.New(rdb), func() { _ = rdb.Close() }, nil
 	}
+	runChecks(t, map[string]conformance.HarnessMaker{"miniredis": conformance.Miniredis(dialRecommended), "redis-server": conformance.RedisServer(dialRecommended)},
+		conformance.StorePaths(), "crash-between-commands", "lost-reply-counted-once", "slow-reply-past-deadline", "redis-down-or-blackholed", "no-accidental-fail-open")
+}
+
+// runChecks runs the named checks of specs on each backend.
+func runChecks(t *testing.T, backends map[string]conformance.HarnessMaker, specs []conformance.Spec, names ...string) {
+	t.Helper()
 	var checks []conformance.Check
-	for _, name := range []string{"crash-between-commands", "lost-reply-counted-once", "slow-reply-past-deadline", "redis-down-or-blackholed", "no-accidental-fail-open"} {
+	for _, name := range names {
 		ch, ok := conformance.CheckByName(name)
 		if !ok {
 			t.Fatalf("no check %s", name)
 		}
 		checks = append(checks, ch)
 	}
-	for name, mk := range map[string]conformance.HarnessMaker{"miniredis": conformance.Miniredis(dialRecommended), "redis-server": conformance.RedisServer(dialRecommended)} {
+	for name, mk := range backends {
 		t.Run(name, func(t *testing.T) {
-			for _, spec := range conformance.StorePaths() {
+			for _, spec := range specs {
 				for _, ch := range checks {
 					t.Run(spec.Name+"/"+ch.Name, func(t *testing.T) { conformance.RunCheck(t, mk, spec, ch) })
 				}
 			}
 		})
 	}
+}
+
+// autoPipelineChecks are the checks of single decisions that the
+// AutoPipeliner's shared round trips could break: exact counts under
+// contention, TTLs, a decision sent once, deadlines and faults.
+var autoPipelineChecks = []string{
+	"exact-admission", "weighted-costs", "multi-rule-all-or-nothing", "contention-never-admits",
+	"leak-under-load", "bounded-ttls", "noscript-invisible", "crash-between-commands",
+	"lost-reply-counted-once", "slow-reply-past-deadline", "redis-down-or-blackholed", "no-accidental-fail-open",
+}
+
+// TestConformanceAutoPipeline runs autoPipelineChecks with single
+// decisions auto-pipelined (WithAutoPipeline; the client's default
+// options, so MaxRetries 3), on redis-server and on the Cluster, for the
+// store paths and GCRA; and with the AutoPipeliner given to New itself.
+func TestConformanceAutoPipeline(t *testing.T) {
+	t.Parallel()
+	withAP := func(_ context.Context, addr string) (store.Store, func(), error) {
+		rdb := redis.NewClient(&redis.Options{Addr: addr})
+		ap, err := rdb.AutoPipeline()
+		if err != nil {
+			_ = rdb.Close()
+			return nil, nil, err
+		}
+		return goredis.New(rdb, goredis.WithAutoPipeline(ap)), func() { _ = rdb.Close() }, nil
+	}
+	apAsClient := func(_ context.Context, addr string) (store.Store, func(), error) {
+		rdb := redis.NewClient(&redis.Options{Addr: addr})
+		ap, err := rdb.AutoPipeline()
+		if err != nil {
+			_ = rdb.Close()
+			return nil, nil, err
+		}
+		return goredis.New(ap), func() { _ = rdb.Close() }, nil
+	}
+	withAPCluster := func(_ context.Context, addrs []string) (store.Store, func(), error) {
+		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+		ap, err := rdb.AutoPipeline()
+		if err != nil {
+			_ = rdb.Close()
+			return nil, nil, err
+		}
+		return goredis.New(rdb, goredis.WithAutoPipeline(ap)), func() { _ = rdb.Close() }, nil
+	}
+	specs := append(conformance.StorePaths(), conformance.GCRA())
+	t.Run("with", func(t *testing.T) {
+		t.Parallel()
+		runChecks(t, map[string]conformance.HarnessMaker{"redis-server": conformance.RedisServer(withAP)}, specs, autoPipelineChecks...)
+	})
+	t.Run("as-client", func(t *testing.T) {
+		t.Parallel()
+		runChecks(t, map[string]conformance.HarnessMaker{"redis-server": conformance.RedisServer(apAsClient)}, conformance.StorePaths()[:1], autoPipelineChecks...)
+	})
+	t.Run("cluster", func(t *testing.T) {
+		t.Parallel()
+		runChecks(t, map[string]conformance.HarnessMaker{"cluster": conformance.RedisCluster(t, withAPCluster, withAP)}, specs, autoPipelineChecks...)
+	})
 }
 
 func dialCluster(_ context.Context, addrs []string) (store.Store, func(), error) {

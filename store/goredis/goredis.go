@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +23,9 @@ import (
 // Store adapts a redis.UniversalClient. It is safe for concurrent use.
 type Store struct {
 	c redis.UniversalClient
+	// ap sends single script calls when they are auto-pipelined
+	// (WithAutoPipeline, or c is itself an AutoPipeliner); nil otherwise.
+	ap *redis.AutoPipeliner
 	// enforce: the client ignores context deadlines (ContextTimeoutEnabled
 	// is off), so the adapter enforces them itself.
 	enforce bool
@@ -37,10 +41,32 @@ var (
 	_ store.Int64sEvaler = (*Store)(nil)
 )
 
+// Option configures a Store.
+type Option func(*Store)
+
+// WithAutoPipeline sends single decisions (one script call each) through
+// ap, an AutoPipeliner of the client given to New (from its AutoPipeline
+// method): the calls of many goroutines then share round trips, which
+// raises the decisions per second a process makes (go-redis marks the
+// API experimental). Batches, transactions and WATCH still go through the
+// client. A nil ap changes nothing.
+//
+// A decision is still sent at most once: a batch the AutoPipeliner replays
+// after a lost connection cannot write it again. go-redis does not end a
+// queued call at its context's deadline, so the adapter does (see the
+// package documentation), whatever ContextTimeoutEnabled says.
+func WithAutoPipeline(ap *redis.AutoPipeliner) Option {
+	return func(s *Store) {
+		if ap != nil {
+			s.ap = ap
+		}
+	}
+}
+
 // New returns a Store on c, or nil when c is nil, also a nil
-// *redis.Client, *redis.ClusterClient or *redis.Ring (limiter.New then
-// reports limiter.ErrNilStore).
-func New(c redis.UniversalClient) *Store {
+// *redis.Client, *redis.ClusterClient, *redis.Ring or *redis.AutoPipeliner
+// (limiter.New then reports limiter.ErrNilStore).
+func New(c redis.UniversalClient, opts ...Option) *Store {
 	switch x := c.(type) {
 	case nil:
 		return nil
@@ -56,8 +82,19 @@ func New(c redis.UniversalClient) *Store {
 		if x == nil {
 			return nil
 		}
+	case *redis.AutoPipeliner:
+		if x == nil {
+			return nil
+		}
 	}
-	return &Store{c: c, enforce: !contextTimeouts(c), dials: dialErrorsOf(c)}
+	s := &Store{c: c, enforce: !contextTimeouts(c), dials: dialErrorsOf(c)}
+	if ap, ok := c.(*redis.AutoPipeliner); ok {
+		s.ap = ap
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // contextTimeouts reports whether c honours context deadlines on its own.
@@ -108,6 +145,12 @@ func (s *Store) bounded(ctx context.Context, unsent func() bool, f func()) error
 		f()
 		return nil
 	}
+	return s.boundedAlways(ctx, unsent, f)
+}
+
+// boundedAlways is bounded for a call that the adapter bounds whatever the
+// client's options.
+func (s *Store) boundedAlways(ctx context.Context, unsent func() bool, f func()) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -138,6 +181,10 @@ var errResend = errors.New("goredis: command already written once; not re-sendin
 // ran) although its goroutine goes on.
 type guard struct {
 	state atomic.Int32 // guardFresh, guardWritten or guardSealed
+	// sized: the command goes through an AutoPipeliner, which may marshal
+	// its arguments to estimate their size before it writes them (see
+	// sizing).
+	sized bool
 	val   any
 	buf   [20]byte
 }
@@ -155,25 +202,58 @@ var errSealed = errors.New("goredis: the caller gave up on this command before i
 // MarshalBinary implements encoding.BinaryMarshaler, which go-redis calls
 // each time it writes the argument.
 func (g *guard) MarshalBinary() ([]byte, error) {
+	if g.sized && sizing() {
+		return g.bytes(), nil
+	}
 	if !g.state.CompareAndSwap(guardFresh, guardWritten) {
 		if g.state.Load() == guardSealed {
 			return nil, errSealed
 		}
 		return nil, errResend
 	}
+	return g.bytes(), nil
+}
+
+// bytes returns the argument's encoding.
+func (g *guard) bytes() []byte {
 	switch v := g.val.(type) {
 	case int:
-		return strconv.AppendInt(g.buf[:0], int64(v), 10), nil
+		return strconv.AppendInt(g.buf[:0], int64(v), 10)
 	case int64:
-		return strconv.AppendInt(g.buf[:0], v, 10), nil
+		return strconv.AppendInt(g.buf[:0], v, 10)
 	case string:
-		return []byte(v), nil
+		return []byte(v)
 	case []byte:
-		return v, nil
+		return v
 	case float64:
-		return strconv.AppendFloat(g.buf[:0], v, 'f', -1, 64), nil
+		return strconv.AppendFloat(g.buf[:0], v, 'f', -1, 64)
 	}
-	return fmt.Appendf(nil, "%v", g.val), nil
+	return fmt.Appendf(nil, "%v", g.val)
+}
+
+// sizers caches, per calling program counter, whether a MarshalBinary
+// call there estimates a size (true) or writes (false).
+var sizers sync.Map
+
+// sizing reports whether the running guard's MarshalBinary was called by
+// go-redis's AutoPipeliner to estimate the command's size before it queues
+// it (v9.23 and later do, through cmdApproxBytes), not to write it. Any
+// other caller counts as a write: should a later go-redis size commands
+// from a function of another name, its calls fail with errResend (an
+// error, never a command sent twice) until this learns the name.
+func sizing() bool {
+	var pc [1]uintptr
+	// 0: runtime.Callers, 1: sizing, 2: MarshalBinary, 3: its caller
+	if runtime.Callers(3, pc[:]) == 0 {
+		return false
+	}
+	if v, ok := sizers.Load(pc[0]); ok {
+		return v.(bool)
+	}
+	f, _ := runtime.CallersFrames(pc[:]).Next()
+	is := strings.HasPrefix(f.Function, "github.com/redis/go-redis/v9.") && strings.Contains(f.Function, "ApproxBytes")
+	sizers.Store(pc[0], is)
+	return is
 }
 
 // String returns the argument as text; go-redis's Cluster routing reads key
@@ -227,7 +307,7 @@ type evalCall struct {
 }
 
 func (s *Store) eval(ctx context.Context, name, script string, keys []string, args []any) (any, error) {
-	call, a := newEvalCall(name, script, keys, len(args))
+	call, a := s.newEvalCall(name, script, keys, len(args))
 	a = append(a, args...)
 	v, err := s.run(ctx, call, a)
 	if err != nil {
@@ -248,7 +328,7 @@ func (s *Store) EvalInt64s(ctx context.Context, src string, keys []string, args 
 }
 
 func (s *Store) evalInt64s(ctx context.Context, name, script string, keys []string, args []int64, dst []int64) ([]int64, error) {
-	call, a := newEvalCall(name, script, keys, len(args))
+	call, a := s.newEvalCall(name, script, keys, len(args))
 	for _, n := range args {
 		a = append(a, s.boxes.Box(n))
 	}
@@ -265,8 +345,8 @@ func (s *Store) evalInt64s(ctx context.Context, name, script string, keys []stri
 
 // newEvalCall returns a script call's guard and its arguments up to the
 // keys, with room for nargs more.
-func newEvalCall(name, script string, keys []string, nargs int) (*evalCall, []any) {
-	call := &evalCall{g: guard{val: len(keys)}}
+func (s *Store) newEvalCall(name, script string, keys []string, nargs int) (*evalCall, []any) {
+	call := &evalCall{g: guard{val: len(keys), sized: s.ap != nil}}
 	a := call.a[:0]
 	if n := 3 + len(keys) + nargs; n > len(call.a) {
 		a = make([]any, 0, n)
@@ -281,7 +361,14 @@ func newEvalCall(name, script string, keys []string, nargs int) (*evalCall, []an
 // run sends a script call and returns its reply value.
 func (s *Store) run(ctx context.Context, call *evalCall, a []any) (any, error) {
 	cmd := redis.NewCmd(ctx, a...)
-	if !s.bounds(ctx) {
+	if s.ap != nil {
+		// the AutoPipeliner does not end a queued call at its context's end
+		if ctx.Done() == nil {
+			_ = s.ap.Process(ctx, cmd)
+		} else if err := s.boundedAlways(ctx, call.g.seal, func() { _ = s.ap.Process(ctx, cmd) }); err != nil {
+			return nil, fmt.Errorf("goredis: %w", err)
+		}
+	} else if !s.bounds(ctx) {
 		_ = s.c.Process(ctx, cmd) // the hot path: no closure to allocate
 	} else if err := s.bounded(ctx, call.g.seal, func() { _ = s.c.Process(ctx, cmd) }); err != nil {
 		return nil, fmt.Errorf("goredis: %w", err)
@@ -326,7 +413,7 @@ func isTx(cmds []store.Cmd) bool {
 func (s *Store) doTx(ctx context.Context, cmds []store.Cmd) ([]store.Reply, error) {
 	inner := cmds[1 : len(cmds)-1]
 	p := s.c.TxPipeline()
-	gcmds, guards := queue(ctx, p, inner)
+	gcmds, guards := queue(ctx, p, inner, s.ap != nil)
 	var execErr error
 	if err := s.bounded(ctx, func() bool { return sealAll(guards) }, func() { _, execErr = p.Exec(ctx) }); err != nil {
 		return nil, fmt.Errorf("goredis: %w", err)
@@ -368,7 +455,7 @@ func (s *Store) doTx(ctx context.Context, cmds []store.Cmd) ([]store.Reply, erro
 
 // doPipe runs cmds on p and collects their replies.
 func (s *Store) doPipe(ctx context.Context, p redis.Pipeliner, cmds []store.Cmd) ([]store.Reply, error) {
-	gcmds, guards := queue(ctx, p, cmds)
+	gcmds, guards := queue(ctx, p, cmds, s.ap != nil)
 	var execErr error
 	if err := s.bounded(ctx, func() bool { return sealAll(guards) }, func() { _, execErr = p.Exec(ctx) }); err != nil {
 		return nil, fmt.Errorf("goredis: %w", err)
@@ -379,7 +466,7 @@ func (s *Store) doPipe(ctx context.Context, p redis.Pipeliner, cmds []store.Cmd)
 // queue queues cmds on p, each with its first argument guarded, and
 // returns them with one guard per command (nil for a command without
 // arguments, which cannot be guarded).
-func queue(ctx context.Context, p redis.Pipeliner, cmds []store.Cmd) ([]*redis.Cmd, []*guard) {
+func queue(ctx context.Context, p redis.Pipeliner, cmds []store.Cmd, sized bool) ([]*redis.Cmd, []*guard) {
 	gcmds := make([]*redis.Cmd, len(cmds))
 	guards := make([]*guard, len(cmds))
 	for i, c := range cmds {
@@ -387,7 +474,7 @@ func queue(ctx context.Context, p redis.Pipeliner, cmds []store.Cmd) ([]*redis.C
 		a = append(a, c.Name)
 		for j, v := range c.Args {
 			if j == 0 {
-				guards[i] = &guard{val: v}
+				guards[i] = &guard{val: v, sized: sized}
 				v = guards[i]
 			}
 			a = append(a, v)
@@ -515,7 +602,7 @@ func (t txn) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
 		return nil, fmt.Errorf("goredis: %w", err) // nothing sent
 	}
 	p := t.tx.Pipeline()
-	gcmds, guards := queue(ctx, p, cmds)
+	gcmds, guards := queue(ctx, p, cmds, t.s.ap != nil)
 	_, execErr := p.Exec(ctx)
 	return t.s.collect(ctx, gcmds, guards, execErr)
 }
@@ -532,7 +619,7 @@ func (t txn) Exec(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error)
 	var gcmds []*redis.Cmd
 	var guards []*guard
 	_, err := t.tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		gcmds, guards = queue(ctx, p, cmds)
+		gcmds, guards = queue(ctx, p, cmds, t.s.ap != nil)
 		return nil
 	})
 	if errors.Is(err, redis.TxFailedErr) {
@@ -700,7 +787,7 @@ func (s *Store) batch(ctx context.Context, cmds []store.Cmd, out []store.Reply) 
 		return
 	}
 	p := s.c.Pipeline()
-	gcmds, guards := queue(ctx, p, cmds)
+	gcmds, guards := queue(ctx, p, cmds, s.ap != nil)
 	var execErr error
 	berr := s.bounded(ctx, func() bool { return sealAll(guards) }, func() { _, execErr = p.Exec(ctx) })
 	for i, c := range gcmds {
