@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,69 +27,186 @@ const (
 )
 
 // BenchmarkGCRAvsRedisRate compares strategy.GCRA with go-redis/redis_rate
-// (also GCRA in Lua) through one go-redis client on one redis-server: at 16
-// and 64 callers, in interleaved rounds, the limiter's decisions/s over
-// redis_rate's (x-redis_rate-cN), and the server's time per decision, the
-// usec_per_call of EVALSHA in INFO commandstats, of each alone
-// (server-us-limiter, server-us-redis_rate) and their ratio
-// (server-x-redis_rate). One measurement takes about 15 s; run it with
-// -benchtime 1x.
+// (also GCRA in Lua) through go-redis on one redis-server.
+//
+// Decisions per second, at 16 and 64 callers, in interleaved rounds (the
+// medians of the rounds' ratios):
+//   - x-redis_rate-cN: the limiter over redis_rate, both on one
+//     *redis.Client;
+//   - ap-x-redis_rate-ap-cN: the same, both through the client's
+//     AutoPipeliner (goredis.WithAutoPipeline for the limiter);
+//   - ap-x-redis_rate-cN: the limiter through the AutoPipeliner over
+//     redis_rate on the client.
+//
+// The server's time per decision, the usec_per_call of EVALSHA in INFO
+// commandstats after a CONFIG RESETSTAT: each script alone for 400 ms at 16
+// callers, in 6 interleaved rounds, as a raw EVALSHA through one client
+// with its arguments built once (server-us-<script>, the median), and the
+// median of the rounds' ratios to redis_rate's script
+// (server-<script>-x-redis_rate). On a machine whose client and server
+// share the cores, the server's clock also counts the time the client's
+// work takes the CPU from it: through each library, the one whose client
+// works more would look slower on the server too, so every script is sent
+// alike. Beside the two strategies, the floors: a script that makes only
+// a GCRA's Redis calls and decides nothing (gcra-floor-3: TIME, GET,
+// SET PX; gcra-floor-2: TIME, SET PX GET; gcra-floor-1: TIME alone).
+//
+// One measurement takes about a minute; run it with -benchtime 1x.
 func BenchmarkGCRAvsRedisRate(b *testing.B) {
 	srv := redistest.StartServer(b)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), PoolSize: 128, MaxRetries: -1})
 	b.Cleanup(func() { _ = rdb.Close() })
 	ctx := context.Background()
-
-	rr := redis_rate.NewLimiter(rdb)
-	rrLimit := redis_rate.Limit{Rate: gcraRate, Burst: gcraBurst, Period: time.Second}
-	lim, err := limiter.New(goredis.New(rdb), strategy.NewGCRA())
+	ap, err := rdb.AutoPipeline()
 	if err != nil {
 		b.Fatal(err)
 	}
+
+	rrLimit := redis_rate.Limit{Rate: gcraRate, Burst: gcraBurst, Period: time.Second}
 	ours := limiter.Limit{Rate: gcraRate, Burst: gcraBurst, Period: time.Second}
-	variants := []benchkit.Variant{
-		{Name: "redis_rate", Decide: func(ctx context.Context, subject string) error {
+	viaRR := func(name string, rr *redis_rate.Limiter) benchkit.Variant {
+		return benchkit.Variant{Name: name, Decide: func(ctx context.Context, subject string) error {
 			r, err := rr.Allow(ctx, subject, rrLimit)
 			if err == nil && r.Allowed != 1 {
-				err = fmt.Errorf("redis_rate denied %s: %+v", subject, r)
+				err = fmt.Errorf("%s denied %s: %+v", name, subject, r)
 			}
 			return err
-		}},
-		{Name: "limiter", Decide: func(ctx context.Context, subject string) error {
+		}}
+	}
+	viaLimiter := func(name string, opts ...goredis.Option) benchkit.Variant {
+		lim, err := limiter.New(goredis.New(rdb, opts...), strategy.NewGCRA(), limiter.WithPrefix(name))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return benchkit.Variant{Name: name, Decide: func(ctx context.Context, subject string) error {
 			r, err := lim.Allow(ctx, subject, ours)
 			if err == nil && !r.Allowed {
-				err = fmt.Errorf("limiter denied %s: %+v", subject, r)
+				err = fmt.Errorf("%s denied %s: %+v", name, subject, r)
 			}
 			return err
-		}},
+		}}
 	}
+	variants := []benchkit.Variant{
+		viaRR("redis_rate", redis_rate.NewLimiter(rdb)),
+		viaLimiter("limiter"),
+		viaRR("redis_rate-autopipeline", redis_rate.NewLimiter(ap)),
+		viaLimiter("limiter-autopipeline", goredis.WithAutoPipeline(ap)),
+	}
+	alone := serverTimeVariants(b, ctx, rdb, srv.Addr(), rrLimit)
 	kit := benchkit.New(b, []int{16, 64}, nil)
 	for range b.N {
 		for _, c := range kit.Callers {
-			tallies, _, err := kit.Compare(c, benchkit.RatioRounds, benchkit.RatioWarmUp, benchkit.RatioRoundTime, variants)
+			tallies, ratios, err := kit.Compare(c, benchkit.RatioRounds, benchkit.RatioWarmUp, benchkit.RatioRoundTime, variants)
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.ReportMetric(tallies[0].Rate(), fmt.Sprintf("redis_rate-decisions/s-c%d", c))
-			b.ReportMetric(tallies[1].Rate(), fmt.Sprintf("limiter-decisions/s-c%d", c))
-			b.ReportMetric(tallies[1].Rate()/tallies[0].Rate(), fmt.Sprintf("x-redis_rate-c%d", c))
+			for i, v := range variants {
+				b.ReportMetric(tallies[i].Rate(), fmt.Sprintf("%s-decisions/s-c%d", v.Name, c))
+			}
+			apOverAP := make([]float64, len(ratios[3]))
+			for r := range apOverAP {
+				apOverAP[r] = ratios[3][r] / ratios[2][r]
+			}
+			b.ReportMetric(benchkit.Median(ratios[1]), fmt.Sprintf("x-redis_rate-c%d", c))
+			b.ReportMetric(benchkit.Median(apOverAP), fmt.Sprintf("ap-x-redis_rate-ap-c%d", c))
+			b.ReportMetric(benchkit.Median(ratios[3]), fmt.Sprintf("ap-x-redis_rate-c%d", c))
 		}
-		us := make([]float64, len(variants))
-		for i, v := range variants {
-			if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
-				b.Fatal(err)
-			}
-			if _, _, err := kit.Timed(16, time.Second, v.Decide); err != nil {
-				b.Fatal(err)
-			}
-			if us[i], err = evalshaMicros(ctx, rdb); err != nil {
-				b.Fatal(err)
+		const rounds = 6
+		us := make([][]float64, len(alone))
+		for r := range rounds {
+			for j := range alone {
+				i := (j + r) % len(alone)
+				if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+					b.Fatal(err)
+				}
+				if _, _, err := kit.Timed(16, 400*time.Millisecond, alone[i].Decide); err != nil {
+					b.Fatal(err)
+				}
+				u, err := evalshaMicros(ctx, rdb)
+				if err != nil {
+					b.Fatal(err)
+				}
+				us[i] = append(us[i], u)
 			}
 		}
-		b.ReportMetric(us[0], "server-us-redis_rate")
-		b.ReportMetric(us[1], "server-us-limiter")
-		b.ReportMetric(us[1]/us[0], "server-x-redis_rate")
+		for i, v := range alone {
+			b.ReportMetric(benchkit.Median(us[i]), "server-us-"+v.Name)
+			if i == 0 {
+				continue
+			}
+			x := make([]float64, rounds)
+			for r := range rounds {
+				x[r] = us[i][r] / us[0][r]
+			}
+			b.ReportMetric(benchkit.Median(x), "server-"+v.Name+"-x-redis_rate")
+		}
 	}
+}
+
+// serverTimeVariants returns the scripts whose server time
+// BenchmarkGCRAvsRedisRate measures, each a raw EVALSHA through rdb with
+// its arguments built once: redis_rate's (its call read off the wire of a
+// client of its own), the limiter's GCRA with the arguments the strategy
+// sends for lim, and the floors.
+func serverTimeVariants(b *testing.B, ctx context.Context, rdb *redis.Client, addr string, lim redis_rate.Limit) []benchkit.Variant {
+	b.Helper()
+	spy := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer spy.Close()
+	var once sync.Once
+	var rrArgs []any
+	spy.AddHook(evalshaSpy(func(args []any) { once.Do(func() { rrArgs = append([]any(nil), args...) }) }))
+	if _, err := redis_rate.NewLimiter(spy).Allow(ctx, "spy", lim); err != nil {
+		b.Fatal(err)
+	}
+	// EVALSHA sha numkeys key args...
+	if len(rrArgs) != 8 || fmt.Sprint(rrArgs[2]) != "1" {
+		b.Fatalf("redis_rate's call: %v", rrArgs)
+	}
+	rrSHA, rrKeyPrefix := fmt.Sprint(rrArgs[1]), strings.TrimSuffix(fmt.Sprint(rrArgs[3]), "spy")
+	rrRest := rrArgs[4:]
+	raw := func(name, sha string, key func(subject string) string, args ...any) benchkit.Variant {
+		return benchkit.Variant{Name: name, Decide: func(ctx context.Context, subject string) error {
+			return rdb.EvalSha(ctx, sha, []string{key(subject)}, args...).Err()
+		}}
+	}
+	for _, src := range []string{strategy.GCRAScript().Source(), benchkit.GCRAFloorScript().Source()} {
+		if err := rdb.ScriptLoad(ctx, src).Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	keyed := func(prefix string) func(string) string {
+		return func(subject string) string { return prefix + subject }
+	}
+	floor := benchkit.GCRAFloorScript().Hash()
+	// the strategy's arguments: cost, peek, the emission interval in µs,
+	// the burst
+	interval := int64(time.Second/time.Microsecond) / gcraRate
+	return []benchkit.Variant{
+		raw("redis_rate", rrSHA, keyed(rrKeyPrefix), rrRest...),
+		raw("limiter", strategy.GCRAScript().Hash(), keyed("st-gcra:{"), 1, 0, interval, gcraBurst),
+		raw("gcra-floor-3", floor, keyed("st-floor3:"), "3"),
+		raw("gcra-floor-2", floor, keyed("st-floor2:"), "2"),
+		raw("gcra-floor-1", floor, keyed("st-floor1:"), "1"),
+	}
+}
+
+// evalshaSpy is a go-redis hook that hands the arguments of each EVALSHA
+// to seen.
+type evalshaSpy func(args []any)
+
+func (evalshaSpy) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (s evalshaSpy) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "evalsha" {
+			s(cmd.Args())
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (evalshaSpy) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
 
 // evalshaMicros reads the server's mean time per EVALSHA since the last
