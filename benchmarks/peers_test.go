@@ -30,8 +30,10 @@ import (
 // go-redis/redis_rate's. The limiter runs FixedWindow and GCRA through
 // go-redis and FixedWindow through rueidis; the peers are redis_rate
 // (GCRA, Lua), ulule/limiter (a fixed window, Lua) and throttled (GCRA
-// with GET/SET compare-and-swap), each through go-redis. One measurement
-// takes about a minute; run it with -benchtime 1x:
+// with GET/SET compare-and-swap), each through go-redis; then redis_rate,
+// the limiter and ulule again through go-redis's AutoPipeliner (the
+// limiter with goredis.WithAutoPipeline). One measurement takes about two
+// minutes; run it with -benchtime 1x:
 //
 //	cd benchmarks && go test -run '^$' -bench Peers -benchtime 1x .
 func BenchmarkPeers(b *testing.B) {
@@ -60,7 +62,13 @@ func BenchmarkPeers(b *testing.B) {
 			return err
 		}}
 	}
+	ap, err := rdb.AutoPipeline()
+	if err != nil {
+		b.Fatal(err)
+	}
 	fwGoredis, err1 := limiter.New(goredis.New(rdb), strategy.NewFixedWindow(), limiter.WithPrefix("fw-goredis"))
+	fwAP, err4 := limiter.New(goredis.New(rdb, goredis.WithAutoPipeline(ap)), strategy.NewFixedWindow(), limiter.WithPrefix("fw-goredis-ap"))
+	gcraAP, err5 := limiter.New(goredis.New(rdb, goredis.WithAutoPipeline(ap)), strategy.NewGCRA(), limiter.WithPrefix("gcra-goredis-ap"))
 	fwRueidis, err2 := limiter.New(rueidisstore.New(rc), strategy.NewFixedWindow(), limiter.WithPrefix("fw-rueidis"))
 	gcraGoredis, err3 := limiter.New(goredis.New(rdb), strategy.NewGCRA(), limiter.WithPrefix("gcra-goredis"))
 
@@ -71,6 +79,12 @@ func BenchmarkPeers(b *testing.B) {
 		b.Fatal(err)
 	}
 	ul := ulule.New(ulStore, ulule.Rate{Period: time.Second, Limit: big})
+	rrAP := redis_rate.NewLimiter(ap)
+	ulStoreAP, err := ulredis.NewStoreWithOptions(ap, ulule.StoreOptions{Prefix: "ulule-ap"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ulAP := ulule.New(ulStoreAP, ulule.Rate{Period: time.Second, Limit: big})
 	thStore, err := goredisstore.NewCtx(rdb, "throttled:")
 	if err != nil {
 		b.Fatal(err)
@@ -101,6 +115,24 @@ func BenchmarkPeers(b *testing.B) {
 			limited, _, err := th.RateLimitCtx(ctx, s, 1)
 			if err == nil && limited {
 				err = fmt.Errorf("throttled denied %s", s)
+			}
+			return err
+		}},
+		// the same through go-redis's AutoPipeliner, which shares round
+		// trips among goroutines
+		{Name: "go-redis/redis_rate, AutoPipeliner", Decide: func(ctx context.Context, s string) error {
+			r, err := rrAP.Allow(ctx, s, rrLimit)
+			if err == nil && r.Allowed != 1 {
+				err = fmt.Errorf("redis_rate denied %s", s)
+			}
+			return err
+		}},
+		ours("limiter FixedWindow, go-redis AutoPipeliner", fwAP, err4, fixed),
+		ours("limiter GCRA, go-redis AutoPipeliner", gcraAP, err5, gcra),
+		{Name: "ulule/limiter, AutoPipeliner", Decide: func(ctx context.Context, s string) error {
+			r, err := ulAP.Get(ctx, s)
+			if err == nil && r.Reached {
+				err = fmt.Errorf("ulule denied %s", s)
 			}
 			return err
 		}},

@@ -231,29 +231,38 @@ func (g *guard) bytes() []byte {
 	return fmt.Appendf(nil, "%v", g.val)
 }
 
-// sizers caches, per calling program counter, whether a MarshalBinary
-// call there estimates a size (true) or writes (false).
-var sizers sync.Map
+// sizerPC and writerPC remember the program counters that sizing found
+// to be a size estimate and a write, so that the common calls skip
+// resolving the frame.
+var sizerPC, writerPC atomic.Uintptr
 
 // sizing reports whether the running guard's MarshalBinary was called by
 // go-redis's AutoPipeliner to estimate the command's size before it queues
 // it (v9.23 and later do, through cmdApproxBytes), not to write it. Any
-// other caller counts as a write: should a later go-redis size commands
-// from a function of another name, its calls fail with errResend (an
-// error, never a command sent twice) until this learns the name.
+// other caller counts as a write. Every call is looked at (a short stack
+// walk): v9.23 estimates a command's size more than once before it writes
+// it. Should a later go-redis size commands from a function of another
+// name, its calls fail with errResend (an error, never a command written
+// twice) until this learns the name.
 func sizing() bool {
 	var pc [1]uintptr
 	// 0: runtime.Callers, 1: sizing, 2: MarshalBinary, 3: its caller
 	if runtime.Callers(3, pc[:]) == 0 {
 		return false
 	}
-	if v, ok := sizers.Load(pc[0]); ok {
-		return v.(bool)
+	switch pc[0] {
+	case sizerPC.Load():
+		return true
+	case writerPC.Load():
+		return false
 	}
-	f, _ := runtime.CallersFrames(pc[:]).Next()
-	is := strings.HasPrefix(f.Function, "github.com/redis/go-redis/v9.") && strings.Contains(f.Function, "ApproxBytes")
-	sizers.Store(pc[0], is)
-	return is
+	f, _ := runtime.CallersFrames([]uintptr{pc[0]}).Next() // (pc stays on the stack)
+	if strings.HasPrefix(f.Function, "github.com/redis/go-redis/v9.") && strings.Contains(f.Function, "ApproxBytes") {
+		sizerPC.Store(pc[0])
+		return true
+	}
+	writerPC.Store(pc[0])
+	return false
 }
 
 // String returns the argument as text; go-redis's Cluster routing reads key
