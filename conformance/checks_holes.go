@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -153,8 +154,9 @@ func checkCorruptCounter(c *checker) {
 	lim := c.limiter(nil)
 	open := c.limiter(nil, limiter.WithFailMode(limiter.FailOpen))
 	bads := []string{"1.5", " 3", "0x2", "1e0", "3 ", "99999999999999999999", "hash"}
-	if c.spec.CountsDown {
-		bads = append(bads, "50") // 1 + what is left: a count below zero
+	if c.spec.CountsDownFrom != 0 {
+		// a count below zero
+		bads = append(bads, strconv.FormatInt(c.spec.CountsDownFrom+40, 10))
 	}
 	for _, v := range []string{"+3", "007"} {
 		// Redis's INCRBY refuses a sign and leading zeros; some servers
@@ -337,8 +339,10 @@ func checkPeriodChange(c *checker) {
 
 // checkRuleLowered is property 30's half on a limit in use whose rule is
 // lowered: the next call is decided, not refused, and the subject is
-// admitted once the new rule's window or refill allows.
+// admitted once the new rule's window or refill allows. A rule whose rate
+// alone changes (its name and period kept) keeps its window's count.
 func checkRuleLowered(c *checker) {
+	checkRateChange(c)
 	type change struct {
 		subject  string
 		was, now limiter.Limit
@@ -502,4 +506,51 @@ func (c *checker) contentionRun(s limiter.Strategy, mode limiter.FailMode, subje
 		return -1 // judged: no need to run again
 	}
 	return gaveUp
+}
+
+// checkRateChange is property 30 for a named limit whose rate alone
+// changes, its period kept: its key is the same, and so is the count it
+// holds. Lowered from 20 to 10 per hour with 5 used, the next calls are
+// decisions (never ErrCorruptCounter), and a window strategy admits
+// exactly 5 more; raised from 10 to 20 with 10 used, the next call is
+// admitted, and a window strategy says 9 remain.
+func checkRateChange(c *checker) {
+	lim := c.limiter(nil)
+	type change struct {
+		subject   string
+		was, now  limiter.Limit
+		used      int64
+		admitted  int   // of 8 calls at the new rate, for a window strategy
+		remaining int64 // after the first of them, for a window strategy
+	}
+	for _, ch := range []change{
+		{"p30q-lower", limiter.Limit{Rate: 20, Period: time.Hour, Name: "api-q"}, limiter.Limit{Rate: 10, Period: time.Hour, Name: "api-q"}, 5, 5, 4},
+		{"p30q-raise", limiter.Limit{Rate: 10, Period: time.Hour, Name: "api-q"}, limiter.Limit{Rate: 20, Period: time.Hour, Name: "api-q"}, 10, 8, 9},
+	} {
+		c.window(ch.was, ch.now)
+		if r, err := lim.AllowN(c.ctx, ch.subject, ch.used, ch.was); err != nil || !r.Allowed {
+			c.t.Fatalf("property 30: %d at %s = %+v, %v; want admitted", ch.used, ch.was, r, err)
+		}
+		if _, err := lim.Peek(c.ctx, ch.subject, ch.now); err != nil {
+			c.t.Errorf("property 30: with %d used at %s, a Peek after the rate became %s failed: %v (the count is valid under the new rate)", ch.used, ch.was, ch.now, err)
+		}
+		admitted := 0
+		var first limiter.Result
+		for i := range 8 {
+			r, err := lim.Allow(c.ctx, ch.subject, ch.now)
+			if err != nil {
+				c.t.Errorf("property 30: with %d used at %s, call %d after the rate became %s failed: %v (the count is valid under the new rate)", ch.used, ch.was, i+1, ch.now, err)
+				break
+			}
+			if i == 0 {
+				first = r
+			}
+			if r.Allowed {
+				admitted++
+			}
+		}
+		if c.spec.Window && (admitted != ch.admitted || first.Remaining != ch.remaining) {
+			c.t.Errorf("property 30: with %d used at %s, then 8 calls at %s: %d admitted, the first leaving %d; want %d admitted, the first leaving %d (the window's count is kept)", ch.used, ch.was, ch.now, admitted, first.Remaining, ch.admitted, ch.remaining)
+		}
+	}
 }

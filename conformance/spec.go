@@ -33,9 +33,10 @@ type Spec struct {
 	// Counter: each limit's key holds its count as a base-10 integer, so the
 	// suite can read the server's counter directly (GET).
 	Counter bool
-	// CountsDown: each Counter key holds Rate + 1 − the count (1 + what is
-	// left) instead of the count.
-	CountsDown bool
+	// CountsDownFrom, when not 0: each Counter key holds CountsDownFrom −
+	// the count instead of the count (it must not depend on the rate, or
+	// a rule whose rate changes would lose its window's count).
+	CountsDownFrom int64
 	// Window: fixed-window semantics: a counter's window lasts the Period
 	// and is never extended. It starts with its first request, or, when
 	// Aligned, at a multiple of the Period since the Unix epoch.
@@ -208,7 +209,7 @@ func AlignedWindow() Spec {
 		Strategy:        strategy.NewAlignedWindow(),
 		Exact:           true,
 		Counter:         true,
-		CountsDown:      true,
+		CountsDownFrom:  strategy.AlignedCountBase,
 		Window:          true,
 		Aligned:         true,
 		RepairsAtDenial: true,

@@ -348,8 +348,9 @@ func (c *checker) laterWindow(key, subject string, l limiter.Limit, cur int64) b
 	return err == nil && n > cur
 }
 
-// emptyCounter reports whether key holds a counter of l at 0 (Rate+1 when
-// the spec CountsDown); false for a key that is not a counter.
+// emptyCounter reports whether key holds a counter of l at 0
+// (CountsDownFrom when the spec counts down); false for a key that is not
+// a counter.
 func (c *checker) emptyCounter(key string, l limiter.Limit) bool {
 	c.t.Helper()
 	r, err := c.do(store.Cmd{Name: "GET", Args: []any{key}})
@@ -357,8 +358,8 @@ func (c *checker) emptyCounter(key string, l limiter.Limit) bool {
 		return false
 	}
 	n, err := store.Int64(r.Val)
-	if c.spec.CountsDown {
-		return err == nil && n == l.Rate+1
+	if c.spec.CountsDownFrom != 0 {
+		return err == nil && n == c.spec.CountsDownFrom
 	}
 	return err == nil && n == 0
 }
@@ -400,8 +401,8 @@ func (c *checker) counter(subject string, l limiter.Limit) int64 {
 func (c *checker) countOf(key string, l limiter.Limit) int64 {
 	c.t.Helper()
 	n := c.count(key)
-	if c.spec.CountsDown && n != 0 {
-		return l.Rate + 1 - n
+	if c.spec.CountsDownFrom != 0 && n != 0 {
+		return c.spec.CountsDownFrom - n
 	}
 	return n
 }

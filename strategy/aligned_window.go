@@ -20,6 +20,10 @@ var alignedWindowScript = store.NewScript(alignedWindowLua)
 // preload it (SCRIPT LOAD) or benchmark it raw.
 func AlignedWindowScript() *store.Script { return alignedWindowScript }
 
+// AlignedCountBase is what an AlignedWindow counter counts down from: it
+// holds AlignedCountBase − the count admitted in its window.
+const AlignedCountBase = 1 << 52
+
 // AlignedWindow counts cost per limit in windows aligned to the Unix epoch
 // on the server's clock, [b·Period, (b+1)·Period), with the window's index
 // b in the key, decided in Lua. It is the cheapest exact strategy on the
@@ -30,9 +34,9 @@ func AlignedWindowScript() *store.Script { return alignedWindowScript }
 // (PEXPIREAT, set once). So a counter exists only during its own window,
 // and every later call of that window counts with one DECRBY, without
 // reading the clock; the reset time is known from the window's index. A
-// counter counts down: it holds 1 + what is left of the Rate (Rate + 1 −
-// the count), so the script checks the limit against 0, not against an
-// argument it would have to read.
+// counter counts down from AlignedCountBase (2^52): it holds 2^52 − the
+// count, whatever the Rate, so that a rule whose rate changes (its name and
+// period kept) keeps its window's count.
 //
 // Guarantees:
 //   - atomic: one Lua script, one round trip, all limits of a call decided
@@ -49,7 +53,7 @@ func AlignedWindowScript() *store.Script { return alignedWindowScript }
 //     Result's Cause;
 //   - a counter that is not a non-negative decimal integer (or a key of
 //     another type) is limiter.ErrCorruptCounter, and every counter is left
-//     as it was found; so is one above its Rate (a count below zero, never
+//     as it was found; so is one above AlignedCountBase (a count below zero, never
 //     written by the strategy), except that a single-limit call takes its
 //     cost from it before it finds out;
 //   - every key has a TTL from the command that creates it, and lives no
@@ -138,13 +142,13 @@ func (a *AlignedWindow) Decide(ctx context.Context, st store.Store, req limiter.
 			allowed := true
 			for i, l := range req.Limits {
 				before[i] = 0
-				if nums[i] > l.Rate+1 {
+				if nums[i] > AlignedCountBase {
 					// a count below zero, as a counting call finds it
-					return limiter.Result{}, fmt.Errorf("strategy: aligned window: %w: count %d for limit %d", limiter.ErrCorruptCounter, l.Rate+1-nums[i], i+1)
+					return limiter.Result{}, fmt.Errorf("strategy: aligned window: %w: count %d for limit %d", limiter.ErrCorruptCounter, AlignedCountBase-nums[i], i+1)
 				}
 				if nums[i] > 0 {
-					// a counter holds 1 + what is left of the rate
-					before[i] = l.Rate + 1 - nums[i]
+					// a counter holds 2^52 - the count
+					before[i] = AlignedCountBase - nums[i]
 				}
 				allowed = allowed && fits(before[i], req.Cost, l.Rate)
 			}
@@ -179,8 +183,8 @@ func (a *AlignedWindow) Decide(ctx context.Context, st store.Store, req limiter.
 		}
 		if n == 1 && len(nums) == 1 {
 			// The common call: what the counter holds after taking the
-			// cost, 1 + what is left of the rate; the count is the rest.
-			nums[0] = req.Limits[0].Rate + 1 - nums[0]
+			// cost, 2^52 - the count.
+			nums[0] = AlignedCountBase - nums[0]
 		}
 		allowed := true
 		for i, l := range req.Limits {

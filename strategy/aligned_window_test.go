@@ -96,8 +96,8 @@ func TestAlignedWindowOneDecrby(t *testing.T) {
 	if end := (idx + 1) * time.Hour.Milliseconds(); exp != time.Duration(end)*time.Millisecond {
 		t.Errorf("key %s expires at %d ms, want its window's end %d ms", keys[0], exp.Milliseconds(), end)
 	}
-	if v, err := rdb.Get(ctx, keys[0]).Int64(); err != nil || v != 1 {
-		t.Errorf("counter %d, %v; want 1 (1 + nothing left of 10)", v, err)
+	if v, err := rdb.Get(ctx, keys[0]).Int64(); err != nil || v != strategy.AlignedCountBase-10 {
+		t.Errorf("counter %d, %v; want 2^52 - 10 (10 counted)", v, err)
 	}
 }
 
@@ -231,7 +231,7 @@ func TestAlignedWindowConcurrent(t *testing.T) {
 }
 
 // TestAlignedWindowPeekCorrupt: a read (Peek) refuses what a counting call
-// refuses: a leading zero, a counter above the rate (a count below zero),
+// refuses: a leading zero, a counter above 2^52 (a count below zero),
 // a number beyond 2^53 - 1. It used to read them as "nothing used". On a
 // redis-server, whose DECRBY refuses a leading zero (miniredis's takes it).
 func TestAlignedWindowPeekCorrupt(t *testing.T) {
@@ -239,7 +239,7 @@ func TestAlignedWindowPeekCorrupt(t *testing.T) {
 	ctx := context.Background()
 	lim := newLim(t, goredis.New(rdb), strategy.NewAlignedWindow())
 	l := limiter.PerHour(5)
-	for _, bad := range []string{"007", "50", "99999999999999999999"} {
+	for _, bad := range []string{"007", strconv.FormatInt(strategy.AlignedCountBase+40, 10), "99999999999999999999"} {
 		subject := "pc" + bad
 		srv, err := rdb.Time(ctx).Result()
 		if err != nil {

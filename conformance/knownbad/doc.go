@@ -68,6 +68,9 @@
 //   - StrictState: a correct fixed window that refuses a counter above its
 //     limit's rate as corrupt: after a rules change lowers a rate, every
 //     call of a subject whose window holds more fails until it ends.
+//   - RateCountdown: a fixed window whose counter counts down from the
+//     rate it was created with: a rule whose rate alone changes reads the
+//     old rate's counter against the new one.
 //   - CounterLeases, CountThenAdd: concurrency limits as a counter (INCR,
 //     DECR; no expiry, no identity) and as a sorted set counted and added
 //     to in two round trips.

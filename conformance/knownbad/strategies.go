@@ -355,6 +355,61 @@ func burstOf(l limiter.Limit) int64 {
 	return l.Rate
 }
 
+//go:embed lua/rate_countdown.lua
+var rateCountdownLua string
+
+var rateCountdown = store.NewScript(rateCountdownLua)
+
+// RateCountdown is a fixed window whose counter counts down from the rate
+// it was created with (it holds rate − count), one limit per call: when a
+// rule's rate changes and its name and period stay, the counter is read
+// against the new rate, so a lowered rate admits what the old one had
+// left and a raised one denies what the new one allows.
+type RateCountdown struct{}
+
+// Decide implements limiter.Strategy, wrongly.
+func (RateCountdown) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	if len(req.Limits) != 1 {
+		return strategy.NewFixedWindow().Decide(ctx, st, req)
+	}
+	l := req.Limits[0]
+	var b limiter.Binder
+	if req.Cost == 0 || req.DryRun || req.Cost > l.Rate {
+		rs, err := st.Do(ctx, store.Cmd{Name: "GET", Args: []any{req.Keys[0]}})
+		if err != nil {
+			return limiter.Result{}, err
+		}
+		left := l.Rate
+		if n, err := store.Int64(rs[0].Val); err == nil {
+			left = n
+		}
+		retry := time.Duration(0)
+		switch {
+		case req.Cost > l.Rate:
+			retry = -1
+		case req.Cost > left:
+			retry = l.Period
+		}
+		b.Add(0, left, l.Period, retry)
+		return b.Result(retry == 0), nil
+	}
+	v, err := rateCountdown.Run(ctx, st, req.Keys, []any{req.Cost, l.Rate, l.Period.Milliseconds()})
+	if err != nil {
+		return limiter.Result{}, err
+	}
+	nums, err := store.Int64s(v)
+	if err != nil || len(nums) != 2 {
+		return limiter.Result{}, fmt.Errorf("knownbad: reply %v: %w", v, err)
+	}
+	reset := time.Duration(max(nums[1], 1)) * time.Millisecond
+	if nums[0] < 0 {
+		b.Add(0, nums[0]+req.Cost, reset, reset)
+		return b.Result(false), nil
+	}
+	b.Add(0, nums[0], reset, 0)
+	return b.Result(true), nil
+}
+
 // StrictState is a correct strategy behind a sanity check on the state it
 // reads: a counter above its limit's rate "cannot happen", so it is
 // refused as corrupt. It can: a rules change lowers a rate while the

@@ -1,6 +1,6 @@
 -- Fixed windows aligned to the Unix epoch, named by their index, several
--- limits decided at once, all or nothing. A counter counts down: it holds
--- 1 + what is left of its limit's rate in its window.
+-- limits decided at once, all or nothing. A counter counts down from 2^52:
+-- it holds 2^52 - the count in its window, whatever the rate.
 --
 -- KEYS[i]        counter of limit i in window b_i: a name ending in ":"
 --                and the decimal b_i, the window [b_i * period_i,
@@ -12,17 +12,19 @@
 -- ARGV[2i]       rate of limit i
 -- ARGV[2i+1]     period of limit i, in milliseconds
 --
--- A counter holds rate + 1 - count, the count being the cost admitted in
--- its window: it is created at rate + 1 - cost and every admitted cost is
--- taken from it, so it holds at least 1 as long as it exists (a key this
--- script finds at 0 or below was not written by it).
+-- A counter holds 2^52 - count, the count being the cost admitted in its
+-- window: it is created at 2^52 - cost and every admitted cost is taken
+-- from it. The rate is not in it, so a rule whose rate changes keeps its
+-- window's count. A rate and a cost are at most 2^50, so a counter holds
+-- at least 2^51 as long as it exists (a key this script finds at 0 or
+-- below was not written by it), and every number stays exact in Lua.
 --
 -- A read returns what the counters hold, 0 for a counter that does not
 -- exist (the caller turns them into counts).
 --
 -- A counting call: the common call (one limit, a counter that exists,
 -- admitted) returns, as an integer, what the counter holds after taking
--- the cost (1 + what is left). Every other call returns an array of the
+-- the cost (2^52 - the count). Every other call returns an array of the
 -- counts after adding the cost {count_1, ..., count_n, ...}: admitted when
 -- every count is within its rate; otherwise denied, and the cost was given
 -- back to every limit:
@@ -41,16 +43,15 @@
 -- window, and it expires at the window's end (PEXPIREAT, an absolute time,
 -- set once). So a counter exists only during its own window by the
 -- server's clock, and a call that finds it existing counts in the right
--- window without reading the clock; counting down, the limit is checked
--- against 0 with the cost as it came (no argument read into a number). The
--- window never slides.
+-- window without reading the clock, and checks its limit with one
+-- comparison. The window never slides.
 --
 -- A counter that DECRBY refuses (not an integer, a key of another type), or
 -- one found negative, is an error, and every counter is left as it was
 -- found (a counter this call created is deleted). A counter found above
--- its rate (not written by this script; a count below zero) is an error
--- too; the common call does not look (the caller does: its reply is then
--- above the rate minus the cost). A counting call that is denied gives a
+-- 2^52 (not written by this script; a count below zero) is an error too;
+-- the common call does not look (the caller does: its reply is then above
+-- 2^52 minus the cost). A counting call that is denied gives a
 -- counter found without a TTL (a leak from elsewhere) its window's end
 -- back; an admitted call does not look (it would cost a second command),
 -- and a counter is never read after its window.
@@ -69,10 +70,11 @@ if #ARGV == 1 then
   return out
 end
 
--- The common call first: one DECRBY, nothing else made (no table, no
--- closure, no number read from ARGV).
+-- The common call first: one DECRBY and a comparison, nothing else made
+-- (no table, no closure).
+local base = 4503599627370496 -- 2^52
 local first = redis.call('DECRBY', KEYS[1], ARGV[1])
-if first > 0 and n == 1 then
+if n == 1 and first >= base - tonumber(ARGV[2]) then
   return first
 end
 
@@ -126,7 +128,7 @@ for i = 1, n do
     created[i], fresh = true, true
     counts[i] = cost
   else
-    counts[i] = rate + 1 - v
+    counts[i] = base - v
     if v < -cost or counts[i] < cost then
       redis.call('INCRBY', KEYS[i], ARGV[1])
       back(i - 1)
@@ -166,7 +168,7 @@ if fresh then
   for i = 1, n do
     if created[i] then
       local _, stop = window(i)
-      redis.call('INCRBY', KEYS[i], tonumber(ARGV[2 * i]) + 1)
+      redis.call('INCRBY', KEYS[i], base)
       redis.call('PEXPIREAT', KEYS[i], stop)
     end
   end
