@@ -133,6 +133,7 @@ type Limiter struct {
 	sleep    func(ctx context.Context, d time.Duration) error // Wait's (wait.go); nil: a timer
 	deny     *denyCache                                       // WithDenyCache (denycache.go); nil: none
 	leases   *leaseTable                                      // WithQuotaLease (lease.go); nil: none
+	now      func() time.Time                                 // WithClock; nil: time.Now
 	backs    *giveBacks                                       // Reset and ReturnLeases in progress; shared by copies
 }
 
@@ -200,7 +201,32 @@ func New(st store.Store, s Strategy, opts ...Option) (*Limiter, error) {
 			return nil, err
 		}
 	}
+	if l.now != nil {
+		// (whatever the options' order)
+		if l.deny != nil {
+			l.deny.now = l.now
+		}
+		if l.leases != nil {
+			l.leases.now = l.now
+		}
+	}
 	return l, nil
+}
+
+// WithClock sets the clock of what the Limiter keeps in the process: the
+// deny cache's expiries (WithDenyCache) and the quota leases' windows
+// (WithQuotaLease). The default is time.Now. It is for tests on a virtual
+// clock, whose Redis TIME and key expiry move only when the test moves
+// them: with the wall clock, a denial cached until a window's end would
+// outlive a window the test has ended (limitertest sets it).
+func WithClock(now func() time.Time) Option {
+	return func(l *Limiter) error {
+		if now == nil {
+			return fmt.Errorf("%w: nil clock", ErrInvalidOption)
+		}
+		l.now = now
+		return nil
+	}
 }
 
 // isNil reports a nil interface or an interface holding a nil pointer, as

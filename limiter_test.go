@@ -246,3 +246,11 @@ func TestContentionNeverAdmits(t *testing.T) {
 		t.Errorf("FailOpen with a backend error = %+v, %v; want a Degraded admission", r, err)
 	}
 }
+
+// TestWithClockNil: a nil clock is an invalid option.
+func TestWithClockNil(t *testing.T) {
+	_, st := newMini(t)
+	if _, err := limiter.New(st, strategy.NewFixedWindow(), limiter.WithClock(nil)); !errors.Is(err, limiter.ErrInvalidOption) {
+		t.Fatalf("WithClock(nil): %v; want ErrInvalidOption", err)
+	}
+}

@@ -48,7 +48,8 @@ func (c *Clock) Server() *miniredis.Miniredis { return c.m }
 
 // New returns a Limiter deciding with s on a fresh embedded Redis, and the
 // server's clock. opts apply after the defaults (a prefix of "limiter",
-// Wait sleeping on the clock). The server and its client close when t
+// Wait sleeping on the clock, the deny cache and quota leases on the clock
+// too: limiter.WithClock). The server and its client close when t
 // ends; New fails t if the server cannot start.
 func New(t testing.TB, s limiter.Strategy, opts ...limiter.Option) (*limiter.Limiter, *Clock) {
 	t.Helper()
@@ -60,7 +61,7 @@ func New(t testing.TB, s limiter.Strategy, opts ...limiter.Option) (*limiter.Lim
 		clock.Advance(d)
 		return nil
 	})
-	lim, err := limiter.New(st, s, append([]limiter.Option{sleep}, opts...)...)
+	lim, err := limiter.New(st, s, append([]limiter.Option{sleep, limiter.WithClock(clock.Now)}, opts...)...)
 	if err != nil {
 		t.Fatalf("limitertest: %v", err)
 	}
