@@ -2,7 +2,6 @@ package limiter
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -69,13 +68,19 @@ func CheckServer(ctx context.Context, st store.Store) (ServerReport, error) {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("INFO is refused (%v): the eviction policy is unknown; check that it is noeviction", rs[0].Err))
 	}
 
-	if _, err := st.Eval(ctx, "return 1", nil, nil); err != nil {
-		if errors.Is(err, store.ErrUnknownOutcome) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-			return r, fmt.Errorf("limiter: check server: EVAL: %w", err)
-		}
-		r.ScriptingErr = err
-		r.Warnings = append(r.Warnings, fmt.Sprintf("scripts are refused (%v): strategy.FixedWindow cannot run here; Bucketed and Optimistic can", err))
-	} else {
+	// Through Do, a refusal (an error reply: scripting disabled, an ACL) is
+	// the command's reply, and a failure to reach the server the call's
+	// error.
+	rs, err = st.Do(ctx, store.Cmd{Name: "EVAL", Args: []any{"return 1", 0}})
+	switch {
+	case err != nil:
+		return r, fmt.Errorf("limiter: check server: EVAL: %w", err)
+	case len(rs) != 1:
+		return r, fmt.Errorf("limiter: check server: EVAL: %d replies to one command", len(rs))
+	case rs[0].Err != nil:
+		r.ScriptingErr = rs[0].Err
+		r.Warnings = append(r.Warnings, fmt.Sprintf("scripts are refused (%v): strategy.FixedWindow cannot run here; Bucketed and Optimistic can", rs[0].Err))
+	default:
 		r.Scripting = true
 	}
 	switch p := r.MaxMemoryPolicy; {
