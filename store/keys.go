@@ -1,6 +1,7 @@
 package store
 
 import (
+	"math"
 	"strconv"
 	"strings"
 )
@@ -72,6 +73,13 @@ func numKeysAt(args []any, i int) int {
 		n = x
 	case string:
 		n, _ = strconv.ParseInt(x, 10, 64)
+	case []byte:
+		n, _ = strconv.ParseInt(string(x), 10, 64)
+	case float64:
+		// as the adapters write it, when it is a whole number
+		if x == math.Trunc(x) && x >= 1 && x <= 1<<53 {
+			n = int64(x)
+		}
 	}
 	if n <= 0 {
 		return -1
