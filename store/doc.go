@@ -28,8 +28,12 @@
 //   - A store keeps none of the slices a call gives it (keys, arguments,
 //     commands, dst) once the call has returned: callers reuse them.
 //   - Replies are normalised: integers to int64, bulk and simple strings to
-//     string, arrays to []any, a nil reply to ErrNil. The helpers Int64,
-//     String and Slice convert them with checked type assertions.
+//     string, arrays to []any, a nil reply to ErrNil; an error reply inside
+//     an array (EXEC's, a script's table) is an error element. The helpers
+//     Int64, String and Slice convert them with checked type assertions (an
+//     error element is their error, wrapped); AppendInt64s keeps an error
+//     element's message, not its identity (a NOSCRIPT element is not the
+//     call's NOSCRIPT).
 //   - A Cluster adapter routes a command by its first key: Cmd.Key and
 //     KeyIndex name it (the key after numkeys for EVAL and EVALSHA, none for
 //     PING or TIME).

@@ -20,6 +20,9 @@ func Int64(v any) (int64, error) {
 		return n, nil
 	case nil:
 		return 0, ErrNil
+	case error:
+		// an element of an array that is an error reply
+		return 0, fmt.Errorf("store: error reply, not an integer: %w", x)
 	default:
 		return 0, fmt.Errorf("store: reply of type %T is not an integer", v)
 	}
@@ -34,6 +37,8 @@ func String(v any) (string, error) {
 		return strconv.FormatInt(x, 10), nil
 	case nil:
 		return "", ErrNil
+	case error:
+		return "", fmt.Errorf("store: error reply, not a string: %w", x)
 	default:
 		return "", fmt.Errorf("store: reply of type %T is not a string", v)
 	}
@@ -46,6 +51,8 @@ func Slice(v any) ([]any, error) {
 		return x, nil
 	case nil:
 		return nil, ErrNil
+	case error:
+		return nil, fmt.Errorf("store: error reply, not an array: %w", x)
 	default:
 		return nil, fmt.Errorf("store: reply of type %T is not an array", v)
 	}

@@ -100,6 +100,13 @@ func AppendInt64s(dst []int64, v any) ([]int64, error) {
 		return nil, err
 	}
 	for i, e := range arr {
+		if ee, ok := e.(error); ok {
+			// The script ran and replied with an error among its values:
+			// the server's message, but not its identity, which would make
+			// a NOSCRIPT element look like the call's own NOSCRIPT, and
+			// Run would send the script again.
+			return nil, fmt.Errorf("store: element %d: error reply: %v", i, ee)
+		}
 		n, err := Int64(e)
 		if err != nil {
 			return nil, fmt.Errorf("store: element %d: %w", i, err)

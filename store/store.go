@@ -33,8 +33,9 @@ type Cmd struct {
 }
 
 // Reply is the normalised reply to one command: Val is int64, string, []any
-// (of the same types) or nil; Err is the Redis error reply, or ErrNil for a
-// nil reply.
+// or nil, an array's elements being of the same types or, for an element
+// that is an error reply (in EXEC's array, in a script's table), an error;
+// Err is the Redis error reply, or ErrNil for a nil reply.
 type Reply struct {
 	Val any
 	Err error
