@@ -122,9 +122,10 @@ for i = 1, n do
     if ttl == nil then
       ttl = redis.call('PTTL', KEYS[i])
     end
-    if ttl > 0 then
+    if ttl > 0 and ttl <= window / 1000 then
       reset = ttl
-    else -- an expiry just repaired, or less than a millisecond left
+    else -- an expiry just repaired, less than a millisecond left, or a
+      -- TTL from a longer period (a read does not repair it)
       local m = redis.call('ZRANGE', KEYS[i], -1, -1, 'WITHSCORES')
       reset = math.max(1, math.floor((tonumber(m[2]) + window - now + 999) / 1000))
     end
