@@ -22,12 +22,7 @@ func TestAutoPipelineNewerGoRedis(t *testing.T) {
 	dials := map[string]conformance.Dialer{
 		"with": func(_ context.Context, addr string) (store.Store, func(), error) {
 			rdb := redis.NewClient(&redis.Options{Addr: addr})
-			ap, err := rdb.AutoPipeline()
-			if err != nil {
-				_ = rdb.Close()
-				return nil, nil, err
-			}
-			return goredis.New(rdb, goredis.WithAutoPipeline(ap)), func() { _ = rdb.Close() }, nil
+			return goredis.New(rdb, goredis.WithAutoPipeline()), func() { _ = rdb.Close() }, nil
 		},
 		"as-client": func(_ context.Context, addr string) (store.Store, func(), error) {
 			rdb := redis.NewClient(&redis.Options{Addr: addr})

@@ -90,7 +90,7 @@ func BenchmarkGCRAvsRedisRate(b *testing.B) {
 		viaRR("redis_rate", redis_rate.NewLimiter(rdb)),
 		viaLimiter("limiter"),
 		viaRR("redis_rate-autopipeline", redis_rate.NewLimiter(ap)),
-		viaLimiter("limiter-autopipeline", goredis.WithAutoPipeline(ap)),
+		viaLimiter("limiter-autopipeline", goredis.WithAutoPipeline()),
 	}
 	alone := serverTimeVariants(b, ctx, rdb, srv.Addr(), rrLimit)
 	kit := benchkit.New(b, []int{16, 64}, nil)

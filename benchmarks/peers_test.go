@@ -67,8 +67,8 @@ func BenchmarkPeers(b *testing.B) {
 		b.Fatal(err)
 	}
 	fwGoredis, err1 := limiter.New(goredis.New(rdb), strategy.NewFixedWindow(), limiter.WithPrefix("fw-goredis"))
-	fwAP, err4 := limiter.New(goredis.New(rdb, goredis.WithAutoPipeline(ap)), strategy.NewFixedWindow(), limiter.WithPrefix("fw-goredis-ap"))
-	gcraAP, err5 := limiter.New(goredis.New(rdb, goredis.WithAutoPipeline(ap)), strategy.NewGCRA(), limiter.WithPrefix("gcra-goredis-ap"))
+	fwAP, err4 := limiter.New(goredis.New(rdb, goredis.WithAutoPipeline()), strategy.NewFixedWindow(), limiter.WithPrefix("fw-goredis-ap"))
+	gcraAP, err5 := limiter.New(goredis.New(rdb, goredis.WithAutoPipeline()), strategy.NewGCRA(), limiter.WithPrefix("gcra-goredis-ap"))
 	fwRueidis, err2 := limiter.New(rueidisstore.New(rc), strategy.NewFixedWindow(), limiter.WithPrefix("fw-rueidis"))
 	gcraGoredis, err3 := limiter.New(goredis.New(rdb), strategy.NewGCRA(), limiter.WithPrefix("gcra-goredis"))
 

@@ -47,8 +47,8 @@ func commandCalls(t *testing.T, rdb *redis.Client) map[string]int64 {
 }
 
 // TestAlignedWindowOneDecrby proves the design on a redis-server: in one
-// window, the first decision reads TIME, sets the counter (INCRBY of the
-// Rate + 1 onto what its DECRBY left) and its expiry, and every later one
+// window, the first decision reads TIME, sets the counter (INCRBY of 2^52
+// onto what its DECRBY left) and its expiry, and every later one
 // is a single DECRBY; a denial gives its cost back.
 func TestAlignedWindowOneDecrby(t *testing.T) {
 	rdb := realServer(t)

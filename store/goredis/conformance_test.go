@@ -93,12 +93,7 @@ func TestConformanceAutoPipeline(t *testing.T) {
 	t.Parallel()
 	withAP := func(_ context.Context, addr string) (store.Store, func(), error) {
 		rdb := redis.NewClient(&redis.Options{Addr: addr})
-		ap, err := rdb.AutoPipeline()
-		if err != nil {
-			_ = rdb.Close()
-			return nil, nil, err
-		}
-		return goredis.New(rdb, goredis.WithAutoPipeline(ap)), func() { _ = rdb.Close() }, nil
+		return goredis.New(rdb, goredis.WithAutoPipeline()), func() { _ = rdb.Close() }, nil
 	}
 	apAsClient := func(_ context.Context, addr string) (store.Store, func(), error) {
 		rdb := redis.NewClient(&redis.Options{Addr: addr})
@@ -111,12 +106,7 @@ func TestConformanceAutoPipeline(t *testing.T) {
 	}
 	withAPCluster := func(_ context.Context, addrs []string) (store.Store, func(), error) {
 		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
-		ap, err := rdb.AutoPipeline()
-		if err != nil {
-			_ = rdb.Close()
-			return nil, nil, err
-		}
-		return goredis.New(rdb, goredis.WithAutoPipeline(ap)), func() { _ = rdb.Close() }, nil
+		return goredis.New(rdb, goredis.WithAutoPipeline()), func() { _ = rdb.Close() }, nil
 	}
 	specs := append(conformance.StorePaths(), conformance.GCRA())
 	t.Run("with", func(t *testing.T) {

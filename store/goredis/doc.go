@@ -49,17 +49,14 @@
 // go in one pipeline per node, the nodes in parallel, so that a node that
 // fails or stays silent fails only its own commands.
 //
-// Auto-pipelining: WithAutoPipeline(ap), with ap from the client's
-// AutoPipeline method (go-redis v9.22 and later; experimental there),
-// sends single decisions through go-redis's AutoPipeliner, so that the
-// decisions of many goroutines share round trips: more decisions per
-// second for a busy process, at the cost of a little latency for a lone
-// caller. A decision is still never sent twice, and the adapter ends a
-// queued call at its context's deadline itself.
+// Auto-pipelining: WithAutoPipeline() sends single decisions through the
+// client's AutoPipeliner (go-redis v9.22 and later; experimental there),
+// so that the decisions of many goroutines share round trips: more
+// decisions per second for a busy process, at the cost of a little latency
+// for a lone caller. A decision is still never sent twice, and the adapter
+// ends a queued call at its context's deadline itself.
 //
-//	ap, err := rdb.AutoPipeline()
-//	if err != nil { ... }
-//	st := goredis.New(rdb, goredis.WithAutoPipeline(ap))
+//	st := goredis.New(rdb, goredis.WithAutoPipeline())
 //
 // TLS: use Dialer: TLSDialer(netDialer, tlsConfig) rather than TLSConfig,
 // so that go-redis notices an idle TLS connection the server has closed

@@ -26,6 +26,9 @@ type Store struct {
 	// ap sends single script calls when they are auto-pipelined
 	// (WithAutoPipeline, or c is itself an AutoPipeliner); nil otherwise.
 	ap *redis.AutoPipeliner
+	// apErr is the client's refusal to make its AutoPipeliner, returned by
+	// every call.
+	apErr error
 	// enforce: the client ignores context deadlines (ContextTimeoutEnabled
 	// is off), so the adapter enforces them itself.
 	enforce bool
@@ -45,21 +48,39 @@ var (
 type Option func(*Store)
 
 // WithAutoPipeline sends single decisions (one script call each) through
-// ap, an AutoPipeliner of the client given to New (from its AutoPipeline
-// method): the calls of many goroutines then share round trips, which
-// raises the decisions per second a process makes (go-redis marks the
-// API experimental). Batches, transactions and WATCH still go through the
-// client. A nil ap changes nothing.
+// the client's AutoPipeliner, the one instance its AutoPipeline method
+// keeps (to tune it, call the client's AutoPipelineWithOptions before New):
+// the calls of many goroutines then share round trips, which raises the
+// decisions per second a process makes (go-redis marks the API
+// experimental). Batches, transactions and WATCH still go through the
+// client. It applies to a *redis.Client, *redis.ClusterClient or
+// *redis.Ring; for another client it changes nothing. Should the client
+// refuse to make its AutoPipeliner, every script call of the Store returns
+// that error.
 //
 // A decision is still sent at most once: a batch the AutoPipeliner replays
 // after a lost connection cannot write it again. go-redis does not end a
 // queued call at its context's deadline, so the adapter does (see the
 // package documentation), whatever ContextTimeoutEnabled says.
-func WithAutoPipeline(ap *redis.AutoPipeliner) Option {
+func WithAutoPipeline() Option {
 	return func(s *Store) {
-		if ap != nil {
-			s.ap = ap
+		var ap *redis.AutoPipeliner
+		var err error
+		switch x := s.c.(type) {
+		case *redis.Client:
+			ap, err = x.AutoPipeline()
+		case *redis.ClusterClient:
+			ap, err = x.AutoPipeline()
+		case *redis.Ring:
+			ap, err = x.AutoPipeline()
+		default:
+			return
 		}
+		if err != nil {
+			s.apErr = fmt.Errorf("goredis: auto-pipeline: %w", err)
+			return
+		}
+		s.ap = ap
 	}
 }
 
@@ -370,11 +391,16 @@ func (s *Store) newEvalCall(name, script string, keys []string, nargs int) (*eva
 // run sends a script call and returns its reply value.
 func (s *Store) run(ctx context.Context, call *evalCall, a []any) (any, error) {
 	cmd := redis.NewCmd(ctx, a...)
+	if s.apErr != nil {
+		return nil, s.apErr
+	}
 	if s.ap != nil {
-		// the AutoPipeliner does not end a queued call at its context's end
+		// The AutoPipeliner does not end a queued call at its context's
+		// end. A deferred one (AsyncAutoPipeline) returns from Process
+		// once the call is queued; its Err waits for the reply.
 		if ctx.Done() == nil {
 			_ = s.ap.Process(ctx, cmd)
-		} else if err := s.boundedAlways(ctx, call.g.seal, func() { _ = s.ap.Process(ctx, cmd) }); err != nil {
+		} else if err := s.boundedAlways(ctx, call.g.seal, func() { _ = s.ap.Process(ctx, cmd); _ = cmd.Err() }); err != nil {
 			return nil, fmt.Errorf("goredis: %w", err)
 		}
 	} else if !s.bounds(ctx) {
