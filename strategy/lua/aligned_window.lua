@@ -71,10 +71,12 @@ if #ARGV == 1 then
 end
 
 -- The common call first: one DECRBY and a comparison, nothing else made
--- (no table, no closure).
+-- (no table, no closure). The count after the cost is within the rate:
+-- 2^52 - first <= rate (the rate read by the addition, cheaper than
+-- tonumber; the sum stays below 2^53, exact).
 local base = 4503599627370496 -- 2^52
 local first = redis.call('DECRBY', KEYS[1], ARGV[1])
-if n == 1 and first >= base - tonumber(ARGV[2]) then
+if n == 1 and first + ARGV[2] >= base then
   return first
 end
 
