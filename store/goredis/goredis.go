@@ -27,7 +27,7 @@ type Store struct {
 	// (WithAutoPipeline, or c is itself an AutoPipeliner); nil otherwise.
 	ap *redis.AutoPipeliner
 	// apErr is the client's refusal to make its AutoPipeliner, returned by
-	// every call.
+	// every script call.
 	apErr error
 	// enforce: the client ignores context deadlines (ContextTimeoutEnabled
 	// is off), so the adapter enforces them itself.
@@ -390,10 +390,10 @@ func (s *Store) newEvalCall(name, script string, keys []string, nargs int) (*eva
 
 // run sends a script call and returns its reply value.
 func (s *Store) run(ctx context.Context, call *evalCall, a []any) (any, error) {
-	cmd := redis.NewCmd(ctx, a...)
 	if s.apErr != nil {
 		return nil, s.apErr
 	}
+	cmd := redis.NewCmd(ctx, a...)
 	if s.ap != nil {
 		// The AutoPipeliner does not end a queued call at its context's
 		// end. A deferred one (AsyncAutoPipeline) returns from Process
