@@ -21,13 +21,20 @@ import (
 // existed while the load ran. A virtual clock is moved along with the real
 // one for this check: the delays are real.
 func checkSlowerThanWindow(c *checker) {
-	l := limiter.Per(1, 2*time.Millisecond)
-	const delay = 10 * time.Millisecond
-	// Enough callers that a strategy admitting in windows that are over
-	// exceeds the bound even when a loaded machine makes each call several
-	// times slower than its delays: the bound grows with the server time
-	// elapsed, the admissions with the calls completed in it.
-	const callers = 100
+	// The bound counts windows, the admissions of a strategy that admits in
+	// windows that are over count completed calls: the check can fail only
+	// while calls complete faster than windows pass. A loaded machine (the
+	// race detector, other packages' tests beside it) completes a few
+	// hundred delayed calls a second, whatever the number of callers, so
+	// the windows are long enough (100 a second) to stay well below that,
+	// and the delay is several windows long (a window picked before the
+	// first round trip is over, with any grace of up to a window, when the
+	// second one runs).
+	l := limiter.Per(1, 10*time.Millisecond)
+	const delay = 50 * time.Millisecond
+	// Enough callers that, at the delay, calls complete about 30 times as
+	// fast as windows pass on an idle machine.
+	const callers = 300
 	dur := 600 * time.Millisecond
 	c.window(l)
 	hs := newHookStore(c.h.Store())

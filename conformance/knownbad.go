@@ -71,9 +71,9 @@ func KnownBad() []Control {
 			// the virtual clock, stepped between a read and a write,
 			// shows the leak there (forced-leak shows it everywhere).
 			// Property 27 (replies slower than a window) catches its race
-			// only while several callers' reads land in one 2 ms window:
-			// a loaded machine under the race detector brought that down
-			// to one, and it passed (ServerTimeBucket is 27's control).
+			// only while several callers' reads land in one window: a
+			// loaded machine under the race detector can bring that down
+			// to one (ServerTimeBucket is 27's control).
 			VirtualOnly: []string{"leak-under-load"}},
 		{Spec: claims("IncrThenExpire", knownbad.IncrThenExpire{}),
 			MustFail: []string{"exact-admission", "hostile-costs", "multi-rule-all-or-nothing", "window-never-slides", "corrupt-counter"}},
