@@ -336,9 +336,20 @@ func checkForcedLeak(c *checker) {
 type hookStore struct {
 	store.Store
 	hook atomic.Pointer[func()]
-	// every, when set, runs after every round trip (set it before the
-	// store is used, clear it after).
-	every func()
+	// every, when set, runs after every round trip. A call whose
+	// context ended may still be in its round trip when the check that
+	// set it ends and clears it (an adapter bounds the wait, not the
+	// call), so it is read and written atomically.
+	every atomic.Pointer[func()]
+}
+
+// setEvery sets the function run after every round trip; nil clears it.
+func (h *hookStore) setEvery(f func()) {
+	if f == nil {
+		h.every.Store(nil)
+		return
+	}
+	h.every.Store(&f)
 }
 
 func newHookStore(st store.Store) *hookStore { return &hookStore{Store: st} }
@@ -419,8 +430,8 @@ func (h *hookStore) arm(f func()) {
 }
 
 func (h *hookStore) fire() {
-	if h.every != nil {
-		h.every()
+	if f := h.every.Load(); f != nil {
+		(*f)()
 	}
 	if f := h.hook.Swap(nil); f != nil {
 		(*f)()

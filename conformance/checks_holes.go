@@ -38,7 +38,7 @@ func checkSlowerThanWindow(c *checker) {
 	dur := 600 * time.Millisecond
 	c.window(l)
 	hs := newHookStore(c.h.Store())
-	hs.every = func() { time.Sleep(delay) }
+	hs.setEvery(func() { time.Sleep(delay) })
 	lim := c.limiter(hs.store())
 	if c.h.Caps().VirtualClock {
 		// The virtual clock follows the real one: moved by a ticker, and
@@ -55,10 +55,10 @@ func checkSlowerThanWindow(c *checker) {
 			c.h.Advance(now.Sub(last))
 			last = now
 		}
-		hs.every = func() {
+		hs.setEvery(func() {
 			time.Sleep(delay)
 			follow()
-		}
+		})
 		stop := make(chan struct{})
 		var ticker sync.WaitGroup
 		ticker.Go(func() {
@@ -103,7 +103,7 @@ func checkSlowerThanWindow(c *checker) {
 		})
 	}
 	wg.Wait()
-	hs.every = nil
+	hs.setEvery(nil)
 	elapsed := c.serverTime().Sub(t0)
 	// Windows that existed in the elapsed time: for first-request windows
 	// at most elapsed/Period + 1; for epoch-aligned ones the partial
