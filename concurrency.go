@@ -114,10 +114,8 @@ func NewConcurrency(st store.Store, l Leaser, opts ...Option) (*Concurrency, err
 		return nil, ErrNilLeaser
 	}
 	c := &Concurrency{cfg: Limiter{st: st, keys: keyBuilder{prefix: DefaultPrefix}, backs: new(giveBacks)}, leaser: l}
-	for _, o := range opts {
-		if err := o(&c.cfg); err != nil {
-			return nil, err
-		}
+	if err := c.cfg.apply(nil, opts); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

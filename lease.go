@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -57,7 +58,8 @@ type QuotaReturner interface {
 // window's end as measured from before the request was sent, so before the
 // server's). What it may do is under-admit: units leased by a process and
 // not used before their window ends are lost to every process, at most
-// units−1 per process, subject and window, unless ReturnLeases gives them
+// units−1 per lease taken (one per process, subject and window while the
+// process keeps fewer than MaxQuotaLeases leases), unless ReturnLeases gives them
 // back while their window is open (a strategy that implements
 // QuotaReturner: FixedWindow, Bucketed, Optimistic); and Result.Remaining of a leased
 // decision is this process's view (what Redis had left when the lease was
@@ -80,15 +82,23 @@ func WithQuotaLease(units int64) Option {
 		if _, ok := l.strategy.(WindowQuota); !ok {
 			return fmt.Errorf("%w: quota lease: %T does not count in fixed windows (WindowQuota)", ErrInvalidOption, l.strategy)
 		}
-		l.leases = &leaseTable{units: units, now: time.Now, m: map[leaseID]*quotaLease{}}
+		l.leases = &leaseTable{units: units, now: time.Now, m: map[leaseID]*quotaLease{}, max: MaxQuotaLeases}
 		return nil
 	}
 }
+
+// MaxQuotaLeases is the most quota leases a Limiter keeps (with the copies
+// With makes of it, which share them): past it, taking a lease drops the
+// least recently used eighth of them. A dropped lease's unused units are
+// lost as at its window's end, so the bound holds memory (about 250 bytes a
+// lease) at the cost of under-admission, never of over-admission.
+const MaxQuotaLeases = 1 << 16
 
 // leaseTable holds the process's quota leases.
 type leaseTable struct {
 	units int64
 	now   func() time.Time
+	max   int // the most leases kept (MaxQuotaLeases; less in tests)
 
 	mu    sync.Mutex
 	m     map[leaseID]*quotaLease
@@ -119,13 +129,14 @@ type quotaLease struct {
 }
 
 // leaseTake is a lease being taken: done is closed when Redis has
-// answered, or the call failed; failed (with the call's outcome) when
-// Redis could not decide it for a reason other than the taker's context.
+// answered, or the call failed; failed (with the error the call failed
+// on) when Redis could not decide it for a reason other than the taker's
+// context. The waiters each apply their own Limiter's fail mode to it (a
+// copy made by With shares the table, with a fail mode of its own).
 type leaseTake struct {
 	done   chan struct{}
 	failed bool
-	res    Result
-	err    error
+	cause  error
 }
 
 func newLeaseTake() *leaseTake { return &leaseTake{done: make(chan struct{})} }
@@ -172,9 +183,10 @@ func (l *Limiter) decideLeased(ctx context.Context, key string, cost int64, limi
 			case <-tk.done:
 				if tk.failed {
 					// Redis could not decide the lease: the waiters
-					// share its outcome instead of each trying in turn
+					// share its failure instead of each trying in turn
 					// (which would add up their timeouts).
-					return tk.res, tk.err, true
+					r, err := l.failed(tk.cause, limit)
+					return r, err, true
 				}
 				continue
 			case <-ctx.Done():
@@ -193,9 +205,10 @@ func (l *Limiter) decideLeased(ctx context.Context, key string, cost int64, limi
 }
 
 // insert adds a lease, first dropping ended ones when the table has grown
-// (amortised: a sweep each time it doubles).
+// (amortised: a sweep each time it doubles), and the least recently used
+// eighth when it is full.
 func (t *leaseTable) insert(id leaseID, ls *quotaLease, now time.Time) {
-	if len(t.m) >= t.sweep {
+	if len(t.m) >= t.sweep || len(t.m) >= t.max {
 		for k, v := range t.m {
 			if v.ended(now) {
 				delete(t.m, k)
@@ -203,15 +216,41 @@ func (t *leaseTable) insert(id leaseID, ls *quotaLease, now time.Time) {
 		}
 		t.sweep = max(2*len(t.m), 1024)
 	}
+	if len(t.m) >= t.max {
+		t.evict(t.max - t.max/8)
+	}
 	t.m[id] = ls
+}
+
+// evict drops the least recently used leases until at most keep are left;
+// leases being taken stay (their takers and waiters hold them).
+func (t *leaseTable) evict(keep int) {
+	type entry struct {
+		id   leaseID
+		used time.Time
+	}
+	idle := make([]entry, 0, len(t.m))
+	for k, v := range t.m {
+		if v.taking == nil {
+			idle = append(idle, entry{k, v.used})
+		}
+	}
+	slices.SortFunc(idle, func(a, b entry) int { return a.used.Compare(b.used) })
+	for _, e := range idle {
+		if len(t.m) <= keep {
+			return
+		}
+		delete(t.m, e.id)
+	}
 }
 
 // takeLease takes units of limit's quota for key from Redis and admits the
 // call from them. ls is marked taking; the waiting callers are woken
 // whatever happens. A call whose lease Redis could not decide returns that
-// outcome (the error, or the fail mode's Degraded Result), and so do the
-// callers waiting for it: the lease's command may have run, and is never
-// followed by another.
+// outcome (the error, or the fail mode's Degraded Result), and the callers
+// waiting for it fail on the same error, each in its own Limiter's fail
+// mode: the lease's command may have run, and is never followed by
+// another.
 func (l *Limiter) takeLease(ctx context.Context, t *leaseTable, ls *quotaLease, key string, cost int64, limit Limit) (Result, error, bool) {
 	mark := l.backs.mark()
 	sent := t.now()
@@ -228,7 +267,10 @@ func (l *Limiter) takeLease(ctx context.Context, t *leaseTable, ls *quotaLease, 
 	case err != nil || res.Degraded:
 		// shared with the waiters, unless this caller's own context
 		// ended it
-		tk.failed, tk.res, tk.err = ctx.Err() == nil, res, err
+		tk.failed, tk.cause = ctx.Err() == nil, err
+		if err == nil {
+			tk.cause = res.Cause
+		}
 		return res, err, true
 	case !res.Allowed:
 		// Less than a lease is left: what the old lease still holds is
@@ -274,14 +316,21 @@ func (l *Limiter) takeLease(ctx context.Context, t *leaseTable, ls *quotaLease, 
 	return res, nil, true
 }
 
-// forget drops prefix's leases of subject.
+// forget drops prefix's leases of subject. A lease being renewed stays (its
+// taker and waiters hold it) with nothing left: the units it held were
+// counted in the counter being reset.
 func (t *leaseTable) forget(prefix, subject string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for k, v := range t.m {
-		if k.prefix == prefix && k.subject == subject && v.taking == nil {
-			delete(t.m, k)
+		if k.prefix != prefix || k.subject != subject {
+			continue
 		}
+		if v.taking != nil {
+			v.left, v.leftUntil = 0, time.Time{}
+			continue
+		}
+		delete(t.m, k)
 	}
 }
 
@@ -377,7 +426,9 @@ const returnSlack = 100 * time.Millisecond
 // units back to the window that ends then, if it still does (it checks
 // that on the server, to 2 ms).
 func (l *Limiter) giveBack(ctx context.Context, rq QuotaReturner, id leaseID, units int64, until time.Time, took time.Duration) (int64, error) {
-	keys, err := l.keys.build(id.subject, []Limit{id.limit}, nil)
+	// The lease's own prefix: a copy made by With with another prefix
+	// shares the table, and its leases were counted under that prefix.
+	keys, err := keyBuilder{prefix: id.prefix}.build(id.subject, []Limit{id.limit}, nil)
 	if err != nil {
 		return 0, err
 	}

@@ -196,21 +196,46 @@ func New(st store.Store, s Strategy, opts ...Option) (*Limiter, error) {
 		}
 	}
 	l := &Limiter{st: st, strategy: s, keys: keyBuilder{prefix: DefaultPrefix}, backs: new(giveBacks)}
-	for _, o := range opts {
-		if err := o(l); err != nil {
-			return nil, err
-		}
-	}
-	if l.now != nil {
-		// (whatever the options' order)
-		if l.deny != nil {
-			l.deny.now = l.now
-		}
-		if l.leases != nil {
-			l.leases.now = l.now
-		}
+	if err := l.apply(nil, opts); err != nil {
+		return nil, err
 	}
 	return l, nil
+}
+
+// apply applies opts to l, a new Limiter or a copy of from (With). The
+// clock (WithClock, or the one a copy inherits) is passed on, whatever the
+// options' order, to a deny cache or lease table the options made; those
+// a copy shares with from keep from's clock, so With may not set another.
+func (l *Limiter) apply(from *Limiter, opts []Option) error {
+	inherited := l.now
+	l.now = nil // set again only by a WithClock among opts
+	for _, o := range opts {
+		if o == nil {
+			return fmt.Errorf("%w: nil option", ErrInvalidOption)
+		}
+		if err := o(l); err != nil {
+			return err
+		}
+	}
+	set := l.now != nil
+	if !set {
+		l.now = inherited
+	}
+	if l.now == nil {
+		return nil
+	}
+	sharesDeny := from != nil && l.deny != nil && l.deny == from.deny
+	sharesLeases := from != nil && l.leases != nil && l.leases == from.leases
+	if set && (sharesDeny || sharesLeases) {
+		return fmt.Errorf("%w: WithClock on a copy that shares the deny cache or quota leases of the Limiter it was made from (they keep its clock; set the clock in New)", ErrInvalidOption)
+	}
+	if l.deny != nil && !sharesDeny {
+		l.deny.now = l.now
+	}
+	if l.leases != nil && !sharesLeases {
+		l.leases.now = l.now
+	}
+	return nil
 }
 
 // WithClock sets the clock of what the Limiter keeps in the process: the
@@ -218,7 +243,10 @@ func New(st store.Store, s Strategy, opts ...Option) (*Limiter, error) {
 // (WithQuotaLease). The default is time.Now. It is for tests on a virtual
 // clock, whose Redis TIME and key expiry move only when the test moves
 // them: with the wall clock, a denial cached until a window's end would
-// outlive a window the test has ended (limitertest sets it).
+// outlive a window the test has ended (limitertest sets it). A copy made
+// by With keeps its original's clock and passes it on to a deny cache or
+// lease table of its own; it may not set another while it shares its
+// original's (ErrInvalidOption).
 func WithClock(now func() time.Time) Option {
 	return func(l *Limiter) error {
 		if now == nil {

@@ -170,10 +170,8 @@ func (l *Limiter) Prefix() string { return l.keys.prefix }
 // l is not changed. With is cheap but not free: derive once, not per call.
 func (l *Limiter) With(opts ...Option) (*Limiter, error) {
 	c := *l
-	for _, o := range opts {
-		if err := o(&c); err != nil {
-			return nil, err
-		}
+	if err := c.apply(l, opts); err != nil {
+		return nil, err
 	}
 	return &c, nil
 }

@@ -134,6 +134,9 @@ func New(rl *rules.Limiter, opts ...Option) (*Middleware, error) {
 	}
 	m := &Middleware{rl: rl, key: ClientIP(), legacy: true, onError: defaultError, onDenied: defaultDenied, log: newLogLimiter(slog.Default())}
 	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("httplimit: %w: nil option", limiter.ErrInvalidOption)
+		}
 		if err := o(m); err != nil {
 			return nil, err
 		}

@@ -105,6 +105,9 @@ func New(ctx context.Context, lim *limiter.Limiter, src Source, opts ...Option) 
 	}
 	l := &Limiter{lim: lim, src: src, interval: DefaultInterval}
 	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("rules: %w: nil option", limiter.ErrInvalidOption)
+		}
 		if err := o(l); err != nil {
 			return nil, err
 		}

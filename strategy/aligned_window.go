@@ -96,7 +96,9 @@ func WithAlignedClock(now func() time.Time) AlignedWindowOption {
 func NewAlignedWindow(opts ...AlignedWindowOption) *AlignedWindow {
 	a := &AlignedWindow{epochClock: newEpochClock("aligned window")}
 	for _, o := range opts {
-		o(a)
+		if o != nil { // an option chosen conditionally and left unset
+			o(a)
+		}
 	}
 	return a
 }

@@ -161,7 +161,9 @@ func WithGrace(d time.Duration) BucketedOption {
 func NewBucketed(opts ...BucketedOption) *Bucketed {
 	b := &Bucketed{epochClock: newEpochClock("bucketed"), grace: time.Second}
 	for _, o := range opts {
-		o(b)
+		if o != nil { // an option chosen conditionally and left unset
+			o(b)
+		}
 	}
 	return b
 }

@@ -97,7 +97,9 @@ func WithBackoff(base, maxWait time.Duration) OptimisticOption {
 func NewOptimistic(opts ...OptimisticOption) *Optimistic {
 	o := &Optimistic{maxAttempts: DefaultMaxAttempts, base: DefaultBackoffBase, cap: DefaultBackoffMax}
 	for _, opt := range opts {
-		opt(o)
+		if opt != nil { // an option chosen conditionally and left unset
+			opt(o)
+		}
 	}
 	return o
 }

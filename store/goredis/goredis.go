@@ -113,7 +113,9 @@ func New(c redis.UniversalClient, opts ...Option) *Store {
 		s.ap = ap
 	}
 	for _, o := range opts {
-		o(s)
+		if o != nil { // an option chosen conditionally and left unset
+			o(s)
+		}
 	}
 	return s
 }
