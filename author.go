@@ -59,6 +59,18 @@ type StoreChecker interface {
 	CheckStore(st store.Store) error
 }
 
+// LimitChecker is implemented by strategies that cannot hold every limit
+// the Limiter accepts (a sliding log holds at most 10 000 per window): a
+// limit it refuses is refused by every call, whatever the fail mode.
+// Limiter.CheckLimits asks it, so that such a limit is found when a rule
+// set is loaded, not at its first call.
+type LimitChecker interface {
+	// CheckLimit returns nil when the strategy can decide l (a limit the
+	// Limiter accepts), else why not, wrapping ErrInvalidLimit. It does no
+	// I/O.
+	CheckLimit(l Limit) error
+}
+
 // ScriptStrategy is implemented by strategies that decide a request with
 // one script call and nothing else. Limiter.AllowMany sends the calls of
 // many requests in one round trip per server (store.Batcher); a strategy

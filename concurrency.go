@@ -274,8 +274,9 @@ func (b keyBuilder) lease(subject string, limit InFlight) (string, error) {
 	return b.prefix + ":{" + subject + "}:lease", nil
 }
 
-// newLeaseID returns 128 random bits as 32 hex digits: unique across
-// processes without coordination.
+// newLeaseID returns 126 random bits as 32 hex digits (each half's top bit
+// is set, so that both halves have 16 digits): unique across processes
+// without coordination.
 func newLeaseID() string {
 	var b [32]byte
 	out := strconv.AppendUint(b[:0], rand.Uint64()|1<<63, 16)

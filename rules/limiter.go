@@ -200,7 +200,7 @@ func (l *Limiter) Reload(ctx context.Context) (changed bool, err error) {
 		err = &ConfigError{Err: errors.New("the source returned no set")}
 	}
 	if err == nil {
-		err = set.Validate()
+		err = set.ValidateFor(l.lim)
 	}
 	if err != nil {
 		l.lastErr.Store(&err)

@@ -134,11 +134,12 @@ type Set struct {
 
 // Validate reports the first invalid field of s, in subject order, as a
 // *ConfigError (errors.Is ErrInvalidConfig). It checks what every call
-// would check (the limiter's bounds on each limit, at most
-// limiter.MaxLimits per subject, no two limits of a subject sharing one
-// counter), that every subject has at least one limit, and that rule names
-// are visible ASCII without quotes or backslashes, so that they can name
-// policies in HTTP headers.
+// would check whatever the strategy (the limiter's bounds on each limit,
+// at most limiter.MaxLimits per subject, no two limits of a subject
+// sharing one counter), that every subject has at least one limit, and
+// that rule names are visible ASCII without quotes or backslashes, so that
+// they can name policies in HTTP headers. ValidateFor checks the bounds of
+// a Limiter's strategy as well.
 func (s *Set) Validate() error {
 	if s == nil {
 		return &ConfigError{Err: errors.New("nil set")}
@@ -173,6 +174,40 @@ func (s *Set) Validate() error {
 		return &ConfigError{Field: "fail_mode", Err: fmt.Errorf("unknown fail mode %d", int(*m))}
 	}
 	return nil
+}
+
+// ValidateFor reports what Validate reports, then the first limit that
+// lim refuses on every call (Limiter.CheckLimits: its strategy's own
+// bounds, such as a sliding log's 10 000 per window), as a *ConfigError
+// that names it and wraps limiter.ErrInvalidLimit. Reload checks a set
+// with it before putting it in force, so such a set keeps the last good
+// one in force instead of failing every call of the subjects it names.
+func (s *Set) ValidateFor(lim *limiter.Limiter) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	if lim == nil {
+		return &ConfigError{Err: fmt.Errorf("%w: nil limiter", limiter.ErrInvalidOption)}
+	}
+	subjects := make([]string, 0, len(s.Subjects))
+	for subj := range s.Subjects {
+		subjects = append(subjects, subj)
+	}
+	sort.Strings(subjects)
+	check := func(path string, limits []limiter.Limit) error {
+		for i, l := range limits {
+			if err := lim.CheckLimits(l); err != nil {
+				return &ConfigError{Field: path + "[" + strconv.Itoa(i) + "]", Err: err}
+			}
+		}
+		return nil
+	}
+	for _, subj := range subjects {
+		if err := check("subjects["+strconv.Quote(subj)+"]", s.Subjects[subj]); err != nil {
+			return err
+		}
+	}
+	return check("default", s.Default.Limits)
 }
 
 // checkLimits checks the limits of one subject.

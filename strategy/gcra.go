@@ -61,6 +61,13 @@ func (GCRA) Decide(ctx context.Context, st store.Store, req limiter.Request) (li
 	return decideInts(ctx, st, req, gcraScript, "gcra", gcraParams, bindByBurst)
 }
 
+// CheckLimit implements limiter.LimitChecker: GCRA admits at most one unit
+// per microsecond, and refills a burst in at most MaxRefill.
+func (GCRA) CheckLimit(l limiter.Limit) error {
+	_, _, err := gcraParams(l)
+	return err
+}
+
 // burstOf is the most l admits at once: its Burst, or its Rate when 0.
 func burstOf(l limiter.Limit) int64 {
 	if l.Burst > 0 {

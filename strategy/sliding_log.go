@@ -58,6 +58,15 @@ func (SlidingLog) Decide(ctx context.Context, st store.Store, req limiter.Reques
 	return decideArgs(ctx, st, req, slidingLogScript, "sliding log", slidingLogArgs, bindAll)
 }
 
+// CheckLimit implements limiter.LimitChecker: a log holds at most
+// SlidingLogMaxRate per window.
+func (SlidingLog) CheckLimit(l limiter.Limit) error {
+	if l.Rate > SlidingLogMaxRate {
+		return fmt.Errorf("%w: %s: a sliding log holds at most %d per window", limiter.ErrInvalidLimit, l, SlidingLogMaxRate)
+	}
+	return nil
+}
+
 // slidingLogArgs returns the script's arguments for req, {cost, peek,
 // nonce, rate_1, window_ms_1, ...}, with room for the reply after them.
 func slidingLogArgs(req limiter.Request) ([]int64, error) {
@@ -68,8 +77,8 @@ func slidingLogArgs(req limiter.Request) ([]int64, error) {
 		args[1] = 1
 	}
 	for i, l := range req.Limits {
-		if l.Rate > SlidingLogMaxRate {
-			return nil, fmt.Errorf("%w: %s: a sliding log holds at most %d per window", limiter.ErrInvalidLimit, l, SlidingLogMaxRate)
+		if err := (SlidingLog{}).CheckLimit(l); err != nil {
+			return nil, err
 		}
 		args[3+2*i], args[4+2*i] = l.Rate, l.Period.Milliseconds()
 	}

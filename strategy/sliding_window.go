@@ -69,6 +69,13 @@ func (SlidingWindow) Decide(ctx context.Context, st store.Store, req limiter.Req
 	return decideInts(ctx, st, req, slidingWindowScript, "sliding window", slidingWindowParams, bindByRate)
 }
 
+// CheckLimit implements limiter.LimitChecker: Rate × Period in
+// milliseconds is at most 2^51.
+func (SlidingWindow) CheckLimit(l limiter.Limit) error {
+	_, _, err := slidingWindowParams(l)
+	return err
+}
+
 // slidingWindowParams returns l's rate and period in milliseconds, or
 // limiter.ErrInvalidLimit when their product is too large to be exact.
 func slidingWindowParams(l limiter.Limit) (rate, period int64, err error) {

@@ -59,6 +59,17 @@ func (TokenBucket) Decide(ctx context.Context, st store.Store, req limiter.Reque
 	return decideArgs(ctx, st, req, tokenBucketScript, "token bucket", tokenBucketArgs, bindByBurst)
 }
 
+// CheckLimit implements limiter.LimitChecker: a bucket holds at most 2^51
+// units (its burst × its period in µs).
+func (TokenBucket) CheckLimit(l limiter.Limit) error { return checkBucket(l) }
+
+func checkBucket(l limiter.Limit) error {
+	if burst := burstOf(l); burst > maxBucketUnits/l.Period.Microseconds() {
+		return fmt.Errorf("%w: %s with burst %d: a token bucket holds at most 2^51 units (burst × period in µs)", limiter.ErrInvalidLimit, l, burst)
+	}
+	return nil
+}
+
 // tokenBucketArgs returns the script's arguments for req, {cost, peek,
 // rate_1, period_µs_1, burst_1, ...}, with room for the reply after them.
 func tokenBucketArgs(req limiter.Request) ([]int64, error) {
@@ -69,12 +80,10 @@ func tokenBucketArgs(req limiter.Request) ([]int64, error) {
 		args[1] = 1
 	}
 	for i, l := range req.Limits {
-		burst := burstOf(l)
-		us := l.Period.Microseconds()
-		if burst > maxBucketUnits/us {
-			return nil, fmt.Errorf("%w: %s with burst %d: a token bucket holds at most 2^51 units (burst × period in µs)", limiter.ErrInvalidLimit, l, burst)
+		if err := checkBucket(l); err != nil {
+			return nil, err
 		}
-		args[2+3*i], args[3+3*i], args[4+3*i] = l.Rate, us, burst
+		args[2+3*i], args[3+3*i], args[4+3*i] = l.Rate, l.Period.Microseconds(), burstOf(l)
 	}
 	return args, nil
 }
