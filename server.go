@@ -39,8 +39,9 @@ type ServerReport struct {
 // be exceeded), and whether this user may run scripts (strategy.FixedWindow
 // needs EVAL and EVALSHA; Bucketed and Optimistic do not). It writes
 // nothing: it runs INFO and a script that returns 1. The error is non-nil
-// only when the server could not be reached or did not answer. On a
-// Cluster the report is of one master.
+// only when the server could not be reached, did not answer, or refused
+// the connection as not authenticated (NOAUTH, WRONGPASS). On a Cluster
+// the report is of one master.
 func CheckServer(ctx context.Context, st store.Store) (ServerReport, error) {
 	var r ServerReport
 	if isNil(st) {
@@ -64,6 +65,11 @@ func CheckServer(ctx context.Context, st store.Store) (ServerReport, error) {
 	}
 	r.Version, r.Mode, r.MaxMemoryPolicy = info["redis_version"], info["redis_mode"], info["maxmemory_policy"]
 	r.MaxMemory, _ = strconv.ParseInt(info["maxmemory"], 10, 64)
+	if len(rs) == 1 && rs[0].Err != nil && authRefused(rs[0].Err) {
+		// Every command will be refused alike: not a report of the
+		// server, but of a connection that cannot use it.
+		return r, fmt.Errorf("limiter: check server: the server needs a password (or another user) for this connection: %w", rs[0].Err)
+	}
 	if len(rs) == 1 && rs[0].Err != nil {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("INFO is refused (%v): the eviction policy is unknown; check that it is noeviction", rs[0].Err))
 	}
@@ -96,6 +102,13 @@ func CheckServer(ctx context.Context, st store.Store) (ServerReport, error) {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("Redis %s: strategy.Optimistic needs 6.0.9 or later (an expired watched key must abort EXEC)", v))
 	}
 	return r, nil
+}
+
+// authRefused reports a reply refusing a connection that has not
+// authenticated (or whose credentials are wrong).
+func authRefused(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "NOAUTH") || strings.Contains(msg, "WRONGPASS")
 }
 
 // VersionAtLeast reports whether the server's Version is min ("6.0.9") or

@@ -75,3 +75,23 @@ func TestCheckServer(t *testing.T) {
 		t.Errorf("miniredis: %+v, %v", r, err)
 	}
 }
+
+// TestCheckServerNeedsPassword: on a server that requires a password, a
+// connection without one is refused every command (NOAUTH): that is an
+// error (the server cannot be used this way), not a report of a server
+// whose scripts are refused.
+func TestCheckServerNeedsPassword(t *testing.T) {
+	ctx := context.Background()
+	s := redistest.StartServer(t, "--requirepass", "s3cret")
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
+	defer rdb.Close()
+	r, err := limiter.CheckServer(ctx, goredis.New(rdb))
+	if err == nil || !strings.Contains(err.Error(), "NOAUTH") {
+		t.Errorf("CheckServer without the password = %+v, %v; want an error saying NOAUTH", r, err)
+	}
+	good := redis.NewClient(&redis.Options{Addr: s.Addr(), Password: "s3cret", MaxRetries: -1})
+	defer good.Close()
+	if r, err := limiter.CheckServer(ctx, goredis.New(good)); err != nil || !r.Scripting || r.Version == "" {
+		t.Errorf("CheckServer with the password = %+v, %v; want a report", r, err)
+	}
+}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"net"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -221,9 +224,11 @@ func RedisCluster(t testing.TB, cluster ClusterDialer, node Dialer) HarnessMaker
 }
 
 // ClusterAt returns a HarnessMaker that runs each check on the Redis Cluster
-// whose masters are at addrs (all of them: keys are scanned on each), shared
-// with others: the suite touches only keys under its own prefix and flushes
-// nothing.
+// that the nodes at addrs belong to (one is enough), shared with others: the
+// suite touches only keys under its own prefix and flushes nothing. Keys
+// are scanned on every master, as CLUSTER NODES lists them: a check that
+// scanned fewer would miss the keys written there (a leak would pass, and
+// stay).
 func ClusterAt(addrs []string, cluster ClusterDialer, node Dialer) HarnessMaker {
 	return clusterMaker(addrs, cluster, node, Caps{Cluster: true})
 }
@@ -236,21 +241,80 @@ func clusterMaker(addrs []string, cluster ClusterDialer, node Dialer, caps Caps)
 		}
 		h := &harness{st: st, closeSt: closeSt, addr: addrs[0], caps: caps}
 		var closers []func()
-		for _, a := range addrs {
-			n, closeN, err := node(ctx, a)
-			if err != nil {
-				h.Close()
-				return nil, fmt.Errorf("conformance: dial cluster node %s: %w", a, err)
-			}
-			h.nodes = append(h.nodes, n)
-			closers = append(closers, closeN)
-		}
 		h.closeSt = func() {
 			closeSt()
 			for _, f := range closers {
 				f()
 			}
 		}
+		seed, closeSeed, err := node(ctx, addrs[0])
+		if err != nil {
+			h.Close()
+			return nil, fmt.Errorf("conformance: dial cluster node %s: %w", addrs[0], err)
+		}
+		closers = append(closers, closeSeed)
+		masters, err := ClusterMasters(ctx, seed, addrs[0])
+		if err != nil {
+			h.Close()
+			return nil, err
+		}
+		for _, a := range masters {
+			n, closeN, err := node(ctx, a)
+			if err != nil {
+				h.Close()
+				return nil, fmt.Errorf("conformance: dial cluster master %s (listed by CLUSTER NODES): %w", a, err)
+			}
+			h.nodes = append(h.nodes, n)
+			closers = append(closers, closeN)
+		}
 		return h, nil
 	}
+}
+
+// ClusterMasters returns the addresses (host:port) of a Redis Cluster's
+// masters, as CLUSTER NODES on node, one of its nodes dialed at addr,
+// lists them: every master not marked failed or without an address. A
+// node that lists itself without an IP (it has not learnt its own) is at
+// addr's host.
+func ClusterMasters(ctx context.Context, node store.Store, addr string) ([]string, error) {
+	rs, err := node.Do(ctx, store.Cmd{Name: "CLUSTER", Args: []any{"NODES"}})
+	if err == nil {
+		err = rs[0].Err
+	}
+	var text string
+	if err == nil {
+		text, err = store.String(rs[0].Val)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("conformance: list the Cluster's masters (CLUSTER NODES on %s): %w", addr, err)
+	}
+	seedHost, _, _ := net.SplitHostPort(addr)
+	var masters []string
+	for line := range strings.Lines(text) {
+		f := strings.Fields(line)
+		if len(f) < 8 {
+			continue
+		}
+		flags := strings.Split(f[2], ",")
+		if !slices.Contains(flags, "master") || slices.ContainsFunc(flags, func(fl string) bool {
+			return fl == "fail" || fl == "fail?" || fl == "noaddr" || fl == "handshake"
+		}) {
+			continue
+		}
+		hostPort, _, _ := strings.Cut(f[1], "@") // ip:port@cport[,hostname]
+		i := strings.LastIndexByte(hostPort, ':')
+		if i < 0 {
+			continue
+		}
+		host, port := strings.TrimSuffix(strings.TrimPrefix(hostPort[:i], "["), "]"), hostPort[i+1:]
+		if host == "" {
+			host = seedHost
+		}
+		masters = append(masters, net.JoinHostPort(host, port))
+	}
+	if len(masters) == 0 {
+		return nil, fmt.Errorf("conformance: CLUSTER NODES on %s lists no master", addr)
+	}
+	slices.Sort(masters)
+	return masters, nil
 }

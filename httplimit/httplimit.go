@@ -80,11 +80,12 @@ func WithErrorHandler(f func(w http.ResponseWriter, r *http.Request, err error))
 }
 
 // WithDeniedHandler sets f to answer a denied request, after the rate
-// limit fields are set on w's header. The default answers 429 Too Many
-// Requests (503 Service Unavailable for a Degraded denial made by
-// FailClosed with Redis down; a denial because the key was too contended
-// to decide, limiter.ErrContention, stays 429) with a small
-// application/problem+json body naming the violated rule.
+// limit fields are set on w's header. The default, WriteDenied, answers
+// 429 Too Many Requests (503 Service Unavailable for a Degraded denial made
+// by FailClosed with Redis down; a denial because the key was too
+// contended to decide, limiter.ErrContention, stays 429) with a small
+// application/problem+json body naming the violated rule; f may count or
+// log a denial and then call it.
 func WithDeniedHandler(f func(w http.ResponseWriter, r *http.Request, d rules.Decision)) Option {
 	return func(m *Middleware) error {
 		if f == nil {
@@ -132,7 +133,7 @@ func New(rl *rules.Limiter, opts ...Option) (*Middleware, error) {
 	if rl == nil {
 		return nil, fmt.Errorf("httplimit: %w: nil rules limiter", limiter.ErrInvalidOption)
 	}
-	m := &Middleware{rl: rl, key: ClientIP(), legacy: true, onError: defaultError, onDenied: defaultDenied, log: newLogLimiter(slog.Default())}
+	m := &Middleware{rl: rl, key: ClientIP(), legacy: true, onError: defaultError, onDenied: WriteDenied, log: newLogLimiter(slog.Default())}
 	for _, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("httplimit: %w: nil option", limiter.ErrInvalidOption)
@@ -253,7 +254,9 @@ type problem struct {
 	Violated *[]string `json:"violated-policies,omitempty"`
 }
 
-func defaultDenied(w http.ResponseWriter, r *http.Request, d rules.Decision) {
+// WriteDenied is the default answer to a denied request (see
+// WithDeniedHandler).
+func WriteDenied(w http.ResponseWriter, r *http.Request, d rules.Decision) {
 	v := violated(d)
 	p := problem{Type: ProblemQuotaExceeded, Title: "Too Many Requests", Status: http.StatusTooManyRequests, Violated: &v}
 	if d.Degraded && !errors.Is(d.Cause, limiter.ErrContention) {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -47,6 +48,8 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	svgFile := fs.String("svg", "", "also write the results as an SVG bar chart to this file")
 	strategiesFlag := fs.String("strategies", "fixedwindow", "comma-separated strategies: "+strings.Join(benchStrategyNames(), ", "))
 	workloadsFlag := fs.String("workloads", "admit", "comma-separated workloads: admit (every call admitted, 4 subjects per caller), deny (every call denied), hot (every caller on one subject, admitted)")
+	var tf tlsFlags
+	tf.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return 0, fmt.Errorf("%w: %w", errUsage, err)
 	}
@@ -73,24 +76,35 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 		return 0, err
 	}
 
-	// The chart's file is made before the run, so that a path that cannot
-	// be written fails at once, not after minutes of measuring.
-	var svg *os.File
-	if *svgFile != "" {
-		if svg, err = os.Create(*svgFile); err != nil {
-			return 0, err
-		}
-		defer svg.Close()
-	}
-
 	addr, conn := "", connOptions{}
 	backend := "embedded miniredis (in this process: the ratios show the client side only, and the allocations include the server's)"
 	if *url != "" {
 		if addr, conn, err = parseRedisURL(*url); err != nil {
 			return 0, err
 		}
-		backend = "redis at " + addr + " (keys under limiter-bench:, deleted after)"
-	} else {
+		if conn.tls, err = tf.config(conn.tls); err != nil {
+			return 0, err
+		}
+		backend = "redis at " + addr + over(conn) + " (keys under limiter-bench:, deleted after)"
+	} else if tf.set() {
+		return 0, fmt.Errorf("%w: the -tls options need -redis rediss://...", errUsage)
+	}
+
+	// The chart is written to a file of its own next to the one named,
+	// made before the run (a directory that cannot be written fails at
+	// once, not after minutes of measuring), and renamed to it only when
+	// the run succeeded: a failed run leaves an earlier chart as it was.
+	var svg *os.File
+	if *svgFile != "" {
+		if svg, err = os.CreateTemp(filepath.Dir(*svgFile), ".limiter-bench-*.svg"); err != nil {
+			return 0, err
+		}
+		defer func() {
+			svg.Close()
+			_ = os.Remove(svg.Name()) // gone already when renamed
+		}()
+	}
+	if *url == "" {
 		m := miniredis.NewMiniRedis()
 		if err := m.Start(); err != nil {
 			return 0, err
@@ -132,6 +146,12 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 			return 0, err
 		}
 		if err := svg.Close(); err != nil {
+			return 0, err
+		}
+		if err := os.Chmod(svg.Name(), 0o644); err != nil {
+			return 0, err
+		}
+		if err := os.Rename(svg.Name(), *svgFile); err != nil {
 			return 0, err
 		}
 	}

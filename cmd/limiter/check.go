@@ -31,7 +31,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	url := fs.String("redis", "", "Redis URL (default: an embedded miniredis per check)")
-	clusterAddrs := fs.String("cluster", "", "comma-separated host:port of every master of a Redis Cluster")
+	clusterAddrs := fs.String("cluster", "", "comma-separated host:port of nodes of a Redis Cluster (one is enough: every master is found)")
 	names := fs.String("checks", "", "comma-separated check names (default: all)")
 	bad := fs.Bool("known-bad", false, "also run the known-bad controls, which must fail")
 	verbose := fs.Bool("v", false, "print every check's messages")
@@ -321,10 +321,16 @@ func reportJSON(w io.Writer, backend string, rows []row, took time.Duration) (in
 	if err := enc.Encode(rep); err != nil {
 		return 1, err
 	}
-	if rep.Failed > 0 {
+	if rep.Failed > 0 || nothingRan(rep.Passed, rep.Failed, rep.Caught, rep.Skipped) {
 		return 1, nil
 	}
 	return 0, nil
+}
+
+// nothingRan reports a run whose selected checks all skipped: it verified
+// nothing, and must not read as a pass.
+func nothingRan(passed, failed, caught, skipped int) bool {
+	return passed+failed+caught == 0 && skipped > 0
 }
 
 // over names the transport of conn for the report's first line.
@@ -433,6 +439,10 @@ func report(w io.Writer, rows []row, verbose bool, took time.Duration) int {
 		fmt.Fprintf(w, "; %d known-bad failures caught as expected", caught)
 	}
 	fmt.Fprintf(w, " (%s)\n", took.Round(time.Millisecond))
+	if nothingRan(passed, failed, caught, skipped) {
+		fmt.Fprintln(w, "nothing was verified: every check selected skipped here (see the notes)")
+		return 1
+	}
 	if failed > 0 {
 		return 1
 	}

@@ -28,21 +28,26 @@
 //	-tls-insecure  do not verify the server's certificate (testing only)
 //	               (over TLS the fault-proxy checks are skipped: a proxy
 //	               cannot see inside TLS without the server's key)
-//	-cluster ADDRS run on the Redis Cluster whose masters are at ADDRS
-//	               (host:port,host:port,...; list every master: keys are
-//	               scanned on each), shared like -redis; the fault-proxy
-//	               checks are skipped (a Cluster client goes around a proxy)
+//	-cluster ADDRS run on the Redis Cluster of the nodes at ADDRS
+//	               (host:port,host:port,...; one is enough: keys are
+//	               scanned on every master CLUSTER NODES lists), shared
+//	               like -redis; the fault-proxy checks are skipped (a
+//	               Cluster client goes around a proxy)
 //	-checks LIST   comma-separated check names (default: all)
 //	-known-bad     also run the known-bad implementations (hand-written
 //	               designs with their bugs); they are expected to fail,
 //	               and do not change the exit status unless one of them
 //	               passes a check it must fail
+//	-json          print the results as one JSON object (the header goes
+//	               to stderr)
 //	-v             print every check's messages, not only failures'
 //
-// Exit status: 0 when every check passed or was skipped, 1 when one failed,
-// 2 for a usage error.
+// Exit status: 0 when every check passed or was skipped and at least one
+// ran, 1 when one failed or every one selected was skipped (nothing was
+// verified), 2 for a usage error.
 //
-//	limiter bench [-redis URL] [-adapters goredis,rueidis,redigo]
+//	limiter bench [-redis URL] [-tls-ca FILE] [-tls-cert FILE -tls-key FILE]
+//	              [-tls-insecure] [-adapters goredis,rueidis,redigo]
 //	              [-strategies fixedwindow,gcra,...] [-workloads admit,deny,hot]
 //	              [-callers 1,16,64] [-rounds 6] [-round 250ms] [-json] [-svg FILE]
 //

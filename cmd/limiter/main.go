@@ -13,8 +13,8 @@ func main() {
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
 
-const usage = `usage: limiter check [-redis URL | -cluster HOST:PORT,...] [-tls-ca FILE] [-tls-cert FILE -tls-key FILE] [-tls-insecure] [-checks NAMES] [-known-bad] [-v]
-       limiter bench [-redis URL] [-adapters NAMES] [-callers N,...] [-rounds N] [-round D]
+const usage = `usage: limiter check [-redis URL | -cluster HOST:PORT,...] [-tls-ca FILE] [-tls-cert FILE -tls-key FILE] [-tls-insecure] [-checks NAMES] [-known-bad] [-json] [-v]
+       limiter bench [-redis URL] [-tls-ca FILE] [-tls-cert FILE -tls-key FILE] [-tls-insecure] [-adapters NAMES] [-strategies NAMES] [-workloads NAMES] [-callers N,...] [-rounds N] [-round D] [-json] [-svg FILE]
        limiter serve [-addr ADDR] [-redis URL] [-rules FILE] [-hash KEY] [-interval D] [-fail-mode MODE] [-prefix P]`
 
 // errUsage marks a usage error (exit status 2).

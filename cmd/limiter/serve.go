@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -161,7 +162,15 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	if err != nil {
 		return 0, err
 	}
-	mw, err := httplimit.New(rl, httplimit.WithKey(appkeyMethod))
+	mw, err := httplimit.New(rl, httplimit.WithKey(appkeyMethod),
+		httplimit.WithDeniedHandler(func(w http.ResponseWriter, r *http.Request, d rules.Decision) {
+			if d.Default && len(d.Rules) == 0 {
+				// the rules' default denied it: no limiter decision
+				// the observer would count
+				stats.denied.Add(1)
+			}
+			httplimit.WriteDenied(w, r, d)
+		}))
 	if err != nil {
 		return 0, err
 	}
@@ -173,6 +182,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	mux.HandleFunc("GET /-/stats", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, stats.snapshot())
 	})
+	for _, p := range []string{"/-/rules", "/-/stats"} {
+		// other methods: not the limited demo handler below
+		mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, http.StatusText(http.StatusMethodNotAllowed), http.StatusMethodNotAllowed)
+		})
+	}
 	mux.Handle("/", mw.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		subject, _ := appkeyMethod(r)
 		fmt.Fprintf(w, "ok %s\n", subject)
@@ -188,7 +204,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	fmt.Fprintf(stdout, "  try:   for i in 1 2 3 4 5; do curl -si -H 'X-App-Key: demo' %s/order.create | grep -iE '^(HTTP|RateLimit|Retry)'; done\n", u)
 	fmt.Fprintf(stdout, "  rules: curl %s/-/rules    stats: curl %s/-/stats\n", u, u)
 	if fromHash {
-		fmt.Fprintf(stdout, "  edit:  redis-cli -h %s -p %s HSET %s demo-order.create '[{\"name\":\"qps\",\"rate\":5,\"period\":\"1s\"}]'\n", host(opt.Addr), port(opt.Addr), *hash)
+		fmt.Fprintf(stdout, "  edit:  %s HSET %s demo-order.create '[{\"name\":\"qps\",\"rate\":5,\"period\":\"1s\"}]'\n", redisCLI(opt), *hash)
 	}
 
 	var wg sync.WaitGroup
@@ -202,9 +218,16 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	select {
 	case err = <-errc:
 	case <-ctx.Done():
+		stop() // a second interrupt ends the process at once
+		// Requests in flight get 5 s to finish; then the connections
+		// left (one that was opened and has sent nothing, as a browser's
+		// preconnect, is never idle to Shutdown) are closed.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		err = srv.Shutdown(sctx)
 		cancel()
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = srv.Close()
+		}
 	}
 	stop()
 	wg.Wait()
@@ -355,5 +378,22 @@ func writeJSON(w http.ResponseWriter, v any) {
 	_ = enc.Encode(v)
 }
 
-func host(addr string) string { h, _, _ := net.SplitHostPort(addr); return h }
-func port(addr string) string { _, p, _ := net.SplitHostPort(addr); return p }
+// redisCLI is the redis-cli command that reaches the server of opt: its
+// database, user and TLS (the password is asked for, not printed).
+func redisCLI(opt *redis.Options) string {
+	h, p, _ := net.SplitHostPort(opt.Addr)
+	cmd := "redis-cli -h " + h + " -p " + p
+	if opt.DB != 0 {
+		cmd += " -n " + strconv.Itoa(opt.DB)
+	}
+	if opt.Username != "" {
+		cmd += " --user " + opt.Username
+	}
+	if opt.Password != "" {
+		cmd += " --askpass"
+	}
+	if opt.TLSConfig != nil {
+		cmd += " --tls"
+	}
+	return cmd
+}

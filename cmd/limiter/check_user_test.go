@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quotagate/limiter/internal/redistest"
+)
+
+// TestCheckClusterGivenOneNode: `check -cluster` given one node of a
+// Cluster scans every master for the checks' keys (read from CLUSTER
+// NODES). Given one master of three it scanned that one only: the leak
+// checks passed on keys they never saw, the controls that must fail them
+// passed, and 15 keys without a TTL stayed in the Cluster.
+func TestCheckClusterGivenOneNode(t *testing.T) {
+	c := redistest.StartCluster(t)
+	addrs := c.Addrs()
+	code, out, errOut := runCmd(t, "check", "-cluster", addrs[0], "-known-bad", "-checks", "forced-leak")
+	if code != 0 || strings.Contains(out, "PASS (must fail)") {
+		t.Errorf("exit %d; want 0 with every control caught\n%s\n%s", code, out, errOut)
+	}
+	ctx := context.Background()
+	total, immortal := 0, 0
+	var sample []string
+	for _, a := range addrs {
+		rdb := redis.NewClient(&redis.Options{Addr: a})
+		keys, err := rdb.Keys(ctx, "*").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range keys {
+			total++
+			if ttl, _ := rdb.PTTL(ctx, k).Result(); ttl < 0 {
+				immortal++
+				if len(sample) < 5 {
+					sample = append(sample, a+" "+k)
+				}
+			}
+		}
+		_ = rdb.Close()
+	}
+	if total != 0 {
+		t.Errorf("check -cluster %s (one of %d masters) left %d keys in the Cluster, %d without a TTL, e.g. %q", addrs[0], len(addrs), total, immortal, sample)
+	}
+}
+
+// TestCheckNothingVerified: a run in which every selected check skipped
+// verified nothing: it says so and exits 1, not 0 as a pass would.
+func TestCheckNothingVerified(t *testing.T) {
+	s := redistest.StartServer(t)
+	code, out, errOut := runCmd(t, "check", "-redis", "redis://"+s.Addr(), "-checks", "server-conditions")
+	if code != 1 || !strings.Contains(out, "0 passed, 0 failed") || !strings.Contains(out, "nothing was verified") {
+		t.Errorf("exit %d; want 1 saying nothing was verified\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut = runCmd(t, "check", "-redis", "redis://"+s.Addr(), "-checks", "server-conditions", "-json")
+	if code != 1 {
+		t.Errorf("-json: exit %d; want 1\n%s\n%s", code, out, errOut)
+	}
+}
+
+// TestCheckNeedsPassword: on a server that requires a password, check
+// without one says that it cannot use the server (NOAUTH) and exits 1 before
+// any check runs, as for a wrong password; it read every NOAUTH as a
+// refusal ("scripts refused") and ran the whole matrix, failing it.
+func TestCheckNeedsPassword(t *testing.T) {
+	s := redistest.StartServer(t, "--requirepass", "s3cret")
+	code, out, errOut := runCmd(t, "check", "-redis", "redis://"+s.Addr(), "-checks", "weighted-costs")
+	if code != 1 || !strings.Contains(errOut, "cannot use the server") || !strings.Contains(errOut, "NOAUTH") || strings.Contains(out, "STRATEGY") {
+		t.Errorf("exit %d; want 1 with \"cannot use the server\" (NOAUTH) before any check runs\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	code, out, errOut = runCmd(t, "check", "-redis", "redis://:s3cret@"+s.Addr(), "-checks", "weighted-costs")
+	if code != 0 {
+		t.Errorf("with the password: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
