@@ -217,8 +217,12 @@ func (m *Middleware) Decide(w http.ResponseWriter, r *http.Request) (rules.Decis
 	} else {
 		d, err = m.rl.Allow(r.Context(), key)
 	}
+	// A request whose client went away (its context ended) ends the
+	// decision too: that is not an outage, and must not spend the log's
+	// budget that a real one needs.
+	gone := r.Context().Err() != nil
 	if err != nil {
-		if !errors.Is(err, limiter.ErrInvalidKey) {
+		if !errors.Is(err, limiter.ErrInvalidKey) && !gone {
 			// (a key the limiter refuses, such as an empty one, is the
 			// request's or the KeyFunc's, not an outage)
 			m.log.report(r, m.scope, err, false)
@@ -226,7 +230,7 @@ func (m *Middleware) Decide(w http.ResponseWriter, r *http.Request) (rules.Decis
 		m.onError(w, r, err)
 		return d, false
 	}
-	if d.Degraded {
+	if d.Degraded && !gone {
 		m.log.report(r, m.scope, d.Cause, true)
 	}
 	WriteHeaders(w.Header(), d, m.legacy)

@@ -231,6 +231,10 @@ func checkLimits(path string, limits []limiter.Limit) error {
 				}
 				return &ConfigError{Field: at, Err: fmt.Errorf("%w: same counter as rule %d (%s); give the rules distinct names", limiter.ErrInvalidLimit, j, what)}
 			}
+			if RuleName(o) == RuleName(l) {
+				// distinct counters, one name in headers and reports
+				return &ConfigError{Field: at + ".name", Err: fmt.Errorf("%w: rule %d is known by the same name, %q (an unnamed rule is known as per- and its period); give the rules distinct names", limiter.ErrInvalidLimit, j, RuleName(l))}
+			}
 		}
 	}
 	return nil
@@ -338,18 +342,29 @@ func FormatPeriod(d time.Duration) string {
 }
 
 // ParsePeriod parses a period as rule files spell it: a time.Duration
-// ("1s", "500ms", "1h30m") or a whole number of days ("1d", "7d").
+// ("1s", "500ms", "1h30m") or a whole number of days from 1d to 31d. An
+// error is one of spelling, matching ErrInvalidConfig; a period spelt well
+// but out of a limit's range (limiter.MinPeriod to MaxPeriod, in whole
+// milliseconds) is refused by Validate, as limiter.ErrInvalidLimit.
 func ParsePeriod(s string) (time.Duration, error) {
+	const day = 24 * time.Hour
 	if n, ok := strings.CutSuffix(s, "d"); ok {
 		days, err := strconv.ParseInt(n, 10, 64)
-		if err != nil || days <= 0 || days > int64(limiter.MaxPeriod/(24*time.Hour)) {
-			return 0, fmt.Errorf("period %q: want whole days from 1d to %dd", s, int64(limiter.MaxPeriod/(24*time.Hour)))
+		if err != nil || days <= 0 || days > int64(limiter.MaxPeriod/day) {
+			return 0, spellingError(fmt.Sprintf("period %q: want whole days from 1d to %dd", s, int64(limiter.MaxPeriod/day)))
 		}
-		return time.Duration(days) * 24 * time.Hour, nil
+		return time.Duration(days) * day, nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return 0, fmt.Errorf("period %q: want a duration such as \"1s\", \"500ms\", \"1h\" or \"1d\"", s)
+		return 0, spellingError(fmt.Sprintf("period %q: want a duration such as \"1s\", \"500ms\", \"1h\" or \"1d\"", s))
 	}
 	return d, nil
 }
+
+// spellingError is a value a rule file cannot spell that way: it matches
+// ErrInvalidConfig, and reads the same inside a ConfigError.
+type spellingError string
+
+func (e spellingError) Error() string        { return string(e) }
+func (e spellingError) Is(target error) bool { return target == ErrInvalidConfig }

@@ -374,7 +374,10 @@ func (b *Bucketed) peek(ctx context.Context, st store.Store, c *serverClock, req
 			if vals[1+i] == nil {
 				continue
 			}
-			if counts[i], err = parseRedisInt(vals[1+i]); err != nil {
+			if counts[i], err = parseRedisInt(vals[1+i]); err == nil && counts[i] > maxCounter {
+				err = fmt.Errorf("%w: %d is out of range", limiter.ErrCorruptCounter, counts[i])
+			}
+			if err != nil {
 				return limiter.Result{}, fmt.Errorf("strategy: bucketed: GET %s: %w", bs.keys[i], err)
 			}
 			// Below 0 after a take-back met a reset key: nothing counted.
@@ -458,6 +461,9 @@ func (b *Bucketed) consume(ctx context.Context, st store.Store, c *serverClock, 
 				applied[j/2] = true
 				if after[j/2], err = store.Int64(v); err != nil && bad == nil {
 					bad = fmt.Errorf("strategy: bucketed: INCRBY %s: %w", bs.keys[j/2], err)
+				} else if after[j/2] > maxCounter && bad == nil {
+					// a count no limit reaches: not a counter of ours
+					bad = fmt.Errorf("strategy: bucketed: INCRBY %s: %w: %d is out of range", bs.keys[j/2], limiter.ErrCorruptCounter, after[j/2])
 				}
 			}
 		}

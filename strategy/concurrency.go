@@ -36,8 +36,11 @@ func LeaseScript() *store.Script { return leaseScript }
 //     abandoned (Abandon): its ID is left as a tombstone for the lease's
 //     TTL, so that the Acquire, should it reach Redis only after that,
 //     takes no slot;
-//   - the set's key expires with its latest lease (or tombstone); a call
-//     that finds it without a TTL gives it back;
+//   - the set's key expires with its latest lease (or tombstone) when
+//     that was acquired or extended; a Release (one ZREM, kept cheap)
+//     does not shorten it, so after one the key may outlive its leases by
+//     at most a lease's TTL; a call that finds it without a TTL gives it
+//     back;
 //   - a key that is not a sorted set is limiter.ErrCorruptCounter, and
 //     nothing is written;
 //   - time source: the Redis server's TIME, never the app server's clock;

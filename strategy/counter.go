@@ -58,14 +58,16 @@ func allDigits(s string) bool {
 }
 
 // corruptErr marks err as limiter.ErrCorruptCounter when Redis refused a
-// counter: a key of another type (WRONGTYPE), a value INCRBY cannot read,
-// or the corrupt counter error of the strategies' scripts.
+// counter: a key of another type (WRONGTYPE), a value INCRBY cannot read
+// or cannot add to (one near 2^63, which no limit reaches: "increment or
+// decrement would overflow"), or the corrupt counter error of the
+// strategies' scripts.
 func corruptErr(err error) error {
 	if err == nil {
 		return nil
 	}
 	msg := err.Error()
-	if strings.Contains(msg, "WRONGTYPE") || strings.Contains(msg, "not an integer") || strings.Contains(msg, "limiter corrupt counter") {
+	if strings.Contains(msg, "WRONGTYPE") || strings.Contains(msg, "not an integer") || strings.Contains(msg, "would overflow") || strings.Contains(msg, "limiter corrupt counter") {
 		return fmt.Errorf("%w: %w", limiter.ErrCorruptCounter, err)
 	}
 	return err

@@ -29,8 +29,8 @@ func TestTokenBucketExact(t *testing.T) {
 	if ttl := pttl(t, m, key); ttl != 900*time.Millisecond {
 		t.Errorf("TTL %s, want 900ms (until full)", ttl)
 	}
-	if v, _ := m.Get(key); !strings.HasSuffix(v, ":0") {
-		t.Errorf("state %q, want the scaled tokens 0", v)
+	if v, _ := m.Get(key); !strings.HasSuffix(v, ":0:3000000") {
+		t.Errorf("state %q, want the scaled tokens 0 and the period in µs", v)
 	}
 	r, err := lim.Allow(ctx, "b", l)
 	if err != nil || r.Allowed || r.RetryAfter != 300*time.Millisecond {
@@ -85,7 +85,7 @@ func TestTokenBucketRefusals(t *testing.T) {
 		t.Errorf("5/s after two admitted and one denied by 2/min: %+v, %v; want 3 left", r, err)
 	}
 	kb, _ := limiter.Key("t", "c", b)
-	for _, bad := range []string{"1.5:0", "1:+3", "1:007", "1", "1:2:3", ":1", "x"} {
+	for _, bad := range []string{"1.5:0", "1:+3", "1:007", "1", "1:2:0", "1:2:3:4", "1:2:", "1:2:2678400000001", ":1", "x"} {
 		m.Del(kb)
 		if err := m.Set(kb, bad); err != nil {
 			t.Fatal(err)
@@ -102,7 +102,7 @@ func TestTokenBucketRefusals(t *testing.T) {
 	}
 }
 
-// TestTokenBucketRealServer: on a real redis-server the state is two
+// TestTokenBucketRealServer: on a real redis-server the state is three
 // integers the next call reads back.
 func TestTokenBucketRealServer(t *testing.T) {
 	rdb := realServer(t)
@@ -117,7 +117,7 @@ func TestTokenBucketRealServer(t *testing.T) {
 	key, _ := limiter.Key("t", "real", l)
 	v, err := rdb.Get(ctx, key).Result()
 	parts := strings.Split(v, ":")
-	if err != nil || len(parts) != 2 {
+	if err != nil || len(parts) != 3 || parts[2] != "3600000000" {
 		t.Fatalf("bucket %q, %v", v, err)
 	}
 	for _, p := range parts {
@@ -137,7 +137,7 @@ func TestTokenBucketCorruptOneLimit(t *testing.T) {
 	lim := newLim(t, st, strategy.NewTokenBucket())
 	l := limiter.PerMinute(5)
 	k, _ := limiter.Key("t", "c", l)
-	for _, bad := range []string{"1.5:0", "1:+3", "1:007", "01:3", "1", "1:2:3", "x", "1:99999999999999999"} {
+	for _, bad := range []string{"1.5:0", "1:+3", "1:007", "01:3", "1", "1:2:0", "1:2:03", "1:2:3:4", "x", "1:99999999999999999"} {
 		if err := m.Set(k, bad); err != nil {
 			t.Fatal(err)
 		}

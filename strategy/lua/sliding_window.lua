@@ -118,8 +118,13 @@ for i = 1, n do
     end
     exists[i] = true
     s, c, p = a, b, d
-    -- a window start ahead of the clock (a server whose clock went back)
-    -- counts as the current window
+    -- A window start ahead of the clock (written by a server whose clock
+    -- ran ahead: a failover) starts now, its counts kept: the key's TTL,
+    -- s + 2 * period - now, stays within two periods, and no denial waits
+    -- for a start that may be days ahead.
+    if s > now then
+      s = now
+    end
     if now - s >= 2 * period then
       s, c, p = now, 0, 0
     elseif now - s >= period then

@@ -2,10 +2,10 @@
 -- server's clock, in integers only.
 --
 -- KEYS[i]        bucket of limit i (all keys in one Cluster slot): the
---                string "<t>:<s>", t the time of the last refill in
+--                string "<t>:<s>:<P>", t the time of the last refill in
 --                microseconds since the Unix epoch, s the tokens scaled by
---                the period in microseconds (a token is P units, and R units
---                come back every microsecond), both decimal integers
+--                the period P in microseconds (a token is P units, and R
+--                units come back every microsecond), decimal integers
 -- ARGV[1]        cost, >= 0
 -- ARGV[2]        "1": decide but write nothing (peek); "0": decide and write
 -- ARGV[3i]       rate R of limit i (tokens per period)
@@ -26,9 +26,10 @@
 -- a string (WRONGTYPE) or not two non-negative decimal integers (the
 -- tokens at most 2^51 units, the most any limit's bucket holds) is an
 -- error, and the call writes nothing. A bucket written under another rule
--- for the same key (a shorter period, a lower burst) is valid: its tokens
--- are capped at this limit's capacity. A bucket expires when it is full
--- again (a full bucket is deleted).
+-- for the same key is valid: it keeps its tokens (rescaled, rounded down,
+-- when the period changed), capped at this limit's capacity. A bucket
+-- without its period ("<t>:<s>") is read at this limit's. A bucket expires
+-- when it is full again (a full bucket is deleted).
 local t = redis.call('TIME')
 local now = t[1] * 1000000 + t[2]
 local cost = tonumber(ARGV[1])
@@ -38,6 +39,34 @@ local n = #KEYS
 -- a decimal integer as written by this script: no sign, no leading zero
 local function int(v)
   return #v <= 16 and (v == '0' or string.sub(v, 1, 1) ~= '0')
+end
+
+-- read returns a bucket's refill time and its tokens scaled by period, or
+-- nil when v is not a bucket. Tokens scaled by another period are
+-- rescaled, rounded down: whole tokens exactly, the fraction within one
+-- unit (its product with the period could pass 2^53).
+local function read(v, period)
+  local a, b, p = string.match(v, '^(%d+):(%d+):(%d+)$')
+  if not a then
+    a, b = string.match(v, '^(%d+):(%d+)$')
+    p = ''
+  end
+  if not (a and int(a) and int(b)) or tonumber(b) > 2251799813685248 then
+    return nil
+  end
+  local s = tonumber(b)
+  if p ~= '' then
+    if not int(p) or p == '0' or tonumber(p) > 2678400000000 then
+      return nil
+    end
+    p = tonumber(p)
+    if p ~= period then
+      local whole = math.floor(s / p)
+      local frac = math.max(math.floor((s - whole * p) / p * period) - 1, 0)
+      s = whole * period + frac
+    end
+  end
+  return tonumber(a), s
 end
 
 -- The common call, one limit that admits, without tables. Anything else
@@ -51,10 +80,10 @@ if n == 1 and write then
   local s = full
   local ok = not first
   if first then
-    local a, b = string.match(first, '^(%d+):(%d+)$')
-    if a and int(a) and int(b) and tonumber(b) <= 2251799813685248 then
+    local a, b = read(first, period)
+    if a then
       ok = true
-      s = math.min(full, math.min(tonumber(b), full) + math.min(math.max(now - tonumber(a), 0), math.ceil(full / rate)) * rate)
+      s = math.min(full, math.min(b, full) + math.min(math.max(now - a, 0), math.ceil(full / rate)) * rate)
     end
   end
   if ok and cost <= cap and s >= cost * period then
@@ -63,7 +92,7 @@ if n == 1 and write then
     if s >= full then
       redis.call('DEL', KEYS[1])
     else
-      redis.call('SET', KEYS[1], string.format('%d:%d', now, s), 'PX', reset)
+      redis.call('SET', KEYS[1], string.format('%d:%d:%d', now, s, period), 'PX', reset)
     end
     -- {1, remaining, reset_ms, 0} as one integer when it fits below 2^52
     -- (no table to build): reset_ms * (B + 1) + remaining
@@ -88,15 +117,15 @@ for i = 1, n do
     v = redis.call('GET', KEYS[i])
   end
   if v then
-    local a, b = string.match(v, '^(%d+):(%d+)$')
-    if not (a and int(a) and int(b)) or tonumber(b) > 2251799813685248 then
+    local a, b = read(v, period)
+    if not a then
       return redis.error_reply('ERR limiter corrupt counter: the key of limit ' .. i .. ' holds no token bucket')
     end
     exists[i] = true
     -- refill: R units per microsecond since the last refill, up to full
     -- (the elapsed time bounded first, so the product stays exact)
-    local elapsed = math.min(math.max(now - tonumber(a), 0), math.ceil(full / rate))
-    s = math.min(full, math.min(tonumber(b), full) + elapsed * rate)
+    local elapsed = math.min(math.max(now - a, 0), math.ceil(full / rate))
+    s = math.min(full, math.min(b, full) + elapsed * rate)
   end
   scaled[i] = s
   if cost > cap or s < cost * period then
@@ -118,7 +147,7 @@ for i = 1, n do
     if s >= full then
       redis.call('DEL', KEYS[i])
     else
-      redis.call('SET', KEYS[i], string.format('%d:%d', now, s), 'PX', reset)
+      redis.call('SET', KEYS[i], string.format('%d:%d:%d', now, s, period), 'PX', reset)
     end
   elseif write and exists[i] then
     -- a denial keeps the bucket (refilled to now it is the same), but

@@ -1,0 +1,51 @@
+package strategy_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/strategy"
+)
+
+// TestTokenBucketPeriodChangeKeepsTokens: a named limit whose period
+// changes (the same key) keeps its whole tokens. The bucket held its
+// tokens scaled by the period in µs without the period: lengthened 10/s to
+// 10/day with 5 tokens left, the new period read them as 5e6 / 8.64e10 of
+// a token and denied the subject for 2.4 hours; shortened 10/day to 10/s
+// with 1 token left, it read a full bucket.
+func TestTokenBucketPeriodChangeKeepsTokens(t *testing.T) {
+	ctx := context.Background()
+	perSecond := limiter.Limit{Rate: 10, Period: time.Second, Name: "q"}
+	perDay := limiter.Limit{Rate: 10, Period: 24 * time.Hour, Name: "q"}
+	cases := []struct {
+		from, to limiter.Limit
+		use      int64
+	}{
+		{perSecond, perDay, 5},
+		{perDay, perSecond, 9},
+		{limiter.Limit{Rate: 3, Period: 7 * time.Second, Name: "q"}, limiter.Limit{Rate: 3, Period: 11 * time.Second, Name: "q"}, 1},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%s to %s", c.from, c.to), func(t *testing.T) {
+			_, st := newMini(t)
+			lim := newLim(t, st, strategy.NewTokenBucket())
+			if r, err := lim.AllowN(ctx, "u", c.use, c.from); err != nil || !r.Allowed {
+				t.Fatalf("AllowN(%d) = %+v, %v", c.use, r, err)
+			}
+			left := c.from.Rate - c.use
+			// the tokens left, one by one, and not one more
+			for i := range left {
+				r, err := lim.Allow(ctx, "u", c.to)
+				if err != nil || !r.Allowed || r.Remaining != left-1-i {
+					t.Fatalf("call %d under %s with %d tokens left = %+v, %v; want admitted, %d left", i+1, c.to, left, r, err, left-1-i)
+				}
+			}
+			if r, err := lim.Allow(ctx, "u", c.to); err != nil || r.Allowed {
+				t.Errorf("call %d under %s = %+v, %v; want denied: only %d tokens were left", left+1, c.to, r, err, left)
+			}
+		})
+	}
+}
