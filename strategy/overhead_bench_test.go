@@ -76,7 +76,8 @@ func BenchmarkOverheadDecide(b *testing.B) {
 }
 
 // alignedStore answers TIME with the app clock and every script call with
-// an admitted count of 2 (AlignedWindow's common reply).
+// AlignedWindow's common reply: an admitted count of 2, as the counter
+// holds it (2^52 - 2).
 type alignedStore struct{ cannedStore }
 
 func (alignedStore) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
@@ -85,7 +86,7 @@ func (alignedStore) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, e
 }
 
 func (alignedStore) EvalShaInt64s(ctx context.Context, sha string, keys []string, args []int64, dst []int64) ([]int64, error) {
-	return append(dst, 2), nil
+	return append(dst, strategy.AlignedCountBase-2), nil
 }
 
 // BenchmarkOverheadAligned is BenchmarkOverhead for AlignedWindow.

@@ -27,9 +27,11 @@ func Middleware(m *httplimit.Middleware) gin.HandlerFunc {
 }
 
 // withPattern returns r with its Pattern set to its method and route (a
-// shallow copy), unless r has one already or there is no route.
+// shallow copy); without a route, r as it is. The framework's route wins
+// over a Pattern r has already: an http.ServeMux in front of the framework
+// ("/" mounting the whole app) set one that names no route.
 func withPattern(r *http.Request, route string) *http.Request {
-	if r.Pattern != "" || route == "" {
+	if route == "" {
 		return r
 	}
 	r2 := r.WithContext(r.Context())

@@ -147,6 +147,11 @@ func (c config) decide(ctx context.Context, rl *rules.Limiter, method string, se
 	}
 	d, err := rl.Allow(ctx, key)
 	if err != nil {
+		if errors.Is(err, limiter.ErrInvalidKey) || errors.Is(err, limiter.ErrInvalidCost) {
+			// the call names no subject the limiter takes (an empty
+			// key): no retry can succeed
+			return status.Error(codes.InvalidArgument, err.Error())
+		}
 		if ctx.Err() != nil {
 			// the call's own end (the client gone, its deadline); the
 			// Limiter's own timeout on a slow Redis is an outage
@@ -174,18 +179,16 @@ func denied(d rules.Decision, setHeader func(metadata.MD) error) error {
 		}
 		return st.Err()
 	}
-	rule := d.Limit.Name
-	if rule == "" {
-		rule = d.Limit.String()
+	if d.Degraded && !errors.Is(d.Cause, limiter.ErrContention) {
+		// FailClosed with Redis down: no rule refused the call
+		return status.Error(codes.Unavailable, "the rate limiter cannot decide (reduced capacity)")
 	}
+	rule := rules.RuleName(d.Limit) // as HTTP headers name it
 	md := metadata.Pairs(MetadataRule, rule)
 	if d.RetryAfter > 0 {
 		md.Append(MetadataRetryAfter, strconv.FormatInt(int64((d.RetryAfter+time.Second-1)/time.Second), 10))
 	}
 	_ = setHeader(md) // fails only once headers were sent: nothing to do
-	if d.Degraded && !errors.Is(d.Cause, limiter.ErrContention) {
-		return status.Error(codes.Unavailable, "the rate limiter cannot decide (reduced capacity)")
-	}
 	st := status.New(codes.ResourceExhausted, fmt.Sprintf("rate limit exceeded: %s", rule))
 	quota := &errdetails.QuotaFailure{Violations: []*errdetails.QuotaFailure_Violation{{
 		Subject:     d.Subject,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -117,11 +118,12 @@ func (o *Observer) OnCall(_ context.Context, _ string, _ limiter.Result, _ error
 	o.duration.Observe(took.Seconds())
 }
 
-// Rule is the rule label of l: its Name, or its period.
+// Rule is the rule label of l: its Name (bytes that are not UTF-8 replaced
+// by U+FFFD), or its period.
 func Rule(l limiter.Limit) string {
 	switch {
 	case l.Name != "":
-		return l.Name
+		return strings.ToValidUTF8(l.Name, "\uFFFD") // a label value must be UTF-8
 	case l.Period > 0:
 		return l.Period.String()
 	}
