@@ -38,7 +38,15 @@
 // request's) is bounded by the adapter in any case, and one cancelled
 // before its deadline ends at that deadline at the latest. ClusterClient redirections (MOVED, ASK) re-send a command;
 // one that was refused with MOVED did not run, but the adapter cannot tell
-// that from the outside and reports ErrUnknownOutcome, which is safe. A
+// that from the outside and reports ErrUnknownOutcome, which is safe. So
+// does a command go-redis re-sends after a refusal that ran nothing
+// (READONLY, LOADING, CLUSTERDOWN, TRYAGAIN, MASTERDOWN): with MaxRetries
+// -1 a Client returns the refusal itself, but a ClusterClient re-sends
+// those up to MaxRedirects times whatever MaxRetries says, and the
+// refusal's text is then lost behind ErrUnknownOutcome. Likewise a
+// ReadTimeout or WriteTimeout of -2 (no socket deadlines) keeps go-redis
+// from seeing a context's deadline even with ContextTimeoutEnabled: the
+// adapter then bounds every call itself. A
 // call given up on before its commands were written is not an unknown
 // outcome: its commands are sealed and will never be sent. Such an error,
 // and one from go-redis's own deadline while it retries a dial, keeps the

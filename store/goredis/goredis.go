@@ -120,15 +120,24 @@ func New(c redis.UniversalClient, opts ...Option) *Store {
 	return s
 }
 
-// contextTimeouts reports whether c honours context deadlines on its own.
+// contextTimeouts reports whether c honours context deadlines on its own:
+// ContextTimeoutEnabled, and socket deadlines not disabled (a ReadTimeout
+// or WriteTimeout of -2, which go-redis keeps as -1, sets none, so a
+// context's deadline never reaches the socket).
 func contextTimeouts(c redis.UniversalClient) bool {
+	honours := func(enabled bool, read, write time.Duration) bool {
+		return enabled && read >= 0 && write >= 0
+	}
 	switch x := c.(type) {
 	case *redis.Client:
-		return x.Options().ContextTimeoutEnabled
+		o := x.Options()
+		return honours(o.ContextTimeoutEnabled, o.ReadTimeout, o.WriteTimeout)
 	case *redis.ClusterClient:
-		return x.Options().ContextTimeoutEnabled
+		o := x.Options()
+		return honours(o.ContextTimeoutEnabled, o.ReadTimeout, o.WriteTimeout)
 	case *redis.Ring:
-		return x.Options().ContextTimeoutEnabled
+		o := x.Options()
+		return honours(o.ContextTimeoutEnabled, o.ReadTimeout, o.WriteTimeout)
 	}
 	return false
 }
@@ -208,8 +217,13 @@ type guard struct {
 	// its arguments to estimate their size before it writes them (see
 	// sizing).
 	sized bool
-	val   any
-	buf   [20]byte
+	// shared: the guard is a script call's numkeys and the call goes out
+	// in an AutoPipeliner's batch, with other callers' commands. Sealed,
+	// it is written as -1 (the server refuses the command before running
+	// it) rather than failing the write, which would fail the whole batch.
+	shared bool
+	val    any
+	buf    [20]byte
 }
 
 const (
@@ -217,6 +231,10 @@ const (
 	guardWritten
 	guardSealed
 )
+
+// sealedNumKeys is what a sealed script call in a shared batch sends as its
+// numkeys: "ERR Number of keys can't be negative", nothing run.
+var sealedNumKeys = []byte("-1")
 
 // errSealed is returned by a guard asked to write its command after the
 // caller gave up on it.
@@ -230,6 +248,9 @@ func (g *guard) MarshalBinary() ([]byte, error) {
 	}
 	if !g.state.CompareAndSwap(guardFresh, guardWritten) {
 		if g.state.Load() == guardSealed {
+			if g.shared {
+				return sealedNumKeys, nil
+			}
 			return nil, errSealed
 		}
 		return nil, errResend
@@ -312,11 +333,15 @@ func (g *guard) seal() bool {
 }
 
 // sealAll seals every guard and reports whether none had been written: then
-// none of their commands ever will be.
+// none of their commands ever will be. A command without arguments (nil
+// guard: PING, TIME, MULTI, EXEC) changes nothing the limiter counts, as
+// collect holds: alone, it leaves the call's failure a known one.
 func sealAll(guards []*guard) bool {
 	unsent := true
 	for _, g := range guards {
-		unsent = g.seal() && unsent
+		if g != nil {
+			unsent = g.seal() && unsent
+		}
 	}
 	return unsent
 }
@@ -378,7 +403,7 @@ func (s *Store) evalInt64s(ctx context.Context, name, script string, keys []stri
 // newEvalCall returns a script call's guard and its arguments up to the
 // keys, with room for nargs more.
 func (s *Store) newEvalCall(name, script string, keys []string, nargs int) (*evalCall, []any) {
-	call := &evalCall{g: guard{val: len(keys), sized: s.ap != nil}}
+	call := &evalCall{g: guard{val: len(keys), sized: s.ap != nil, shared: s.ap != nil}}
 	a := call.a[:0]
 	if n := 3 + len(keys) + nargs; n > len(call.a) {
 		a = make([]any, 0, n)
