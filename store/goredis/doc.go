@@ -55,7 +55,11 @@
 //
 // Batches (store.Batcher, which limiter.AllowMany uses) on a ClusterClient
 // go in one pipeline per node, the nodes in parallel, so that a node that
-// fails or stays silent fails only its own commands.
+// fails or stays silent fails only its own commands. On a Ring they go in
+// one go-redis pipeline: without ContextTimeoutEnabled, a silent shard
+// fails the batch's commands on every shard as unknown outcomes. The dial
+// hook that keeps a connection failure's cause reaches the nodes a
+// ClusterClient makes after New, and none of a Ring's shards.
 //
 // Auto-pipelining: WithAutoPipeline() sends single decisions through the
 // client's AutoPipeliner (go-redis v9.22 and later; experimental there),
