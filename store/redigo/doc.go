@@ -100,7 +100,9 @@
 // one node; the keys of one call share a slot (strategies tag them with the
 // subject). A MOVED reply updates redisc's slot map and the call is sent
 // again to the new owner; ASK sends it to the importing node, each command
-// preceded by ASKING, on a connection dialled with cluster.DialOptions; TRYAGAIN
+// preceded by ASKING, on a connection dialled with cluster.DialOptions
+// (not through CreatePool: put a password or TLS settings in DialOptions,
+// or calls on a slot being migrated fail until the migration ends); TRYAGAIN
 // waits 20 ms. At most three re-sends per call, and only when every reply
 // was such a refusal. Without CreatePool redisc dials a connection per call.
 //

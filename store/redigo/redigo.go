@@ -340,6 +340,15 @@ var errNoContext = func() error {
 	return err
 }()
 
+// errNoTimeout is redigo's error for a connection without
+// redis.ConnWithTimeout (a pooled connection whose Dial returned a wrapper
+// with neither interface), returned before anything is written or read:
+// such a connection is bounded by its own read timeout alone.
+var errNoTimeout = func() error {
+	_, err := redis.DoWithTimeout(nil, time.Second, "")
+	return err
+}()
+
 // do1 sends one command on c and reads its reply, within ctx's deadline.
 func do1(ctx context.Context, c redis.Conn, name string, args []any) (any, error) {
 	if ctx.Done() == nil {
@@ -353,7 +362,10 @@ func do1(ctx context.Context, c redis.Conn, name string, args []any) (any, error
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		if ct, ok := c.(redis.ConnWithTimeout); ok {
-			return ct.DoWithTimeout(until(dl), name, args...)
+			v, err := ct.DoWithTimeout(until(dl), name, args...)
+			if err != errNoTimeout {
+				return v, err
+			}
 		}
 	}
 	return c.Do(name, args...)
@@ -440,7 +452,10 @@ func receive(ctx context.Context, c redis.Conn, n int) ([]any, error) {
 func receive1(ctx context.Context, c redis.Conn) (any, error) {
 	if dl, ok := ctx.Deadline(); ok {
 		if ct, ok := c.(redis.ConnWithTimeout); ok {
-			return ct.ReceiveWithTimeout(until(dl))
+			v, err := ct.ReceiveWithTimeout(until(dl))
+			if err != errNoTimeout {
+				return v, err
+			}
 		}
 	}
 	return c.Receive()
@@ -629,11 +644,21 @@ func (s *Store) slotNodes(ctx context.Context) *[redisc.HashSlots]string {
 	if nodes := s.nodes.Load(); nodes != nil {
 		return nodes
 	}
-	c, err := s.conn(ctx, "", "")
+	// A quarter of the time left, at most a second: redisc sends CLUSTER
+	// SLOTS to one node (the owner of slot("SLOTS")), and a batch whose
+	// map cannot be read goes one pipeline per slot instead, so that node
+	// stalled must not take the batch's whole deadline from the others.
+	wait := time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		wait = min(wait, time.Until(dl)/4)
+	}
+	sctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	c, err := s.conn(sctx, "", "")
 	if err != nil {
 		return nil
 	}
-	v, err := do1(ctx, c, "CLUSTER", []any{"SLOTS"})
+	v, err := do1(sctx, c, "CLUSTER", []any{"SLOTS"})
 	_ = c.Close()
 	ranges, ok := v.([]any)
 	if err != nil || !ok {

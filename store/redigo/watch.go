@@ -135,7 +135,9 @@ func (t *txn) Exec(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error
 		return nil, fail(ctx, err, true)
 	}
 	if re, ok := raw[0].(redis.Error); ok {
-		return nil, fmt.Errorf("redigo: MULTI: %w", re)
+		// MULTI refused (an ACL without it): the commands ran one by one,
+		// outside any transaction
+		return nil, fmt.Errorf("redigo: MULTI: %w: %w", store.ErrUnknownOutcome, re)
 	}
 	t.watching = false // EXEC un-watches, whatever its outcome
 	out := make([]store.Reply, len(cmds))

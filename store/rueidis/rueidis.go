@@ -226,8 +226,8 @@ func appendInts(dst []int64, r *rd.RedisResult) ([]int64, error) {
 	if err != nil {
 		return nil, err
 	}
-	if m.IsInt64() {
-		n, err := m.AsInt64()
+	if m.IsInt64() || m.IsBool() {
+		n, err := intOf(&m)
 		if err != nil {
 			return nil, fmt.Errorf("rueidis: %w", err)
 		}
@@ -238,13 +238,26 @@ func appendInts(dst []int64, r *rd.RedisResult) ([]int64, error) {
 		return nil, fmt.Errorf("rueidis: reply is not an array: %w", err)
 	}
 	for i := range es {
-		n, err := es[i].AsInt64()
+		n, err := intOf(&es[i])
 		if err != nil {
 			return nil, fmt.Errorf("rueidis: reply element %d is not an integer: %w", i, err)
 		}
 		dst = append(dst, n)
 	}
 	return dst, nil
+}
+
+// intOf reads an integer, or a RESP3 boolean (a script's Lua boolean after
+// redis.setresp(3)) as 1 or 0, as the generic path reads it.
+func intOf(m *rd.RedisMessage) (int64, error) {
+	if m.IsBool() {
+		b, err := m.AsBool()
+		if b {
+			return 1, err
+		}
+		return 0, err
+	}
+	return m.AsInt64()
 }
 
 // scriptCmd builds EVALSHA or EVAL with its arguments as text.
@@ -306,7 +319,43 @@ func (s *Store) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error
 	for i, c := range cmds {
 		built[i], _ = build(s.c.B(), c)
 	}
+	if err := mixesSlots(s.c, built); err != nil {
+		return nil, err // nothing sent
+	}
 	return collect(s.c.DoMulti(ctx, built...))
+}
+
+// errMixedSlots refuses a call that breaks the store contract in the one
+// way a Cluster client of rueidis panics on instead of sending it (for the
+// server's CROSSSLOT reply): keyless commands beside keys of two slots.
+var errMixedSlots = errors.New("rueidis: the keys of one call must share a Cluster slot (keyless commands beside keys of several slots)")
+
+// initSlot is the slot rueidis gives a keyless command (its internal
+// cmds.InitSlot; TestClusterDoMixedSlots keeps it true to the version).
+const initSlot = uint16(1 << 14)
+
+// mixesSlots returns errMixedSlots for built commands a Cluster client
+// would panic on.
+func mixesSlots(c rd.Client, built []rd.Completed) error {
+	if c.Mode() != rd.ClientModeCluster {
+		return nil
+	}
+	keyless, seen, several := false, false, false
+	var last uint16
+	for i := range built {
+		switch sl := built[i].Slot(); {
+		case sl == initSlot:
+			keyless = true
+		case !seen:
+			seen, last = true, sl
+		case sl != last:
+			several = true
+		}
+	}
+	if keyless && several {
+		return errMixedSlots
+	}
+	return nil
 }
 
 // collect maps the results of one pipeline: one round-trip error fails the

@@ -286,10 +286,14 @@ func (t *tx) Exec(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error)
 			return nil, roundTripErr(err)
 		}
 	}
-	t.watched = false // EXEC got its reply: the connection is un-watched
 	if err := rs[0].Error(); err != nil {
-		return nil, fmt.Errorf("rueidis: MULTI: %w", err)
+		// MULTI refused (an ACL without it): the commands ran one by one,
+		// outside any transaction, and EXEC ("without MULTI") did not
+		// un-watch the connection, which must not go back to the pool.
+		t.broken = true
+		return nil, fmt.Errorf("rueidis: MULTI: %w: %w", store.ErrUnknownOutcome, err)
 	}
+	t.watched = false // EXEC got its reply: the connection is un-watched
 	execR := rs[len(rs)-1]
 	m, err := execR.ToMessage()
 	switch {
