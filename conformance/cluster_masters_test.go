@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/quotagate/limiter/conformance"
+	"github.com/quotagate/limiter/internal/redistest"
 	"github.com/quotagate/limiter/store"
+	"github.com/quotagate/limiter/store/goredis"
 )
 
 // nodesReply answers CLUSTER NODES with a fixed text.
@@ -47,5 +52,45 @@ func TestClusterMasters(t *testing.T) {
 	}
 	if _, err := conformance.ClusterMasters(context.Background(), nodesReply{text: "x y slave\n"}, "10.0.0.1:6379"); err == nil {
 		t.Errorf("ClusterMasters with no master listed = nil error")
+	}
+}
+
+// TestClusterAtUnreachableAnnouncedAddresses: a Cluster that announces
+// addresses this host cannot reach (containers, NAT, no
+// cluster-announce-ip) is checked through the addresses given, when they
+// name every master; given fewer, the harness fails saying so.
+func TestClusterAtUnreachableAnnouncedAddresses(t *testing.T) {
+	c := redistest.StartCluster(t)
+	announced := map[string]bool{}
+	var given []string // a proxy per master: the addresses the host reaches
+	for _, a := range c.Addrs() {
+		announced[a] = true
+		given = append(given, redistest.NewProxy(t, a).Addr())
+	}
+	node := func(ctx context.Context, addr string) (store.Store, func(), error) {
+		if announced[addr] {
+			addr = "127.0.0.1:1" // unreachable from here
+		}
+		rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+		return goredis.New(rdb), func() { _ = rdb.Close() }, nil
+	}
+	cluster := func(ctx context.Context, addrs []string) (store.Store, func(), error) {
+		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRetries: -1})
+		return goredis.New(rdb), func() { _ = rdb.Close() }, nil
+	}
+	ctx := context.Background()
+	h, err := conformance.ClusterAt(given, cluster, node)(ctx, t)
+	if err != nil {
+		t.Fatalf("every master given: %v", err)
+	}
+	if n := len(h.Nodes()); n != len(given) {
+		t.Errorf("every master given: %d nodes scanned; want %d", n, len(given))
+	}
+	h.Close()
+	if h, err := conformance.ClusterAt(given[:1], cluster, node)(ctx, t); err == nil || !strings.Contains(err.Error(), "cluster-announce-ip") {
+		if h != nil {
+			h.Close()
+		}
+		t.Errorf("one of %d masters given, the others unreachable: %v; want an error naming cluster-announce-ip", len(given), err)
 	}
 }

@@ -90,19 +90,31 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 		return 0, fmt.Errorf("%w: the -tls options need -redis rediss://...", errUsage)
 	}
 
-	// The chart is written to a file of its own next to the one named,
-	// made before the run (a directory that cannot be written fails at
-	// once, not after minutes of measuring), and renamed to it only when
-	// the run succeeded: a failed run leaves an earlier chart as it was.
+	// The chart is written to a file of its own next to the one named (its
+	// target, for a symbolic link), made before the run (a directory that
+	// cannot be written fails at once, not after minutes of measuring), and
+	// renamed to it only when the run succeeded, with the mode the file
+	// had: a failed run leaves an earlier chart as it was. A path that is
+	// not a regular file (/dev/stdout) is written once the run succeeded.
 	var svg *os.File
+	svgPath, svgMode := *svgFile, os.FileMode(0o644)
 	if *svgFile != "" {
-		if svg, err = os.CreateTemp(filepath.Dir(*svgFile), ".limiter-bench-*.svg"); err != nil {
-			return 0, err
+		if p, err := filepath.EvalSymlinks(svgPath); err == nil {
+			svgPath = p
 		}
-		defer func() {
-			svg.Close()
-			_ = os.Remove(svg.Name()) // gone already when renamed
-		}()
+		fi, err := os.Stat(svgPath)
+		if err == nil {
+			svgMode = fi.Mode().Perm()
+		}
+		if err != nil || fi.Mode().IsRegular() {
+			if svg, err = os.CreateTemp(filepath.Dir(svgPath), ".limiter-bench-*.svg"); err != nil {
+				return 0, err
+			}
+			defer func() {
+				svg.Close()
+				_ = os.Remove(svg.Name()) // gone already when renamed
+			}()
+		}
 	}
 	if *url == "" {
 		m := miniredis.NewMiniRedis()
@@ -141,17 +153,22 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 		}
 	}
 	fmt.Fprintln(stderr)
-	if svg != nil {
+	switch {
+	case svg != nil:
 		if _, err := svg.Write(benchSVG(backend, results)); err != nil {
 			return 0, err
 		}
 		if err := svg.Close(); err != nil {
 			return 0, err
 		}
-		if err := os.Chmod(svg.Name(), 0o644); err != nil {
+		if err := os.Chmod(svg.Name(), svgMode); err != nil {
 			return 0, err
 		}
-		if err := os.Rename(svg.Name(), *svgFile); err != nil {
+		if err := os.Rename(svg.Name(), svgPath); err != nil {
+			return 0, err
+		}
+	case *svgFile != "":
+		if err := os.WriteFile(svgPath, benchSVG(backend, results), svgMode); err != nil {
 			return 0, err
 		}
 	}

@@ -78,3 +78,27 @@ func TestBenchSVGKeptOnFailure(t *testing.T) {
 		t.Errorf("a run that succeeded: exit %d, chart %d bytes; want a new chart\n%s", code, len(data), errOut)
 	}
 }
+
+// TestBenchSVGThroughASymlink: -svg given a symbolic link writes its target
+// (the link stays a link) and keeps the target's mode.
+func TestBenchSVGThroughASymlink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "chart.svg")
+	if err := os.WriteFile(target, []byte("old\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.svg")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := runCmd(t, "bench", "-svg", link, "-callers", "1", "-rounds", "1", "-round", "5ms", "-adapters", "goredis")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+	fi, err := os.Lstat(link)
+	data, _ := os.ReadFile(target)
+	st, _ := os.Stat(target)
+	if err != nil || fi.Mode()&os.ModeSymlink == 0 || !strings.HasPrefix(string(data), "<svg") || st.Mode().Perm() != 0o600 {
+		t.Errorf("after -svg through a link: link mode %v (%v), target %q… mode %v; want the link kept, the chart in its target, mode 0600", fi.Mode(), err, string(data[:min(len(data), 10)]), st.Mode().Perm())
+	}
+}

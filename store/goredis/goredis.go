@@ -332,16 +332,19 @@ func (g *guard) seal() bool {
 	return g != nil && (g.state.CompareAndSwap(guardFresh, guardSealed) || g.state.Load() == guardSealed)
 }
 
-// sealAll seals every guard and reports whether none had been written: then
-// none of their commands ever will be. A command without arguments (nil
-// guard: PING, TIME, MULTI, EXEC) changes nothing the limiter counts, as
-// collect holds: alone, it leaves the call's failure a known one.
-func sealAll(guards []*guard) bool {
+// sealAll seals the guards of cmds (guards[i] is cmds[i]'s) and reports
+// whether none had been written: then none of their commands ever will be.
+// A command without arguments has no guard and cannot be sealed: it counts
+// as unwritten only when it is PING or TIME, which change nothing (so a
+// clock read given up on is a known outcome); any other may still be
+// written.
+func sealAll(guards []*guard, cmds []store.Cmd) bool {
 	unsent := true
-	for _, g := range guards {
-		if g != nil {
-			unsent = g.seal() && unsent
+	for i, g := range guards {
+		if g == nil && (strings.EqualFold(cmds[i].Name, "PING") || strings.EqualFold(cmds[i].Name, "TIME")) {
+			continue
 		}
+		unsent = g.seal() && unsent
 	}
 	return unsent
 }
@@ -477,7 +480,7 @@ func (s *Store) doTx(ctx context.Context, cmds []store.Cmd) ([]store.Reply, erro
 	p := s.c.TxPipeline()
 	gcmds, guards := queue(ctx, p, inner, s.ap != nil)
 	var execErr error
-	if err := s.bounded(ctx, func() bool { return sealAll(guards) }, func() { _, execErr = p.Exec(ctx) }); err != nil {
+	if err := s.bounded(ctx, func() bool { return sealAll(guards, inner) }, func() { _, execErr = p.Exec(ctx) }); err != nil {
 		return nil, fmt.Errorf("goredis: %w", err)
 	}
 	rs, err := s.collect(ctx, gcmds, guards, execErr)
@@ -519,7 +522,7 @@ func (s *Store) doTx(ctx context.Context, cmds []store.Cmd) ([]store.Reply, erro
 func (s *Store) doPipe(ctx context.Context, p redis.Pipeliner, cmds []store.Cmd) ([]store.Reply, error) {
 	gcmds, guards := queue(ctx, p, cmds, s.ap != nil)
 	var execErr error
-	if err := s.bounded(ctx, func() bool { return sealAll(guards) }, func() { _, execErr = p.Exec(ctx) }); err != nil {
+	if err := s.bounded(ctx, func() bool { return sealAll(guards, cmds) }, func() { _, execErr = p.Exec(ctx) }); err != nil {
 		return nil, fmt.Errorf("goredis: %w", err)
 	}
 	return s.collect(ctx, gcmds, guards, execErr)
@@ -851,7 +854,7 @@ func (s *Store) batch(ctx context.Context, cmds []store.Cmd, out []store.Reply) 
 	p := s.c.Pipeline()
 	gcmds, guards := queue(ctx, p, cmds, s.ap != nil)
 	var execErr error
-	berr := s.bounded(ctx, func() bool { return sealAll(guards) }, func() { _, execErr = p.Exec(ctx) })
+	berr := s.bounded(ctx, func() bool { return sealAll(guards, cmds) }, func() { _, execErr = p.Exec(ctx) })
 	for i, c := range gcmds {
 		g := guards[i]
 		if berr != nil {
