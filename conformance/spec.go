@@ -45,6 +45,10 @@ type Spec struct {
 	// the server's TIME, not first-request windows; the checks compute
 	// their expectations from TIME.
 	Aligned bool
+	// WindowKey names the counter of window index of a limit whose key (as
+	// limiter.Key lays it out) is key, for Aligned specs; the name must
+	// end in the index, in decimal. Nil: key + ":" + index.
+	WindowKey func(key string, period time.Duration, index int64) string
 	// Compensates: a denied request is counted, then taken back in a
 	// second round trip; a lost compensation leaves an over-count (at most
 	// the cost) until the window ends. Without it, and without
@@ -212,6 +216,7 @@ func AlignedWindow() Spec {
 		CountsDownFrom:  strategy.AlignedCountBase,
 		Window:          true,
 		Aligned:         true,
+		WindowKey:       strategy.AlignedWindowKey,
 		RepairsAtDenial: true,
 		Commit:          "EVALSHA",
 		RoundTrips:      1,

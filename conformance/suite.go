@@ -324,9 +324,23 @@ func (c *checker) subjectKeys(subject string) []string {
 	return out
 }
 
+// windowPrefix is what the names of subject's window counters for l start
+// with, the window's index following it (Aligned specs).
+func (c *checker) windowPrefix(subject string, l limiter.Limit) string {
+	c.t.Helper()
+	base, err := limiter.Key(c.prefix, subject, l)
+	if err != nil {
+		c.t.Fatalf("key: %v", err)
+	}
+	if c.spec.WindowKey == nil {
+		return base + ":"
+	}
+	return strings.TrimSuffix(c.spec.WindowKey(base, l.Period, 0), "0")
+}
+
 // laterWindow reports whether key is subject's key for l in an
-// epoch-aligned window after window cur (for Aligned specs, whose keys are
-// named base + ":" + index). A strategy that picks its window by the app
+// epoch-aligned window after window cur (for Aligned specs, whose keys end
+// in the window's index: windowPrefix). A strategy that picks its window by the app
 // clock and checks it against the server's TIME (Bucketed) may count a
 // call that races a window's end in the next window's key and take it
 // back, leaving that key at 0 with the next window's expiry: it admits
@@ -336,11 +350,7 @@ func (c *checker) laterWindow(key, subject string, l limiter.Limit, cur int64) b
 	if !c.spec.Aligned {
 		return false
 	}
-	base, err := limiter.Key(c.prefix, subject, l)
-	if err != nil {
-		c.t.Fatalf("key: %v", err)
-	}
-	idx, ok := strings.CutPrefix(key, base+":")
+	idx, ok := strings.CutPrefix(key, c.windowPrefix(subject, l))
 	if !ok {
 		return false
 	}
@@ -369,14 +379,11 @@ func (c *checker) emptyCounter(key string, l limiter.Limit) bool {
 func (c *checker) counter(subject string, l limiter.Limit) int64 {
 	c.t.Helper()
 	if c.spec.Counter && c.spec.Aligned {
-		// one counter per window, key + ":" + index: all of them
-		base, err := limiter.Key(c.prefix, subject, l)
-		if err != nil {
-			c.t.Fatalf("key: %v", err)
-		}
+		// one counter per window, named by its index: all of them
+		prefix := c.windowPrefix(subject, l)
 		var sum int64
 		for _, k := range c.keys() {
-			if idx, ok := strings.CutPrefix(k, base+":"); ok && idx != "" && strings.Trim(idx, "0123456789") == "" {
+			if idx, ok := strings.CutPrefix(k, prefix); ok && idx != "" && strings.Trim(idx, "0123456789") == "" {
 				sum += c.countOf(k, l)
 			}
 		}

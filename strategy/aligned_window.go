@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -25,14 +26,16 @@ func AlignedWindowScript() *store.Script { return alignedWindowScript }
 const AlignedCountBase = 1 << 52
 
 // AlignedWindow counts cost per limit in windows aligned to the Unix epoch
-// on the server's clock, [b·Period, (b+1)·Period), with the window's index
-// b in the key, decided in Lua. It is the cheapest exact strategy on the
-// server: an admitted call on a window that has started is one DECRBY.
+// on the server's clock, [b·Period, (b+1)·Period), with the period (in
+// milliseconds) and the window's index b ending the key ("key:60000:b"),
+// decided in Lua. It is the cheapest exact strategy on the
+// server: an admitted call on a window that has started is one DECR (or
+// DECRBY for a cost above 1), with the limit's rate its only argument.
 //
 // A counter is created only by a call whose script reads the server's TIME
 // and finds it in the counter's window, and it expires at the window's end
 // (PEXPIREAT, set once). So a counter exists only during its own window,
-// and every later call of that window counts with one DECRBY, without
+// and every later call of that window counts with one DECR, without
 // reading the clock; the reset time is known from the window's index. A
 // counter counts down from AlignedCountBase (2^52): it holds 2^52 − the
 // count, whatever the Rate, so that a rule whose rate changes (its name and
@@ -114,19 +117,23 @@ func (a *AlignedWindow) Decide(ctx context.Context, st store.Store, req limiter.
 	write := !req.DryRun && req.Cost > 0 && !neverFits(req)
 	pb := alignedBufs.Get().(*alignedBuf)
 	ints := pb.ints[:]
-	// A read sends the cost alone; a counting call each limit's rate and
-	// period (the window's index ends its key).
-	nargs := 1
+	// A read sends nothing; a counting call each limit's rate, after the
+	// cost unless it is 1 (each argument costs the server time; the
+	// windows' bounds are in their keys).
+	nargs := 0
 	if write {
-		nargs += 2 * n
-		for i, l := range req.Limits {
-			ints[1+2*i], ints[2+2*i] = l.Rate, l.Period.Milliseconds()
+		if req.Cost != 1 {
+			ints[0] = req.Cost
+			nargs = 1
+		}
+		for _, l := range req.Limits {
+			ints[nargs] = l.Rate
+			nargs++
 		}
 	}
-	ints[0] = req.Cost
 	args := ints[:nargs:nargs]
 	clear(pb.keys[:n]) // names of an earlier call's keys
-	bs := buckets{idx: pb.idx[:n], keys: pb.keys[:n]}
+	bs := buckets{idx: pb.idx[:n], keys: pb.keys[:n], aligned: true}
 	var before, after [limiter.MaxLimits]int64
 	for attempt := 1; ; attempt++ {
 		bs.stamp(req, now)
@@ -225,7 +232,7 @@ func (a *AlignedWindow) Decide(ctx context.Context, st store.Store, req limiter.
 // a failed call the buffer is left to the garbage collector, in case a
 // store's abandoned work still holds it.
 type alignedBuf struct {
-	ints [1 + 2*limiter.MaxLimits + limiter.MaxLimits + 2]int64
+	ints [1 + limiter.MaxLimits + limiter.MaxLimits + 2]int64
 	idx  [limiter.MaxLimits]int64
 	keys [limiter.MaxLimits]string
 }
@@ -235,5 +242,29 @@ var alignedBufs = sync.Pool{New: func() any { return new(alignedBuf) }}
 // ResetRequest implements limiter.RequestResetter: it deletes the keys of
 // the current window, and of the windows on either side, of every limit.
 func (a *AlignedWindow) ResetRequest(ctx context.Context, st store.Store, req limiter.Request) error {
-	return a.resetWindows(ctx, st, req)
+	return a.resetWindows(ctx, st, req, true)
+}
+
+// AlignedWindowKey returns the name of AlignedWindow's counter of window
+// index (the window [index·period, (index+1)·period) since the Unix epoch)
+// of a limit whose key is key (limiter.Key): key + ":" + the period in
+// milliseconds + ":" + index. Tools and tests use it to inspect counters.
+func AlignedWindowKey(key string, period time.Duration, index int64) string {
+	return alignedKey(key, period.Milliseconds(), index)
+}
+
+// alignedKey is key + ":" + period + ":" + idx, the period in milliseconds:
+// AlignedWindow's script reads a window's bounds from its key, so that the
+// common call sends the fewest arguments.
+func alignedKey(key string, period, idx int64) string {
+	var arr [112]byte
+	buf := arr[:0]
+	if len(key)+42 > len(arr) {
+		buf = make([]byte, 0, len(key)+42)
+	}
+	buf = append(buf, key...)
+	buf = append(buf, ':')
+	buf = strconv.AppendInt(buf, period, 10)
+	buf = append(buf, ':')
+	return string(strconv.AppendInt(buf, idx, 10))
 }

@@ -46,11 +46,11 @@ func commandCalls(t *testing.T, rdb *redis.Client) map[string]int64 {
 	return out
 }
 
-// TestAlignedWindowOneDecrby proves the design on a redis-server: in one
+// TestAlignedWindowOneDecr proves the design on a redis-server: in one
 // window, the first decision reads TIME, sets the counter (INCRBY of 2^52
-// onto what its DECRBY left) and its expiry, and every later one
-// is a single DECRBY; a denial gives its cost back.
-func TestAlignedWindowOneDecrby(t *testing.T) {
+// onto what its DECR left) and its expiry, and every later one is a
+// single DECR (DECRBY for a cost above 1); a denial gives its cost back.
+func TestAlignedWindowOneDecr(t *testing.T) {
 	rdb := realServer(t)
 	ctx := context.Background()
 	lim := newLim(t, goredis.New(rdb), strategy.NewAlignedWindow())
@@ -75,7 +75,7 @@ func TestAlignedWindowOneDecrby(t *testing.T) {
 		}
 	}
 	calls := commandCalls(t, rdb)
-	want := map[string]int64{"evalsha": 12, "decrby": 12, "incrby": 1 + 2, "time": 1, "pexpireat": 1, "pttl": 2}
+	want := map[string]int64{"evalsha": 12, "decr": 12, "decrby": 0, "incrby": 1 + 2, "time": 1, "pexpireat": 1, "pttl": 2}
 	for name, n := range want {
 		if calls[name] != n {
 			t.Errorf("%s called %d times, want %d (all: %v)", name, calls[name], n, calls)
@@ -98,6 +98,26 @@ func TestAlignedWindowOneDecrby(t *testing.T) {
 	}
 	if v, err := rdb.Get(ctx, keys[0]).Int64(); err != nil || v != strategy.AlignedCountBase-10 {
 		t.Errorf("counter %d, %v; want 2^52 - 10 (10 counted)", v, err)
+	}
+	if want := fmt.Sprintf("t:{one}:3600000ms:3600000:%d", idx); keys[0] != want {
+		t.Errorf("key %s, want %s (the period and the window's index end it)", keys[0], want)
+	}
+
+	// A cost above 1 on a counter that exists: one DECRBY.
+	if _, err := lim.AllowN(ctx, "warm", 3, l); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := lim.AllowN(ctx, "warm", 3, l); err != nil || !r.Allowed || r.Remaining != 10-1-3-3 {
+		t.Fatalf("AllowN(3) = %+v, %v; want admitted with %d remaining", r, err, 10-1-3-3)
+	}
+	calls = commandCalls(t, rdb)
+	for name, n := range map[string]int64{"evalsha": 1, "decrby": 1, "decr": 0, "incrby": 0, "time": 0, "pttl": 0} {
+		if calls[name] != n {
+			t.Errorf("cost 3: %s called %d times, want %d (all: %v)", name, calls[name], n, calls)
+		}
 	}
 }
 
@@ -142,15 +162,27 @@ func TestAlignedWindowSkewedAppClock(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := fmt.Sprintf("t:{%s}:60000ms:%d", subject, srv.UnixMilli()/60000)
+			want := fmt.Sprintf("t:{%s}:60000ms:60000:%d", subject, srv.UnixMilli()/60000)
 			if len(keys) != 1 || keys[0] != want {
 				// A window's end between the calls and TIME moves the index by one.
-				if len(keys) != 1 || !strings.HasPrefix(keys[0], fmt.Sprintf("t:{%s}:60000ms:%d", subject, srv.UnixMilli()/60000-1)) {
+				if len(keys) != 1 || !strings.HasPrefix(keys[0], fmt.Sprintf("t:{%s}:60000ms:60000:%d", subject, srv.UnixMilli()/60000-1)) {
 					t.Fatalf("keys %q; want [%s] (the server's window, not the app clock's)", keys, want)
 				}
 			}
 		})
 	}
+}
+
+// alignedKey is the name of the counter of subject's limit l in the
+// window now is in, as AlignedWindow names it (a Limiter's prefix "t").
+func alignedKey(t *testing.T, subject string, l limiter.Limit, now time.Time) string {
+	t.Helper()
+	k, err := limiter.Key("t", subject, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := l.Period.Milliseconds()
+	return k + ":" + strconv.FormatInt(p, 10) + ":" + strconv.FormatInt(now.UnixMilli()/p, 10)
 }
 
 // movingServer advances a miniredis clock by a step before every script
@@ -245,7 +277,7 @@ func TestAlignedWindowPeekCorrupt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		key := bucketKey(t, subject, l, srv)
+		key := alignedKey(t, subject, l, srv)
 		if err := rdb.Set(ctx, key, bad, time.Hour).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -258,5 +290,42 @@ func TestAlignedWindowPeekCorrupt(t *testing.T) {
 		if r, err := lim.Peek(ctx, subject, l); !errors.Is(err, limiter.ErrCorruptCounter) {
 			t.Errorf("counter %q: Peek = %+v, %v; want ErrCorruptCounter, as Allow", bad, r, err)
 		}
+	}
+}
+
+// TestAlignedWindowScriptRefusesKeysWithoutWindow: the script reads a
+// window's bounds from its key; a key that does not end in
+// ":period:index", or arguments that do not match the keys, are an error
+// and leave nothing behind (no counter without a TTL), on miniredis and on
+// a redis-server.
+func TestAlignedWindowScriptRefusesKeysWithoutWindow(t *testing.T) {
+	ctx := context.Background()
+	m := redistest.NewMini(t)
+	mini := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = mini.Close() })
+	for name, rdb := range map[string]*redis.Client{"miniredis": mini, "redis-server": realServer(t)} {
+		t.Run(name, func(t *testing.T) {
+			src := strategy.AlignedWindowScript().Source()
+			for _, c := range []struct {
+				keys []string
+				args []any
+				want string
+			}{
+				{[]string{"x:{a}:5"}, []any{10}, "does not end in :period:index"},
+				{[]string{"x:{a}:0:5"}, []any{2, 10}, "does not end in :period:index"},
+				{[]string{"x:{a}:1000:5", "x:{a}:zz"}, []any{10, 10}, "does not end in :period:index"},
+				{[]string{"x:{a}:1000:5", "x:{a}:1000:zz"}, []any{3, 10, 10}, "does not end in :period:index"},
+				{[]string{"x:{a}:1000:5"}, []any{1, 10, 1000}, "3 arguments for 1 keys"},
+				{[]string{"x:{a}:1000:5", "x:{a}:60000:0"}, []any{10}, "1 arguments for 2 keys"},
+			} {
+				err := rdb.Eval(ctx, src, c.keys, c.args...).Err()
+				if err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Errorf("keys %q args %v: %v; want an error saying %q", c.keys, c.args, err, c.want)
+				}
+				if n, err := rdb.Exists(ctx, c.keys...).Result(); err != nil || n != 0 {
+					t.Errorf("keys %q args %v: %d keys left, %v; want none", c.keys, c.args, n, err)
+				}
+			}
+		})
 	}
 }

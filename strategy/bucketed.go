@@ -267,6 +267,9 @@ func parseTime(v any) (int64, error) {
 type buckets struct {
 	idx  []int64
 	keys []string
+	// aligned names keys as AlignedWindow does (alignedKey), not as
+	// Bucketed does (bucketKey)
+	aligned bool
 }
 
 func (bs *buckets) stamp(req limiter.Request, serverUs int64) {
@@ -279,7 +282,11 @@ func (bs *buckets) stamp(req limiter.Request, serverUs int64) {
 		idx := ms / l.Period.Milliseconds()
 		if bs.keys[i] == "" || bs.idx[i] != idx {
 			bs.idx[i] = idx
-			bs.keys[i] = bucketKey(req.Keys[i], idx)
+			if bs.aligned {
+				bs.keys[i] = alignedKey(req.Keys[i], l.Period.Milliseconds(), idx)
+			} else {
+				bs.keys[i] = bucketKey(req.Keys[i], idx)
+			}
 		}
 	}
 }
@@ -693,12 +700,12 @@ func bindBuckets(req limiter.Request, bs *buckets, nowUs int64, before, after []
 // ResetRequest implements limiter.RequestResetter: it deletes the keys of
 // the current window, and of the windows on either side, of every limit.
 func (b *Bucketed) ResetRequest(ctx context.Context, st store.Store, req limiter.Request) error {
-	return b.resetWindows(ctx, st, req)
+	return b.resetWindows(ctx, st, req, false)
 }
 
 // resetWindows deletes the keys of the current window, and of the windows
 // on either side, of every limit of req.
-func (b *epochClock) resetWindows(ctx context.Context, st store.Store, req limiter.Request) error {
+func (b *epochClock) resetWindows(ctx context.Context, st store.Store, req limiter.Request, aligned bool) error {
 	now, err := b.serverNow(ctx, st, b.clockFor(st))
 	if err != nil {
 		return err
@@ -707,7 +714,11 @@ func (b *epochClock) resetWindows(ctx context.Context, st store.Store, req limit
 	for i, l := range req.Limits {
 		idx := now / 1000 / l.Period.Milliseconds()
 		for d := int64(-1); d <= 1; d++ {
-			args = append(args, bucketKey(req.Keys[i], idx+d))
+			if aligned {
+				args = append(args, alignedKey(req.Keys[i], l.Period.Milliseconds(), idx+d))
+			} else {
+				args = append(args, bucketKey(req.Keys[i], idx+d))
+			}
 		}
 	}
 	rs, err := st.Do(ctx, store.Cmd{Name: "DEL", Args: args})

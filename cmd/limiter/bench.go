@@ -396,7 +396,7 @@ func rawDecider(st store.Store, sp benchStrategy, l limiter.Limit, keyOf func(st
 		if err != nil {
 			return nil, err
 		}
-		return alignedRaw(keyOf, l, prep([]any{1, l.Rate, l.Period.Milliseconds()}, nil)), nil
+		return alignedRaw(keyOf, l, prep([]any{l.Rate}, nil)), nil
 	case !scripted:
 		return nil, fmt.Errorf("%s: no raw baseline for a strategy that is not scripted", sp.name)
 	default:
@@ -541,9 +541,10 @@ func rawKeys(prefix string, l limiter.Limit, kit *benchkit.Kit) (func(subject st
 }
 
 // alignedRaw is the hand-written call of AlignedWindow's script: the key
-// of limit l for subject (keyOf), followed by the index of the
-// epoch-aligned window the app's clock plus its offset to the server's is
-// in, with raw's arguments (cost, rate and period). A call that reaches
+// of limit l for subject (keyOf), followed by its period in milliseconds
+// and the index of the epoch-aligned window the app's clock plus its
+// offset to the server's is in, with raw's arguments (the rate: a cost of
+// 1). A call that reaches
 // the server outside that window is counted nowhere and answered {-1,
 // seconds, microseconds} of the server's TIME: the offset is taken from it
 // and the call sent again.
@@ -551,10 +552,10 @@ func alignedRaw(keyOf func(string) string, l limiter.Limit, raw rawCall) benchki
 	p := l.Period.Milliseconds()
 	var offset atomic.Int64 // ms, server - app
 	return func(ctx context.Context, subject string) error {
-		base := keyOf(subject)
+		base := keyOf(subject) + ":" + strconv.FormatInt(p, 10) + ":"
 		ms := time.Now().UnixMilli() + offset.Load()
 		for range 3 {
-			v, err := raw(ctx, []string{base + ":" + strconv.FormatInt(ms/p, 10)})
+			v, err := raw(ctx, []string{base + strconv.FormatInt(ms/p, 10)})
 			if err != nil {
 				return err
 			}

@@ -557,8 +557,8 @@ func BenchmarkServerTime(b *testing.B) {
 	rawAligned := benchkit.Variant{Name: "AlignedWindow", Decide: func(ctx context.Context, subject string) error {
 		ms := time.Now().UnixMilli()
 		for range 3 {
-			key := "st-rawaligned:{" + subject + "}:" + strconv.FormatInt(ms/e.windowMs, 10)
-			v, err := e.rdb.EvalSha(ctx, strategy.AlignedWindowScript().Hash(), []string{key}, 1, e.rate, e.windowMs).Result()
+			key := "st-rawaligned:{" + subject + "}:" + strconv.FormatInt(e.windowMs, 10) + ":" + strconv.FormatInt(ms/e.windowMs, 10)
+			v, err := e.rdb.EvalSha(ctx, strategy.AlignedWindowScript().Hash(), []string{key}, e.rate).Result()
 			if err != nil {
 				return err
 			}

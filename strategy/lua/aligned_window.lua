@@ -1,16 +1,22 @@
--- Fixed windows aligned to the Unix epoch, named by their index, several
--- limits decided at once, all or nothing. A counter counts down from 2^52:
--- it holds 2^52 - the count in its window, whatever the rate.
+-- Fixed windows aligned to the Unix epoch, named by their period and
+-- index, several limits decided at once, all or nothing. A counter counts
+-- down from 2^52: it holds 2^52 - the count in its window, whatever the
+-- rate.
 --
--- KEYS[i]        counter of limit i in window b_i: a name ending in ":"
---                and the decimal b_i, the window [b_i * period_i,
---                (b_i + 1) * period_i) in Unix milliseconds (all keys in one
---                Cluster slot); the caller names the window from its
---                estimate of the server's clock
--- ARGV[1]        cost: 1 <= cost <= every rate when counting; any cost >= 0
---                for a read (ARGV holds the cost alone)
--- ARGV[2i]       rate of limit i
--- ARGV[2i+1]     period of limit i, in milliseconds
+-- KEYS[i]        counter of limit i in window b_i of period p_i: a name
+--                ending in ":p_i:b_i" (decimals), the window
+--                [b_i * p_i, (b_i + 1) * p_i) in Unix milliseconds (all
+--                keys in one Cluster slot); the caller names the window
+--                from its estimate of the server's clock
+-- ARGV           nothing: a read;
+--                {rate_1, ..., rate_n}: count a cost of 1;
+--                {cost, rate_1, ..., rate_n}: count cost, 1 <= cost <=
+--                every rate
+--
+-- The common call sends the fewest arguments: each one costs the server
+-- about as much as a comparison does, and the window's bounds are needed
+-- only when a counter is created or a call denied, so they are read from
+-- the key then.
 --
 -- A counter holds 2^52 - count, the count being the cost admitted in its
 -- window: it is created at 2^52 - cost and every admitted cost is taken
@@ -38,8 +44,8 @@
 --     clock was off): nothing is counted; the caller names the windows
 --     again from that time.
 --
--- Why one DECRBY is enough for the common call: a counter is created only
--- by a call that reads TIME and finds the server's clock in the counter's
+-- Why one DECR is enough for the common call: a counter is created only by
+-- a call that reads TIME and finds the server's clock in the counter's
 -- window, and it expires at the window's end (PEXPIREAT, an absolute time,
 -- set once). So a counter exists only during its own window by the
 -- server's clock, and a call that finds it existing counts in the right
@@ -55,8 +61,25 @@
 -- counter found without a TTL (a leak from elsewhere) its window's end
 -- back; an admitted call does not look (it would cost a second command),
 -- and a counter is never read after its window.
-local n = #KEYS
-if #ARGV == 1 then
+local n, m = #KEYS, #ARGV
+local base = 4503599627370496 -- 2^52
+
+-- The common calls first: one DECR (a cost of 1) or DECRBY and a
+-- comparison, nothing else made (no table, no closure). The count after
+-- the cost is within the rate: 2^52 - first <= rate (the rate read by the
+-- addition, cheaper than tonumber; the sum stays below 2^53, exact).
+local first
+if n == 1 and m == 1 then
+  first = redis.call('DECR', KEYS[1])
+  if first + ARGV[1] >= base then
+    return first
+  end
+elseif n == 1 and m == 2 then
+  first = redis.call('DECRBY', KEYS[1], ARGV[1])
+  if first + ARGV[2] >= base then
+    return first
+  end
+elseif m == 0 then
   local out = {}
   for i = 1, n do
     local v = redis.call('GET', KEYS[i])
@@ -68,24 +91,40 @@ if #ARGV == 1 then
     out[i] = tonumber(v or '0')
   end
   return out
+elseif m ~= n and m ~= n + 1 then
+  return redis.error_reply('ERR limiter aligned window: ' .. m .. ' arguments for ' .. n .. ' keys')
 end
 
--- The common call first: one DECRBY and a comparison, nothing else made
--- (no table, no closure). The count after the cost is within the rate:
--- 2^52 - first <= rate (the rate read by the addition, cheaper than
--- tonumber; the sum stays below 2^53, exact).
-local base = 4503599627370496 -- 2^52
-local first = redis.call('DECRBY', KEYS[1], ARGV[1])
-if n == 1 and first + ARGV[2] >= base then
-  return first
+-- ARGV[off + i] is the rate of limit i; the cost as DECRBY reads it
+local off = m - n
+local costarg = '1'
+if off == 1 then
+  costarg = ARGV[1]
+end
+local cost = tonumber(costarg)
+
+-- Every key names its window (this script's caller names its keys so),
+-- checked before the other limits are counted; a cost already taken is
+-- given back.
+for i = 1, n do
+  if not string.match(KEYS[i], ':[1-9]%d*:%d+$') then
+    if first == -cost then
+      redis.call('DEL', KEYS[1])
+    elseif first then
+      redis.call('INCRBY', KEYS[1], costarg)
+    end
+    return redis.error_reply('ERR limiter aligned window: the key of limit ' .. i .. ' does not end in :period:index')
+  end
+end
+if not first then
+  first = redis.call('DECRBY', KEYS[1], costarg)
 end
 
-local cost = tonumber(ARGV[1])
-
--- the window of limit i: its start and end, Unix milliseconds
+-- the window of limit i: its start and end, Unix milliseconds, from its
+-- key
 local function window(i)
-  local p = tonumber(ARGV[2 * i + 1])
-  local b = tonumber(string.match(KEYS[i], ':(%d+)$'))
+  local p, b = string.match(KEYS[i], ':(%d+):(%d+)$')
+  p, b = tonumber(p), tonumber(b)
   return b * p, (b + 1) * p
 end
 
@@ -110,7 +149,7 @@ local function back(upto)
     if created[j] then
       redis.call('DEL', KEYS[j])
     else
-      redis.call('INCRBY', KEYS[j], ARGV[1])
+      redis.call('INCRBY', KEYS[j], costarg)
     end
   end
 end
@@ -118,13 +157,13 @@ local over, fresh = false, false
 for i = 1, n do
   local v = first
   if i > 1 then
-    v = redis.pcall('DECRBY', KEYS[i], ARGV[1])
+    v = redis.pcall('DECRBY', KEYS[i], costarg)
     if type(v) ~= 'number' then
       back(i - 1)
       return v
     end
   end
-  local rate = tonumber(ARGV[2 * i])
+  local rate = tonumber(ARGV[off + i])
   if v == -cost then
     -- created by DECRBY (no counter, or one at 0)
     created[i], fresh = true, true
@@ -132,7 +171,7 @@ for i = 1, n do
   else
     counts[i] = base - v
     if v < -cost or counts[i] < cost then
-      redis.call('INCRBY', KEYS[i], ARGV[1])
+      redis.call('INCRBY', KEYS[i], costarg)
       back(i - 1)
       return redis.error_reply('ERR limiter corrupt counter: the key of limit ' .. i .. ' holds no counter')
     end
