@@ -178,12 +178,12 @@ func serverTimeVariants(b *testing.B, ctx context.Context, rdb *redis.Client, ad
 		return func(subject string) string { return prefix + subject }
 	}
 	floor := benchkit.GCRAFloorScript().Hash()
-	// the strategy's arguments: cost, peek, the emission interval in µs,
-	// the burst
+	// the strategy's arguments for a cost of 1, written: the emission
+	// interval in µs, the burst
 	interval := int64(time.Second/time.Microsecond) / gcraRate
 	return []benchkit.Variant{
 		raw("redis_rate", rrSHA, keyed(rrKeyPrefix), rrRest...),
-		raw("limiter", strategy.GCRAScript().Hash(), keyed("st-gcra:{"), 1, 0, interval, gcraBurst),
+		raw("limiter", strategy.GCRAScript().Hash(), keyed("st-gcra:{"), interval, gcraBurst),
 		raw("gcra-floor-3", floor, keyed("st-floor3:"), "3"),
 		raw("gcra-floor-2", floor, keyed("st-floor2:"), "2"),
 		raw("gcra-floor-1", floor, keyed("st-floor1:"), "1"),

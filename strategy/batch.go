@@ -71,10 +71,13 @@ func (SlidingLog) BatchResult(req limiter.Request, r store.Reply) (limiter.Resul
 // intArgs returns {cost, peek, a_1, b_1, ...} for req with (a_i, b_i) =
 // params(limit i), boxed for a store.Cmd.
 func intArgs(req limiter.Request, params func(limiter.Limit) (int64, int64, error)) ([]any, error) {
-	args := make([]any, 2, 2+2*len(req.Limits))
-	args[0], args[1] = req.Cost, int64(0)
-	if req.DryRun {
-		args[1] = int64(1)
+	args := make([]any, 0, 2+2*len(req.Limits))
+	if !compactArgs(req) { // else the limits' arguments alone
+		peek := int64(0)
+		if req.DryRun {
+			peek = 1
+		}
+		args = append(args, req.Cost, peek)
 	}
 	for _, l := range req.Limits {
 		a, b, err := params(l)

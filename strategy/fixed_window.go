@@ -58,7 +58,8 @@ func fixedWindowParams(l limiter.Limit) (rate, window int64, err error) {
 }
 
 // decideInts runs script, whose arguments are {cost, peek, a_1, b_1, a_2,
-// ...} with (a_i, b_i) = params(limit i) and whose integer reply bind
+// ...} with (a_i, b_i) = params(limit i), or {a_1, b_1, ...} alone for a
+// cost of 1 that writes (compactArgs), and whose integer reply bind
 // reads, with one pooled buffer for the
 // arguments and the reply: stores keep neither after a call (the
 // store.Store contract). After a failed call the buffer is left to the
@@ -70,10 +71,16 @@ func decideInts(ctx context.Context, st store.Store, req limiter.Request, script
 	if len(ints) < 2+2*n+1+3*n {
 		ints = make([]int64, 2+2*n+1+3*n)
 	}
-	args := ints[: 2+2*n : 2+2*n]
-	args[0], args[1] = req.Cost, 0
-	if req.DryRun {
-		args[1] = 1
+	head := 2
+	if compactArgs(req) {
+		head = 0
+	}
+	args := ints[: head+2*n : head+2*n]
+	if head == 2 {
+		args[0], args[1] = req.Cost, 0
+		if req.DryRun {
+			args[1] = 1
+		}
 	}
 	for i, l := range req.Limits {
 		a, b, err := params(l)
@@ -81,7 +88,7 @@ func decideInts(ctx context.Context, st store.Store, req limiter.Request, script
 			intBufs.Put(pb)
 			return limiter.Result{}, err
 		}
-		args[2+2*i], args[3+2*i] = a, b
+		args[head+2*i], args[head+1+2*i] = a, b
 	}
 	nums, err := script.RunInt64s(ctx, st, req.Keys, args, ints[len(args):len(args)])
 	if err != nil {
@@ -90,6 +97,14 @@ func decideInts(ctx context.Context, st store.Store, req limiter.Request, script
 	res, err := bind(nums, req)
 	intBufs.Put(pb)
 	return res, err
+}
+
+// compactArgs reports whether req is sent to a script of decideInts with
+// the limits' arguments alone: a cost of 1 that writes, the common call.
+// Each argument costs the server time (Redis makes a Lua string of it);
+// the scripts read a cost of 1, written, from their number.
+func compactArgs(req limiter.Request) bool {
+	return req.Cost == 1 && !req.DryRun
 }
 
 // bindCounts reads the {count_1, reset_ms_1, count_2, ...} reply that

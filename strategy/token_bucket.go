@@ -71,19 +71,27 @@ func checkBucket(l limiter.Limit) error {
 }
 
 // tokenBucketArgs returns the script's arguments for req, {cost, peek,
-// rate_1, period_µs_1, burst_1, ...}, with room for the reply after them.
+// rate_1, period_µs_1, burst_1, ...}, or the limits' arguments alone for
+// a cost of 1 that writes (compactArgs), with room for the reply after
+// them.
 func tokenBucketArgs(req limiter.Request) ([]int64, error) {
 	n := len(req.Limits)
-	args := make([]int64, 2+3*n, 2+3*n+1+3*n)
-	args[0] = req.Cost
-	if req.DryRun {
-		args[1] = 1
+	head := 2
+	if compactArgs(req) {
+		head = 0
+	}
+	args := make([]int64, head+3*n, head+3*n+1+3*n)
+	if head == 2 {
+		args[0] = req.Cost
+		if req.DryRun {
+			args[1] = 1
+		}
 	}
 	for i, l := range req.Limits {
 		if err := checkBucket(l); err != nil {
 			return nil, err
 		}
-		args[2+3*i], args[3+3*i], args[4+3*i] = l.Rate, l.Period.Microseconds(), burstOf(l)
+		args[head+3*i], args[head+1+3*i], args[head+2+3*i] = l.Rate, l.Period.Microseconds(), burstOf(l)
 	}
 	return args, nil
 }

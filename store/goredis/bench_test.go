@@ -137,7 +137,7 @@ func (e *benchEnv) limit() limiter.Limit { return limiter.PerSecond(e.rate) }
 // within the rate.
 func (e *benchEnv) raw(ctx context.Context, subject string) error {
 	key := e.prefix + ":{" + subject + benchRawSuffix
-	v, err := e.rdb.EvalSha(ctx, strategy.FixedWindowScript().Hash(), []string{key}, "1", "0", e.rate, e.windowMs).Int64()
+	v, err := e.rdb.EvalSha(ctx, strategy.FixedWindowScript().Hash(), []string{key}, e.rate, e.windowMs).Int64()
 	if err != nil {
 		return fmt.Errorf("raw: %w", err)
 	}
@@ -435,7 +435,7 @@ func BenchmarkDenyCache(b *testing.B) {
 		{Name: "raw", Decide: func(ctx context.Context, subject string) error {
 			// one limit of rate 1, a cost of 1: the reply is one integer,
 			// reset_ms * 3 + the count after INCRBY (2: denied)
-			v, err := e.rdb.EvalSha(ctx, sha, []string{"deny:{" + subject + "}:3600000ms"}, 1, 0, 1, 3600000).Int64()
+			v, err := e.rdb.EvalSha(ctx, sha, []string{"deny:{" + subject + "}:3600000ms"}, 1, 3600000).Int64()
 			if err == nil && v%3 != 2 {
 				err = fmt.Errorf("raw EVALSHA admitted %s: %v", subject, v)
 			}
@@ -513,16 +513,13 @@ func BenchmarkServerTime(b *testing.B) {
 		return err
 	}}
 	// rawFW is FixedWindow's script as a raw EVALSHA: one key per limit,
-	// the arguments {cost, peek, rate_1, window_1, ...}; want is the reply's
-	// length.
+	// the arguments {rate_1, window_1, ...} (a cost of 1, written, as the
+	// Limiter sends it); want is the reply's length.
 	rawFW := func(name string, want int, rateWindows ...int64) benchkit.Variant {
-		args := append([]any{1, 0}, func() []any {
-			var a []any
-			for _, v := range rateWindows {
-				a = append(a, v)
-			}
-			return a
-		}()...)
+		var args []any
+		for _, v := range rateWindows {
+			args = append(args, v)
+		}
 		return benchkit.Variant{Name: name, Decide: func(ctx context.Context, subject string) error {
 			keys := make([]string, len(rateWindows)/2)
 			for i := range keys {
@@ -677,7 +674,7 @@ func BenchmarkAllowMany(b *testing.B) {
 		b.ReportMetric(batched, "many-decisions/s")
 		b.ReportMetric(batched/single, "many-x-allow")
 		rps, err := benchkit.RedisBenchmark(e.rdb.Options().Addr, callers, perCall, 200000,
-			"EVALSHA", strategy.FixedWindowScript().Hash(), "1", "limiter:{rb:__rand_int__}:1000ms", "1", "0", strconv.FormatInt(e.rate, 10), "1000")
+			"EVALSHA", strategy.FixedWindowScript().Hash(), "1", "limiter:{rb:__rand_int__}:1000ms", strconv.FormatInt(e.rate, 10), "1000")
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -142,7 +142,7 @@ func (e *benchEnv) limit() limiter.Limit { return limiter.PerSecond(e.rate) }
 func (e *benchEnv) raw(_ context.Context, subject string) error {
 	key := e.prefix + ":{" + subject + benchRawSuffix
 	c := e.pool.Get()
-	v, err := redis.Int64(c.Do("EVALSHA", strategy.FixedWindowScript().Hash(), 1, key, "1", "0", e.rate, e.windowMs))
+	v, err := redis.Int64(c.Do("EVALSHA", strategy.FixedWindowScript().Hash(), 1, key, e.rate, e.windowMs))
 	_ = c.Close()
 	if err != nil {
 		return fmt.Errorf("raw: %w", err)

@@ -153,7 +153,7 @@ func (e *benchEnv) limit() limiter.Limit { return limiter.PerSecond(e.rate) }
 func (e *benchEnv) raw(ctx context.Context, subject string) error {
 	key := e.prefix + ":{" + subject + benchRawSuffix
 	cmd := e.c.B().Evalsha().Sha1(e.sha).Numkeys(1).Key(key).
-		Arg("1", "0", strconv.FormatInt(e.rate, 10), strconv.FormatInt(e.windowMs, 10)).Build()
+		Arg(strconv.FormatInt(e.rate, 10), strconv.FormatInt(e.windowMs, 10)).Build()
 	v, err := e.c.Do(ctx, cmd).AsInt64()
 	if err != nil {
 		return fmt.Errorf("raw: %w", err)
@@ -167,7 +167,7 @@ func (e *benchEnv) raw(ctx context.Context, subject string) error {
 // goredisRaw is the same hand-written call through go-redis.
 func (e *benchEnv) goredisRaw(ctx context.Context, subject string) error {
 	key := e.prefix + ":{" + subject + benchRawSuffix
-	v, err := e.rdb.EvalSha(ctx, e.sha, []string{key}, "1", "0", e.rate, e.windowMs).Int64()
+	v, err := e.rdb.EvalSha(ctx, e.sha, []string{key}, e.rate, e.windowMs).Int64()
 	if err != nil {
 		return fmt.Errorf("go-redis raw: %w", err)
 	}
@@ -238,7 +238,7 @@ func BenchmarkAllowMany(b *testing.B) {
 			}
 			mine = append(mine, float64(n*perCall)/d.Seconds())
 			rps, err := benchkit.RedisBenchmark(addr, callers, perCall, 200000,
-				"EVALSHA", e.sha, "1", "limiter:{rb:__rand_int__}:1000ms", "1", "0", strconv.FormatInt(e.rate, 10), "1000")
+				"EVALSHA", e.sha, "1", "limiter:{rb:__rand_int__}:1000ms", strconv.FormatInt(e.rate, 10), "1000")
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -5,6 +5,10 @@
 -- ARGV[2]        "1": decide but write nothing (peek); "0": decide and write
 -- ARGV[1+2i]     rate of limit i
 -- ARGV[2+2i]     window of limit i, in milliseconds
+-- or, for a cost of 1 written (the common call: each argument costs the
+-- server time), the limits' arguments alone:
+-- ARGV[2i-1]     rate of limit i
+-- ARGV[2i]       window of limit i, in milliseconds
 --
 -- Returns {allowed, remaining_1, reset_ms_1, retry_ms_1, remaining_2, ...}
 -- for a peek, a cost of 0 or a cost above a rate; a call that writes a cost
@@ -28,36 +32,47 @@
 -- and the call leaves every counter as it found it: the general path reads
 -- and checks every counter before writing; the paths that count first take
 -- back what they added.
-local cost = tonumber(ARGV[1])
-local write = ARGV[2] == '0' and cost > 0
 local n = #KEYS
+-- o: where the limits' arguments start (ARGV[o + 2i - 1], ARGV[o + 2i])
+local o, cost, costarg, write = 0, 1, '1', true
+if #ARGV ~= 2 * n then
+  o, costarg = 2, ARGV[1]
+  cost = tonumber(costarg)
+  write = ARGV[2] == '0' and cost > 0
+end
 
 -- The common call, one limit that writes a cost that can fit, counts first
--- and asks questions after: INCRBY (which refuses a key that is not a
+-- and asks questions after: INCR or INCRBY (which refuses a key that is not a
 -- string or not an integer, before writing), the expiry only when the
 -- counter is new or has none (or one beyond its window), and the count
 -- taken back when it went over. Returns {count, reset_ms}: the count after
--- INCRBY (over the rate: denied, and taken back), which the caller reads
+-- counting (over the rate: denied, and taken back), which the caller reads
 -- against the rate and cost it sent; or, when it fits, the same as one
 -- integer, reset_ms * (2 * rate + 1) + count.
-local rate = n == 1 and write and tonumber(ARGV[3])
+local rate = n == 1 and write and ARGV[o + 1] + 0
 if rate and cost <= rate then
   local key = KEYS[1]
-  local c = redis.call('INCRBY', key, ARGV[1])
+  local c
+  if o == 0 then
+    c = redis.call('INCR', key)
+  else
+    c = redis.call('INCRBY', key, costarg)
+  end
   if c < cost or c > 9007199254740991 then
     -- negative or beyond 2^53 - 1 before this call: not a counter
-    redis.call('DECRBY', key, ARGV[1])
+    redis.call('DECRBY', key, costarg)
     return redis.error_reply('ERR limiter corrupt counter: the key of limit 1 holds no counter')
   end
+  local window = ARGV[o + 2] + 0
   local ttl = redis.call('PTTL', key)
-  if ttl < 0 or ttl > tonumber(ARGV[4]) then
-    redis.call('PEXPIRE', key, ARGV[4])
-    ttl = tonumber(ARGV[4])
+  if ttl < 0 or ttl > window then
+    redis.call('PEXPIRE', key, ARGV[o + 2])
+    ttl = window
   elseif ttl == 0 then
     ttl = 1 -- less than a millisecond left
   end
   if c > rate then
-    redis.call('DECRBY', key, ARGV[1])
+    redis.call('DECRBY', key, costarg)
   end
   -- {c, ttl} as one integer when it fits below 2^52 (no table to build):
   -- reset_ms * (2 * rate + 1) + count, the count being at most the rate
@@ -76,7 +91,7 @@ end
 -- created is deleted) and fails. Returns {count_1, reset_ms_1, count_2, ...}.
 local fits = write
 for i = 1, n do
-  if not fits or cost > tonumber(ARGV[1 + 2 * i]) then
+  if not fits or cost > tonumber(ARGV[o - 1 + 2 * i]) then
     fits = false
     break
   end
@@ -87,15 +102,15 @@ if fits then
     if counts[i] == cost then
       redis.call('DEL', KEYS[i])
     else
-      redis.call('DECRBY', KEYS[i], ARGV[1])
+      redis.call('DECRBY', KEYS[i], costarg)
     end
   end
   local over = false
   for i = 1, n do
-    local c = redis.pcall('INCRBY', KEYS[i], ARGV[1])
+    local c = redis.pcall('INCRBY', KEYS[i], costarg)
     local bad = type(c) ~= 'number'
     if not bad and (c < cost or c > 9007199254740991) then
-      redis.call('DECRBY', KEYS[i], ARGV[1])
+      redis.call('DECRBY', KEYS[i], costarg)
       bad = true
       c = redis.error_reply('ERR limiter corrupt counter: the key of limit ' .. i .. ' holds no counter')
     end
@@ -106,13 +121,13 @@ if fits then
       return c
     end
     counts[i] = c
-    if c > tonumber(ARGV[1 + 2 * i]) then
+    if c > tonumber(ARGV[o - 1 + 2 * i]) then
       over = true
     end
   end
   local out = {}
   for i = 1, n do
-    local window = tonumber(ARGV[2 + 2 * i])
+    local window = tonumber(ARGV[o + 2 * i])
     local ttl = window
     if over and counts[i] == cost then
       redis.call('DEL', KEYS[i]) -- created by this call: as if never counted
@@ -125,7 +140,7 @@ if fits then
         ttl = 1
       end
       if over then
-        redis.call('DECRBY', KEYS[i], ARGV[1])
+        redis.call('DECRBY', KEYS[i], costarg)
       end
     end
     out[2 * i - 1] = counts[i]
@@ -138,8 +153,8 @@ local counts, ttls, exists, repair = {}, {}, {}, {}
 local allowed = 1
 
 for i = 1, n do
-  local rate = tonumber(ARGV[1 + 2 * i])
-  local window = tonumber(ARGV[2 + 2 * i])
+  local rate = tonumber(ARGV[o - 1 + 2 * i])
+  local window = tonumber(ARGV[o + 2 * i])
   local count = 0
   local ttl = window
   local v = redis.call('GET', KEYS[i])
@@ -167,7 +182,7 @@ end
 if write then
   for i = 1, n do
     if repair[i] then
-      redis.call('PEXPIRE', KEYS[i], ARGV[2 + 2 * i])
+      redis.call('PEXPIRE', KEYS[i], ARGV[o + 2 * i])
     end
   end
 end
@@ -175,16 +190,16 @@ end
 if allowed == 1 and write then
   for i = 1, n do
     if exists[i] then
-      redis.call('INCRBY', KEYS[i], ARGV[1])
+      redis.call('INCRBY', KEYS[i], costarg)
     else
-      redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2 + 2 * i])
+      redis.call('SET', KEYS[i], costarg, 'PX', ARGV[o + 2 * i])
     end
   end
 end
 
 local out = {allowed}
 for i = 1, n do
-  local rate = tonumber(ARGV[1 + 2 * i])
+  local rate = tonumber(ARGV[o - 1 + 2 * i])
   local used = counts[i]
   if allowed == 1 and write then
     used = used + cost

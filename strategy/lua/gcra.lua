@@ -9,6 +9,8 @@
 -- ARGV[1+2i]     emission interval of limit i (Period / Rate), in whole
 --                microseconds, >= 1
 -- ARGV[2+2i]     burst of limit i: the most cost admitted at once, >= 1
+-- or, for a cost of 1 written (the common call: each argument costs the
+-- server time), the limits' arguments alone: ARGV[2i-1] and ARGV[2i]
 --
 -- Returns {allowed, remaining_1, reset_ms_1, retry_ms_1, remaining_2, ...}
 -- (for one limit that admits, reset_ms * (burst + 1) + remaining as one
@@ -33,14 +35,19 @@
 -- needs no redis.replicate_commands.)
 local t = redis.call('TIME')
 local now = t[1] * 1000000 + t[2]
-local cost = tonumber(ARGV[1])
+-- o: where the limits' arguments start (ARGV[o + 2i - 1], ARGV[o + 2i])
+local o, cost, write = 0, 1, true
+if #ARGV ~= 2 * #KEYS then
+  o, cost = 2, tonumber(ARGV[1])
+  write = ARGV[2] == '0' and cost > 0
+end
 
 -- The common call, one limit that admits, without tables. Anything else
 -- (a denial, a corrupt state, several limits) takes the general path below,
 -- which reuses the value read here (false: no key; nil: not read).
 local first
 if #KEYS == 1 then
-  local interval, burst = tonumber(ARGV[3]), tonumber(ARGV[4])
+  local interval, burst = tonumber(ARGV[o + 1]), tonumber(ARGV[o + 2])
   local tat = now
   first = redis.call('GET', KEYS[1])
   local v = first
@@ -55,7 +62,7 @@ if #KEYS == 1 then
     tat = nil
   end
   if tat and cost <= burst and (tat - now) + cost * interval <= burst * interval then
-    if ARGV[2] == '0' and cost > 0 then
+    if write then
       tat = tat + cost * interval
       redis.call('SET', KEYS[1], tat, 'PX', math.floor((tat - now + 999) / 1000))
     end
@@ -70,14 +77,13 @@ if #KEYS == 1 then
     return {1, remaining, reset, 0}
   end
 end
-local write = ARGV[2] == '0' and cost > 0
 local n = #KEYS
 local tats, news, exists, clamped = {}, {}, {}, {}
 local allowed = 1
 
 for i = 1, n do
-  local interval = tonumber(ARGV[1 + 2 * i])
-  local burst = tonumber(ARGV[2 + 2 * i])
+  local interval = tonumber(ARGV[o - 1 + 2 * i])
+  local burst = tonumber(ARGV[o + 2 * i])
   local tat = now
   local v = first
   if i > 1 or v == nil then
@@ -134,8 +140,8 @@ end
 
 local out = {allowed}
 for i = 1, n do
-  local interval = tonumber(ARGV[1 + 2 * i])
-  local burst = tonumber(ARGV[2 + 2 * i])
+  local interval = tonumber(ARGV[o - 1 + 2 * i])
+  local burst = tonumber(ARGV[o + 2 * i])
   local tat = tats[i]
   if allowed == 1 and write then
     tat = news[i]

@@ -10,6 +10,8 @@
 -- ARGV[2]        "1": decide but write nothing (peek); "0": decide and write
 -- ARGV[1+2i]     rate R of limit i
 -- ARGV[2+2i]     period P of limit i, in milliseconds (R * P <= 2^51)
+-- or, for a cost of 1 written (the common call: each argument costs the
+-- server time), the limits' arguments alone: ARGV[2i-1] and ARGV[2i]
 --
 -- A window starts with the first request of an idle limit and lasts P;
 -- the next one starts where it ends. At e milliseconds into a window the
@@ -32,8 +34,12 @@
 -- zero: at the end of the window after the one it last counted in.
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
-local cost = tonumber(ARGV[1])
-local write = ARGV[2] == '0' and cost > 0
+-- o: where the limits' arguments start (ARGV[o + 2i - 1], ARGV[o + 2i])
+local o, cost, write = 0, 1, true
+if #ARGV ~= 2 * #KEYS then
+  o, cost = 2, tonumber(ARGV[1])
+  write = ARGV[2] == '0' and cost > 0
+end
 local n = #KEYS
 
 -- The common call, one limit whose state is fresh or plain and that
@@ -41,7 +47,7 @@ local n = #KEYS
 -- which reuses the value read here (false: no key; nil: not read).
 local first
 if n == 1 and write then
-  local rate, period = tonumber(ARGV[3]), tonumber(ARGV[4])
+  local rate, period = tonumber(ARGV[o + 1]), tonumber(ARGV[o + 2])
   first = redis.call('GET', KEYS[1])
   local s, c, p = now, 0, 0
   local ok = not first
@@ -100,7 +106,7 @@ local function div(a, b)
 end
 
 for i = 1, n do
-  local rate, period = tonumber(ARGV[1 + 2 * i]), tonumber(ARGV[2 + 2 * i])
+  local rate, period = tonumber(ARGV[o - 1 + 2 * i]), tonumber(ARGV[o + 2 * i])
   local s, c, p = now, 0, 0
   local v = first
   if i > 1 or v == nil then
@@ -144,7 +150,7 @@ end
 
 local out = {allowed}
 for i = 1, n do
-  local rate, period = tonumber(ARGV[1 + 2 * i]), tonumber(ARGV[2 + 2 * i])
+  local rate, period = tonumber(ARGV[o - 1 + 2 * i]), tonumber(ARGV[o + 2 * i])
   local s, c, p = starts[i], counts[i], prevs[i]
   local e = math.max(now - s, 0)
   local retry = 0

@@ -11,6 +11,9 @@
 -- ARGV[3i]       rate R of limit i (tokens per period)
 -- ARGV[3i+1]     period P of limit i, in microseconds
 -- ARGV[3i+2]     capacity (burst) B of limit i, in tokens
+-- or, for a cost of 1 written (the common call: each argument costs the
+-- server time), the limits' arguments alone: ARGV[3i-2], ARGV[3i-1] and
+-- ARGV[3i]
 --
 -- Returns {allowed, remaining_1, reset_ms_1, retry_ms_1, remaining_2, ...}
 -- (for one limit that admits, reset_ms * (B + 1) + remaining as one
@@ -32,8 +35,13 @@
 -- when it is full again (a full bucket is deleted).
 local t = redis.call('TIME')
 local now = t[1] * 1000000 + t[2]
-local cost = tonumber(ARGV[1])
-local write = ARGV[2] == '0' and cost > 0
+-- o: where the limits' arguments start (ARGV[o + 3i - 2] is limit i's
+-- rate)
+local o, cost, write = 0, 1, true
+if #ARGV ~= 3 * #KEYS then
+  o, cost = 2, tonumber(ARGV[1])
+  write = ARGV[2] == '0' and cost > 0
+end
 local n = #KEYS
 
 -- a decimal integer as written by this script: no sign, no leading zero
@@ -74,7 +82,7 @@ end
 -- no key; nil: not read).
 local first
 if n == 1 and write then
-  local rate, period, cap = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+  local rate, period, cap = tonumber(ARGV[o + 1]), tonumber(ARGV[o + 2]), tonumber(ARGV[o + 3])
   local full = cap * period
   first = redis.call('GET', KEYS[1])
   local s = full
@@ -109,7 +117,7 @@ local scaled, exists = {}, {}
 local allowed = 1
 
 for i = 1, n do
-  local rate, period, cap = tonumber(ARGV[3 * i]), tonumber(ARGV[3 * i + 1]), tonumber(ARGV[3 * i + 2])
+  local rate, period, cap = tonumber(ARGV[o - 2 + 3 * i]), tonumber(ARGV[o - 1 + 3 * i]), tonumber(ARGV[o + 3 * i])
   local full = cap * period
   local s = full
   local v = first
@@ -135,7 +143,7 @@ end
 
 local out = {allowed}
 for i = 1, n do
-  local rate, period, cap = tonumber(ARGV[3 * i]), tonumber(ARGV[3 * i + 1]), tonumber(ARGV[3 * i + 2])
+  local rate, period, cap = tonumber(ARGV[o - 2 + 3 * i]), tonumber(ARGV[o - 1 + 3 * i]), tonumber(ARGV[o + 3 * i])
   local full = cap * period
   local s = scaled[i]
   if allowed == 1 and write then
