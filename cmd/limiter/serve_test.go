@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -333,12 +332,7 @@ func TestServeCleansItsHash(t *testing.T) {
 // TestServeRedisDown: with -fail-mode closed and Redis unreachable, a
 // request gets 503 with Retry-After, promptly.
 func TestServeRedisDown(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := ln.Addr().String()
-	_ = ln.Close()
+	dead := redistest.RefusedAddr(t)
 	path := filepath.Join(t.TempDir(), "rules.json")
 	if err := os.WriteFile(path, []byte(`{"default":[{"name":"qps","rate":5,"period":"1s"}]}`), 0o600); err != nil {
 		t.Fatal(err)

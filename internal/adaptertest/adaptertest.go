@@ -8,7 +8,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"syscall"
 	"testing"
@@ -180,12 +179,7 @@ func idleClosed(t *testing.T, d conformance.Dialer, addr string) {
 // error), matches context.DeadlineExceeded when it ended at the deadline,
 // and is not store.ErrUnknownOutcome: nothing was sent.
 func Unreachable(t *testing.T, plain conformance.Dialer, overTLS conformance.TLSDialer) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := ln.Addr().String()
-	ln.Close()
+	closed := redistest.RefusedAddr(t)
 	s := redistest.StartTLSServer(t)
 	cases := []struct {
 		name  string

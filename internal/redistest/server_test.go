@@ -8,6 +8,7 @@ import (
 	"net"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -180,5 +181,21 @@ func TestTLSProxy(t *testing.T) {
 	}
 	if got := p.Commands()["INCR"]; got != 2 {
 		t.Fatalf("proxy forwarded %d INCR, want 2", got)
+	}
+}
+
+// TestRefusedAddr: a connection to RefusedAddr is refused, and the port
+// stays taken (another listener cannot have it) while the test runs.
+func TestRefusedAddr(t *testing.T) {
+	addr := redistest.RefusedAddr(t)
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		_ = c.Close()
+		t.Fatalf("dial %s succeeded; want refused", addr)
+	} else if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("dial %s: %v; want ECONNREFUSED", addr, err)
+	}
+	if ln, err := net.Listen("tcp", addr); err == nil {
+		_ = ln.Close()
+		t.Fatalf("listen on %s succeeded; want the port taken", addr)
 	}
 }
