@@ -69,7 +69,8 @@ func (SlidingLog) BatchResult(req limiter.Request, r store.Reply) (limiter.Resul
 }
 
 // intArgs returns {cost, peek, a_1, b_1, ...} for req with (a_i, b_i) =
-// params(limit i), boxed for a store.Cmd.
+// params(limit i), or {a_1, b_1, ...} alone for a cost of 1 that writes
+// (compactArgs), boxed for a store.Cmd.
 func intArgs(req limiter.Request, params func(limiter.Limit) (int64, int64, error)) ([]any, error) {
 	args := make([]any, 0, 2+2*len(req.Limits))
 	if !compactArgs(req) { // else the limits' arguments alone

@@ -324,11 +324,8 @@ type BatchOneCost struct{ strategy.FixedWindow }
 
 // BatchScript implements limiter.ScriptStrategy, wrongly.
 func (s BatchOneCost) BatchScript(req limiter.Request) (*store.Script, []any, error) {
-	script, args, err := s.FixedWindow.BatchScript(req)
-	if err == nil {
-		args[0] = int64(1)
-	}
-	return script, args, err
+	req.Cost = 1
+	return s.FixedWindow.BatchScript(req)
 }
 
 //go:embed lua/float_token_bucket.lua

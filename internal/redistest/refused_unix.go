@@ -15,7 +15,14 @@ import (
 // (another package's redis-server, in a parallel test run) took it.
 func RefusedAddr(t testing.TB) string {
 	t.Helper()
+	// close-on-exec, set under ForkLock as package net does, so that a
+	// child started meanwhile (a redis-server) does not keep the port
+	syscall.ForkLock.RLock()
 	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err == nil {
+		syscall.CloseOnExec(fd)
+	}
+	syscall.ForkLock.RUnlock()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -105,7 +105,8 @@ local cost = tonumber(costarg)
 
 -- Every key names its window (this script's caller names its keys so),
 -- checked before the other limits are counted; a cost already taken is
--- given back.
+-- given back. The common calls above do not look: a counter that exists
+-- was created by a call that got here.
 for i = 1, n do
   if not string.match(KEYS[i], ':[1-9]%d*:%d+$') then
     if first == -cost then
