@@ -27,7 +27,7 @@ func readmeACL(t *testing.T) map[string][]string {
 	}
 	rows := map[string][]string{}
 	in := false
-	row := regexp.MustCompile("^\\s*\\| `?([^|`]+?)`? \\| `([A-Z ]+)` \\|$")
+	row := regexp.MustCompile("^\\s*\\| `?([^|`]+?)`? \\| `([A-Z|\\\\ ]+)` \\|$")
 	for _, line := range strings.Split(string(b), "\n") {
 		if strings.Contains(line, "| strategy | commands its user needs |") {
 			in = true
@@ -43,7 +43,8 @@ func readmeACL(t *testing.T) map[string][]string {
 		if m == nil {
 			break
 		}
-		rows[m[1]] = strings.Fields(m[2])
+		// a pipe in a table cell is escaped, even in code (CLUSTER\|SLOTS)
+		rows[m[1]] = strings.Fields(strings.ReplaceAll(m[2], `\|`, "|"))
 	}
 	if len(rows) == 0 {
 		t.Fatal("README: no ACL table")
@@ -73,7 +74,7 @@ func TestACLCommandsInREADME(t *testing.T) {
 		"SlidingLog":    strategy.NewSlidingLog(),
 	}
 	for name := range rows {
-		if _, ok := strategies[name]; !ok && name != "Concurrency" && name != "with WithQuotaLease" {
+		if _, ok := strategies[name]; !ok && name != "Concurrency" && name != "with WithQuotaLease" && name != "on a Cluster" {
 			t.Errorf("README's ACL table lists %q, which this test does not know", name)
 		}
 	}
