@@ -4,7 +4,6 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -250,21 +249,10 @@ func (a *AlignedWindow) ResetRequest(ctx context.Context, st store.Store, req li
 // of a limit whose key is key (limiter.Key): key + ":" + the period in
 // milliseconds + ":" + index. Tools and tests use it to inspect counters.
 func AlignedWindowKey(key string, period time.Duration, index int64) string {
-	return alignedKey(key, period.Milliseconds(), index)
+	return alignedKey(key, max(period.Milliseconds(), 0), index)
 }
 
 // alignedKey is key + ":" + period + ":" + idx, the period in milliseconds:
 // AlignedWindow's script reads a window's bounds from its key, so that the
 // common call sends the fewest arguments.
-func alignedKey(key string, period, idx int64) string {
-	var arr [112]byte
-	buf := arr[:0]
-	if len(key)+42 > len(arr) {
-		buf = make([]byte, 0, len(key)+42)
-	}
-	buf = append(buf, key...)
-	buf = append(buf, ':')
-	buf = strconv.AppendInt(buf, period, 10)
-	buf = append(buf, ':')
-	return string(strconv.AppendInt(buf, idx, 10))
-}
+func alignedKey(key string, period, idx int64) string { return windowKey(key, period, idx) }

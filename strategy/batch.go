@@ -70,15 +70,12 @@ func (SlidingLog) BatchResult(req limiter.Request, r store.Reply) (limiter.Resul
 
 // intArgs returns {cost, peek, a_1, b_1, ...} for req with (a_i, b_i) =
 // params(limit i), or {a_1, b_1, ...} alone for a cost of 1 that writes
-// (compactArgs), boxed for a store.Cmd.
+// (argHead), boxed for a store.Cmd.
 func intArgs(req limiter.Request, params func(limiter.Limit) (int64, int64, error)) ([]any, error) {
-	args := make([]any, 0, 2+2*len(req.Limits))
-	if !compactArgs(req) { // else the limits' arguments alone
-		peek := int64(0)
-		if req.DryRun {
-			peek = 1
-		}
-		args = append(args, req.Cost, peek)
+	h, head := argHead(req)
+	args := make([]any, 0, head+2*len(req.Limits))
+	for _, v := range h[:head] {
+		args = append(args, v)
 	}
 	for _, l := range req.Limits {
 		a, b, err := params(l)

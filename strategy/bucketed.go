@@ -282,11 +282,7 @@ func (bs *buckets) stamp(req limiter.Request, serverUs int64) {
 		idx := ms / l.Period.Milliseconds()
 		if bs.keys[i] == "" || bs.idx[i] != idx {
 			bs.idx[i] = idx
-			if bs.aligned {
-				bs.keys[i] = alignedKey(req.Keys[i], l.Period.Milliseconds(), idx)
-			} else {
-				bs.keys[i] = bucketKey(req.Keys[i], idx)
-			}
+			bs.keys[i] = windowName(req.Keys[i], l, idx, bs.aligned)
 		}
 	}
 }
@@ -294,14 +290,31 @@ func (bs *buckets) stamp(req limiter.Request, serverUs int64) {
 // bucketKey is key + ":" + idx. The limiter's key never ends in a decimal
 // number after a colon that the index could be confused with: the index is
 // always the part after the last colon.
-func bucketKey(key string, idx int64) string {
-	var arr [96]byte
+func bucketKey(key string, idx int64) string { return windowKey(key, -1, idx) }
+
+// windowName is the counter of limit l's window idx for its key: as
+// AlignedWindow names it when aligned (alignedKey), else as Bucketed does.
+func windowName(key string, l limiter.Limit, idx int64, aligned bool) string {
+	if aligned {
+		return alignedKey(key, l.Period.Milliseconds(), idx)
+	}
+	return bucketKey(key, idx)
+}
+
+// windowKey is key + ":" + period + ":" + idx, or key + ":" + idx for a
+// negative period, in one allocation.
+func windowKey(key string, period, idx int64) string {
+	var arr [112]byte
 	buf := arr[:0]
-	if len(key)+21 > len(arr) {
-		buf = make([]byte, 0, len(key)+21)
+	if len(key)+42 > len(arr) {
+		buf = make([]byte, 0, len(key)+42)
 	}
 	buf = append(buf, key...)
 	buf = append(buf, ':')
+	if period >= 0 {
+		buf = strconv.AppendInt(buf, period, 10)
+		buf = append(buf, ':')
+	}
 	return string(strconv.AppendInt(buf, idx, 10))
 }
 
@@ -714,11 +727,7 @@ func (b *epochClock) resetWindows(ctx context.Context, st store.Store, req limit
 	for i, l := range req.Limits {
 		idx := now / 1000 / l.Period.Milliseconds()
 		for d := int64(-1); d <= 1; d++ {
-			if aligned {
-				args = append(args, alignedKey(req.Keys[i], l.Period.Milliseconds(), idx+d))
-			} else {
-				args = append(args, bucketKey(req.Keys[i], idx+d))
-			}
+			args = append(args, windowName(req.Keys[i], l, idx+d, aligned))
 		}
 	}
 	rs, err := st.Do(ctx, store.Cmd{Name: "DEL", Args: args})

@@ -59,7 +59,7 @@ func fixedWindowParams(l limiter.Limit) (rate, window int64, err error) {
 
 // decideInts runs script, whose arguments are {cost, peek, a_1, b_1, a_2,
 // ...} with (a_i, b_i) = params(limit i), or {a_1, b_1, ...} alone for a
-// cost of 1 that writes (compactArgs), and whose integer reply bind
+// cost of 1 that writes (argHead), and whose integer reply bind
 // reads, with one pooled buffer for the
 // arguments and the reply: stores keep neither after a call (the
 // store.Store contract). After a failed call the buffer is left to the
@@ -71,17 +71,9 @@ func decideInts(ctx context.Context, st store.Store, req limiter.Request, script
 	if len(ints) < 2+2*n+1+3*n {
 		ints = make([]int64, 2+2*n+1+3*n)
 	}
-	head := 2
-	if compactArgs(req) {
-		head = 0
-	}
+	h, head := argHead(req)
 	args := ints[: head+2*n : head+2*n]
-	if head == 2 {
-		args[0], args[1] = req.Cost, 0
-		if req.DryRun {
-			args[1] = 1
-		}
-	}
+	copy(args, h[:head])
 	for i, l := range req.Limits {
 		a, b, err := params(l)
 		if err != nil {
@@ -99,12 +91,20 @@ func decideInts(ctx context.Context, st store.Store, req limiter.Request, script
 	return res, err
 }
 
-// compactArgs reports whether req is sent to a script of decideInts with
-// the limits' arguments alone: a cost of 1 that writes, the common call.
-// Each argument costs the server time (Redis makes a Lua string of it);
-// the scripts read a cost of 1, written, from their number.
-func compactArgs(req limiter.Request) bool {
-	return req.Cost == 1 && !req.DryRun
+// argHead returns the arguments the scripts of decideInts and TokenBucket's
+// take before the limits', and how many: {cost, peek}, or none for a cost
+// of 1 that writes, the common call. Each argument costs the server time
+// (Redis makes a Lua string of it); the scripts tell the two forms apart
+// by their number.
+func argHead(req limiter.Request) (head [2]int64, n int) {
+	if req.Cost == 1 && !req.DryRun {
+		return head, 0
+	}
+	head[0] = req.Cost
+	if req.DryRun {
+		head[1] = 1
+	}
+	return head, 2
 }
 
 // bindCounts reads the {count_1, reset_ms_1, count_2, ...} reply that

@@ -72,21 +72,13 @@ func checkBucket(l limiter.Limit) error {
 
 // tokenBucketArgs returns the script's arguments for req, {cost, peek,
 // rate_1, period_µs_1, burst_1, ...}, or the limits' arguments alone for
-// a cost of 1 that writes (compactArgs), with room for the reply after
+// a cost of 1 that writes (argHead), with room for the reply after
 // them.
 func tokenBucketArgs(req limiter.Request) ([]int64, error) {
 	n := len(req.Limits)
-	head := 2
-	if compactArgs(req) {
-		head = 0
-	}
+	h, head := argHead(req)
 	args := make([]int64, head+3*n, head+3*n+1+3*n)
-	if head == 2 {
-		args[0] = req.Cost
-		if req.DryRun {
-			args[1] = 1
-		}
-	}
+	copy(args, h[:head])
 	for i, l := range req.Limits {
 		if err := checkBucket(l); err != nil {
 			return nil, err
