@@ -250,7 +250,7 @@ func Optimistic() Spec {
 }
 
 // GCRA is the Spec of strategy.GCRA: exact, on the server's clock, quota
-// refilled one unit every Period/Rate.
+// refilled one unit every Period/Rate; Redis 6.2 or later.
 func GCRA() Spec {
 	return Spec{
 		Name:       "GCRA",
@@ -260,6 +260,7 @@ func GCRA() Spec {
 		Commit:     "EVALSHA",
 		RoundTrips: 1,
 		Scripts:    true,
+		MinVersion: "6.2.0",
 	}
 }
 

@@ -33,24 +33,35 @@ const MaxRefill = 100 * 365 * 24 * time.Hour
 // Guarantees:
 //   - atomic: one Lua script, one round trip, all limits of a call decided
 //     together; a request denied by any limit consumes nothing from any;
-//   - exact: in any interval of length d, at most Burst + ⌊d·Rate/Period⌋
-//     is admitted, however many callers contend (no boundary bursts);
+//   - exact on the server's clock: in any interval of length d by that
+//     clock, at most Burst + ⌊d·Rate/Period⌋ is admitted, however many
+//     callers contend (no boundary bursts). A limit whose emission
+//     interval is a whole number of milliseconds (10/s, 100/min: most
+//     limits) is decided on the clock Redis expires keys by, read in whole
+//     milliseconds; any other on TIME, in microseconds;
 //   - RetryAfter and ResetAfter are exact to the millisecond (rounded up):
 //     a denied request retried after RetryAfter fits, unless others took
 //     the quota first; a cost above Burst is never admitted (RetryAfter -1);
-//   - state: one key per limit holding the theoretical arrival time as an
-//     integer count of microseconds, so there is no floating-point drift;
-//     the key expires when the limit is full again (never later than the
-//     time to refill the whole burst);
+//   - state: one key per limit, expiring when the limit is full again
+//     (never later than the time to refill the whole burst). For an
+//     interval of whole milliseconds the key's expiry is the state (the
+//     theoretical arrival time), and a call makes one PTTL and one SET;
+//     for any other the key holds the theoretical arrival time as an
+//     integer count of microseconds, so there is no floating-point drift.
+//     A limit whose rate changes reads the other form as no less used than
+//     it was (at most a millisecond more);
 //   - a key that holds anything else is limiter.ErrCorruptCounter, and the
-//     call writes nothing to any limit;
-//   - time source: the Redis server's TIME, never the app server's clock;
+//     call leaves every key as it found it; a key stripped of its TTL by
+//     hand is read as no less used than when it was last written, and gets
+//     its TTL back at the next call;
+//   - time source: the Redis server's clock, never the app server's;
 //   - the emission interval is rounded up to a whole microsecond, so the
 //     rate is never exceeded; a limit of more than one unit per
 //     microsecond, or whose burst takes longer than MaxRefill to refill, is
 //     limiter.ErrInvalidLimit, returned before any I/O;
 //   - keys per decision: one per limit, in one Cluster slot;
-//   - Redis 5.0 or later (or a server that runs Lua, such as miniredis).
+//   - Redis 6.2 or later (SET's GET option), or a server that runs Lua,
+//     such as miniredis.
 type GCRA struct{}
 
 // NewGCRA returns the GCRA strategy.

@@ -14,8 +14,8 @@ import (
 
 // TestGCRAExact walks a limit of 10/s (burst 10) on miniredis' virtual
 // clock: the burst, then one unit every 100 ms, with the exact RetryAfter,
-// ResetAfter and Remaining, the state in whole microseconds and the key
-// living until the limit is full again.
+// ResetAfter and Remaining, and the key living until the limit is full
+// again (its expiry is the state: an interval of whole milliseconds).
 func TestGCRAExact(t *testing.T) {
 	m, st := newMini(t)
 	lim := newLim(t, st, strategy.NewGCRA())
@@ -31,9 +31,8 @@ func TestGCRAExact(t *testing.T) {
 	if got := pttl(t, m, key); got != time.Second {
 		t.Errorf("TTL after the burst = %s, want 1s (until the limit is full again)", got)
 	}
-	v, _ := m.Get(key)
-	if want := strconv.FormatInt(m.Now().Add(time.Second).UnixMicro(), 10); v != want {
-		t.Errorf("state = %q, want the TAT %q in microseconds", v, want)
+	if v, _ := m.Get(key); v != "1000" {
+		t.Errorf("state = %q, want the milliseconds until full as written, 1000", v)
 	}
 	r, err := lim.Allow(ctx, "g", l)
 	if err != nil || r.Allowed || r.RetryAfter != 100*time.Millisecond || r.Remaining != 0 {
@@ -121,8 +120,14 @@ func TestGCRAFarDates(t *testing.T) {
 			interval := (l.Period.Microseconds() + l.Rate - 1) / l.Rate
 			key, _ := limiter.Key("t", "d", l)
 			v, _ := m.Get(key)
-			if want := strconv.FormatInt(at.UnixMicro()+interval, 10); v != want {
-				t.Errorf("%s at %s: state %q, want %q", l, at, v, want)
+			// the TAT in microseconds, or for whole milliseconds the time
+			// until it, in milliseconds
+			state := strconv.FormatInt(at.UnixMicro()+interval, 10)
+			if interval%1000 == 0 {
+				state = strconv.FormatInt(interval/1000, 10)
+			}
+			if v != state {
+				t.Errorf("%s at %s: state %q, want %q", l, at, v, state)
 			}
 			if _, err := lim.AllowN(ctx, "d", l.Rate-1, l); err != nil {
 				t.Fatal(err)
@@ -186,34 +191,45 @@ func TestGCRACorrupt(t *testing.T) {
 	}
 }
 
-// TestGCRARealServer: on a real redis-server the script writes the TAT as
-// a whole number of microseconds (Lua's number formatting keeps every
-// digit) that the next call reads back.
+// TestGCRARealServer: on a real redis-server, a limit of whole
+// milliseconds keeps its TAT as the key's expiry (the key holds the time
+// that was left, in milliseconds), and any other writes the TAT as a whole
+// number of microseconds (Lua's number formatting keeps every digit); the
+// next call reads either back.
 func TestGCRARealServer(t *testing.T) {
 	rdb := realServer(t)
 	lim := newLim(t, goredis.New(rdb), strategy.NewGCRA())
 	ctx := context.Background()
-	l := limiter.Per(3, time.Hour) // interval 1 200 000 000 µs
-	before, err := rdb.Time(ctx).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 4 {
-		r, err := lim.Allow(ctx, "real", l)
-		if err != nil || r.Allowed != (i < 3) {
-			t.Fatalf("call %d: %+v, %v", i, r, err)
+	for _, l := range []limiter.Limit{
+		limiter.Per(3, time.Hour), // interval 1 200 000 ms
+		limiter.Per(7, time.Hour), // interval 514 285 715 µs (rounded up)
+	} {
+		interval := (l.Period.Microseconds() + l.Rate - 1) / l.Rate
+		before, err := rdb.Time(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	after, _ := rdb.Time(ctx).Result()
-	key, _ := limiter.Key("t", "real", l)
-	v, err := rdb.Get(ctx, key).Result()
-	tat, perr := strconv.ParseInt(v, 10, 64)
-	lo, hi := before.UnixMicro()+3*1200000000, after.UnixMicro()+3*1200000000
-	if err != nil || perr != nil || strconv.FormatInt(tat, 10) != v || tat < lo || tat > hi {
-		t.Fatalf("state %q (%v, %v), want an integer in [%d, %d]", v, err, perr, lo, hi)
-	}
-	if ttl := rdb.PTTL(ctx, key).Val(); ttl <= time.Hour-time.Minute || ttl > time.Hour {
-		t.Errorf("PTTL %s, want about 1h (until full again)", ttl)
+		for i := range l.Rate + 1 {
+			r, err := lim.Allow(ctx, l.String(), l)
+			if err != nil || r.Allowed != (i < l.Rate) {
+				t.Fatalf("%s: call %d: %+v, %v", l, i, r, err)
+			}
+		}
+		after, _ := rdb.Time(ctx).Result()
+		key, _ := limiter.Key("t", l.String(), l)
+		v, err := rdb.Get(ctx, key).Result()
+		state, perr := strconv.ParseInt(v, 10, 64)
+		// the TAT in µs, or the ms that were left at the last write
+		lo, hi := before.UnixMicro()+l.Rate*interval, after.UnixMicro()+l.Rate*interval
+		if interval%1000 == 0 {
+			lo, hi = l.Rate*interval/1000-after.Sub(before).Milliseconds()-1, l.Rate*interval/1000
+		}
+		if err != nil || perr != nil || strconv.FormatInt(state, 10) != v || state < lo || state > hi {
+			t.Fatalf("%s: state %q (%v, %v), want an integer in [%d, %d]", l, v, err, perr, lo, hi)
+		}
+		if ttl := rdb.PTTL(ctx, key).Val(); ttl <= time.Hour-time.Minute || ttl > time.Hour {
+			t.Errorf("%s: PTTL %s, want about 1h (until full again)", l, ttl)
+		}
 	}
 }
 

@@ -1,9 +1,7 @@
 -- Generic cell rate algorithm (GCRA), several limits decided at once, all
 -- or nothing, on the server's clock.
 --
--- KEYS[i]        state of limit i (all keys in one Cluster slot): its
---                theoretical arrival time (TAT), in microseconds since the
---                Unix epoch, as a decimal integer
+-- KEYS[i]        state of limit i (all keys in one Cluster slot), below
 -- ARGV[1]        cost, >= 0
 -- ARGV[2]        "1": decide but write nothing (peek); "0": decide and write
 -- ARGV[1+2i]     emission interval of limit i (Period / Rate), in whole
@@ -21,20 +19,36 @@
 -- retry_ms is 0 for a limit that admits, -1 when the cost can never fit
 -- (cost > burst), else the wait until it would fit (at least 1).
 --
+-- The state of a limit is its theoretical arrival time (TAT): the limit is
+-- full again at the TAT, and admits a cost c at time t when
+-- max(TAT, t) + c * interval <= t + burst * interval. A key lives until
+-- its TAT (PX), so an idle subject leaves nothing behind. It is held in one
+-- of two ways, by the limit's interval:
+--   - an interval of whole milliseconds (10/s, 100/min: most limits): the
+--     key's expiry is the TAT, on the server's millisecond clock, so its
+--     PTTL is TAT - now, and a decision reads one PTTL and writes one SET
+--     (no TIME, no GET). The key holds TAT - now as written (milliseconds,
+--     a decimal below 10^13), read only when the key has lost its TTL.
+--   - any other interval: the key holds the TAT in microseconds since the
+--     Unix epoch (a decimal of 14 to 16 digits), its TTL the time until it
+--     rounded up to the millisecond, and the clock is TIME.
+-- A limit whose interval changed (a new rate) finds the other form; each
+-- reads it as a TAT no earlier than the one written (its TTL rounded up,
+-- or, for a key that lost its TTL, the time that was left when it was
+-- written), so a change never admits more than the new limit allows.
+--
 -- All arithmetic is on integers below 2^53 (the caller bounds
 -- burst * interval), so it is exact in Lua's numbers: no drift however far
 -- the TAT is from the epoch.
 --
 -- Every state is read and checked before anything is written: a key that
 -- is not a string (WRONGTYPE) or whose value is not a positive decimal
--- integer of at most 16 digits is an error, and the call writes nothing.
--- A key lives until its limit is full again (PX), so an idle subject
--- leaves nothing behind; a writing call that is denied gives a key found
--- without that TTL its TTL back.
+-- integer of at most 16 digits is an error, and the call leaves every key
+-- as it found it. A writing call that is denied gives a key found without
+-- a TTL its TTL back. SET's GET option makes this script need Redis 6.2.
 -- (Redis 5 and later replicate a script's effects, so writing after TIME
 -- needs no redis.replicate_commands.)
-local t = redis.call('TIME')
-local now = t[1] * 1000000 + t[2]
+
 -- o: where the limits' arguments start (ARGV[o + 2i - 1], ARGV[o + 2i])
 local o, cost, write = 0, 1, true
 if #ARGV ~= 2 * #KEYS then
@@ -42,97 +56,167 @@ if #ARGV ~= 2 * #KEYS then
   write = ARGV[2] == '0' and cost > 0
 end
 
--- The common call, one limit that admits, without tables. Anything else
--- (a denial, a corrupt state, several limits) takes the general path below,
--- which reuses the value read here (false: no key; nil: not read).
-local first
-if #KEYS == 1 then
-  local interval, burst = tonumber(ARGV[o + 1]), tonumber(ARGV[o + 2])
-  local tat = now
-  first = redis.call('GET', KEYS[1])
-  local v = first
-  if v and #v <= 16 and string.match(v, '^[1-9]%d*$') then
-    tat = tonumber(v)
-    if tat < now then
-      tat = now
-    elseif tat - now > burst * interval then
-      tat = now + burst * interval
+
+-- The common calls: one limit, a write that admits. Anything else (a
+-- denial, a corrupt state, a key without a TTL, several limits) takes the
+-- general path below.
+local now
+if #KEYS == 1 and write then
+  local interval, burst = ARGV[o + 1] + 0, ARGV[o + 2] + 0
+  if interval % 1000 == 0 then
+    -- Whole milliseconds: PTTL is the state (TAT - now, 0 without a key);
+    -- SET writes the new one and returns the old value, checked after the
+    -- fact: a value that is no state is put back as it was, with its TTL,
+    -- and reported.
+    local t = interval / 1000
+    local d = redis.call('PTTL', KEYS[1])
+    if d ~= -1 then
+      if d < 0 then
+        d = 0
+      end
+      local n = d + cost * t
+      if cost <= burst and n <= burst * t then
+        local s = n .. ''
+        local old = redis.call('SET', KEYS[1], s, 'PX', s, 'GET')
+        if old and not (#old <= 16 and string.match(old, '^[1-9]%d*$')) then
+          redis.call('SET', KEYS[1], old, 'PX', math.max(d, 1))
+          return redis.error_reply('ERR limiter corrupt counter: the key of limit 1 holds no GCRA state')
+        end
+        -- {1, remaining, reset_ms, 0} as one integer when it fits below
+        -- 2^52: reset_ms * (burst + 1) + remaining
+        local remaining = math.floor((burst * t - n) / t)
+        local v = n * (burst + 1) + remaining
+        if v < 4503599627370496 then
+          return v
+        end
+        return {1, remaining, n, 0}
+      end
     end
-  elseif v then
-    tat = nil
-  end
-  if tat and cost <= burst and (tat - now) + cost * interval <= burst * interval then
-    if write then
-      tat = tat + cost * interval
-      redis.call('SET', KEYS[1], tat, 'PX', math.floor((tat - now + 999) / 1000))
+  else
+    -- Microseconds: TIME and the TAT.
+    local c = redis.call('TIME')
+    now = c[1] * 1000000 + c[2]
+    local v = redis.call('GET', KEYS[1])
+    if not v or (#v >= 14 and #v <= 16 and string.match(v, '^[1-9]%d*$')) then
+      local r = 0
+      if v then
+        r = math.max(v - now, 0)
+      end
+      local n = r + cost * interval
+      if cost <= burst and n <= burst * interval then
+        redis.call('SET', KEYS[1], now + n, 'PX', math.ceil(n / 1000))
+        local remaining = math.floor((burst * interval - n) / interval)
+        local reset = math.ceil(n / 1000)
+        local v = reset * (burst + 1) + remaining
+        if v < 4503599627370496 then
+          return v
+        end
+        return {1, remaining, reset, 0}
+      end
     end
-    -- {1, remaining, reset_ms, 0} as one integer when it fits below
-    -- 2^52 (no table to build): reset_ms * (burst + 1) + remaining
-    local remaining = math.floor((burst * interval - (tat - now)) / interval)
-    local reset = math.floor((tat - now + 999) / 1000)
-    local v = reset * (burst + 1) + remaining
-    if v < 4503599627370496 then
-      return v
-    end
-    return {1, remaining, reset, 0}
   end
 end
-local n = #KEYS
-local tats, news, exists, clamped = {}, {}, {}, {}
-local allowed = 1
 
+-- The general path: several limits, a denial, a peek, a key without a
+-- TTL, a key in the other form.
+-- the server's clock in microseconds, read once when needed
+local function clock()
+  if not now then
+    local t = redis.call('TIME')
+    now = t[1] * 1000000 + t[2]
+  end
+  return now
+end
+
+-- a state as this script writes it
+local function valid(v)
+  return #v <= 16 and string.match(v, '^[1-9]%d*$')
+end
+
+local n = #KEYS
+-- rel: TAT - now in microseconds (at least 0, at most burst * interval),
+-- by the limit's own clock
+local rel, ms, exists, repair = {}, {}, {}, {}
+local allowed = 1
 for i = 1, n do
   local interval = tonumber(ARGV[o - 1 + 2 * i])
   local burst = tonumber(ARGV[o + 2 * i])
-  local tat = now
-  local v = first
-  if i > 1 or v == nil then
-    v = redis.call('GET', KEYS[i])
-  end
+  ms[i] = interval % 1000 == 0
+  local v = redis.call('GET', KEYS[i])
+  local r = 0
   if v then
-    if #v > 16 or not string.match(v, '^[1-9]%d*$') then
+    if not valid(v) then
       return redis.error_reply('ERR limiter corrupt counter: the key of limit ' .. i .. ' holds no GCRA state')
     end
     exists[i] = true
-    tat = math.max(tonumber(v), now)
+    local d = redis.call('PTTL', KEYS[i])
+    if #v >= 14 then
+      -- a TAT in microseconds
+      if ms[i] and d >= 0 then
+        r = d * 1000
+      else
+        r = math.max(tonumber(v) - clock(), 0)
+        if ms[i] then
+          r = math.ceil(r / 1000) * 1000
+        end
+      end
+    elseif d >= 0 then
+      -- the TAT is the expiry; read on TIME's clock, which may be up to
+      -- a millisecond behind PTTL's
+      r = d * 1000
+      if not ms[i] then
+        r = r + 999
+      end
+    else
+      -- no TTL: what was left when the state was written
+      r = tonumber(v) * 1000
+    end
+    if d == -1 then
+      repair[i] = true
+    end
     -- A TAT further ahead than the whole burst (the limit was changed to
     -- a shorter period or a higher rate) counts as the burst used up:
     -- the new limit applies within one refill of it.
-    if tat - now > burst * interval then
-      tat = now + burst * interval
-      clamped[i] = true
+    if r > burst * interval then
+      r = burst * interval
+      repair[i] = true
     end
   end
-  tats[i] = tat
-  news[i] = tat + cost * interval
-  -- (tat - now and cost * interval are each at most burst * interval, so
-  -- their sum is exact; tat + cost * interval may pass 2^53 near 2100)
-  if cost > burst or (tat - now) + cost * interval > burst * interval then
+  rel[i] = r
+  if cost > burst or r + cost * interval > burst * interval then
     allowed = 0
   end
 end
 
--- milliseconds from now until tat, rounded up, at least 1
-local function until_ms(tat)
-  return math.max(1, math.floor((tat - now + 999) / 1000))
+-- put writes limit i's state, TAT - now = r microseconds (r > 0), in its
+-- limit's form
+local function put(i, r)
+  if ms[i] then
+    local s = (r / 1000) .. ''
+    redis.call('SET', KEYS[i], s, 'PX', s)
+  else
+    redis.call('SET', KEYS[i], clock() + r, 'PX', math.ceil(r / 1000))
+  end
 end
 
-if allowed == 1 and write then
+if write then
   for i = 1, n do
-    -- expires when the limit is full again
-    redis.call('SET', KEYS[i], news[i], 'PX', until_ms(news[i]))
-  end
-elseif write then
-  -- A denial writes no state, but repairs what it found: a TAT clamped
-  -- above, and a key without a TTL (a leak from elsewhere) or with one
-  -- longer than its state needs.
-  for i = 1, n do
-    if clamped[i] then
-      redis.call('SET', KEYS[i], tats[i], 'PX', until_ms(tats[i]))
-    elseif exists[i] then
+    local interval = tonumber(ARGV[o - 1 + 2 * i])
+    if allowed == 1 then
+      put(i, rel[i] + cost * interval)
+    elseif repair[i] then
+      -- A denial writes no state, but repairs what it found: a TAT
+      -- clamped above, a key without a TTL (a leak from elsewhere).
+      if rel[i] > 0 then
+        put(i, rel[i])
+      else
+        redis.call('PEXPIRE', KEYS[i], 1)
+      end
+    elseif exists[i] and not ms[i] then
+      -- a TTL longer than its state needs
       local ttl = redis.call('PTTL', KEYS[i])
-      if ttl == -1 or ttl > until_ms(tats[i]) then
-        redis.call('PEXPIRE', KEYS[i], until_ms(tats[i]))
+      if ttl > math.max(1, math.ceil(rel[i] / 1000)) then
+        redis.call('PEXPIRE', KEYS[i], math.max(1, math.ceil(rel[i] / 1000)))
       end
     end
   end
@@ -142,19 +226,19 @@ local out = {allowed}
 for i = 1, n do
   local interval = tonumber(ARGV[o - 1 + 2 * i])
   local burst = tonumber(ARGV[o + 2 * i])
-  local tat = tats[i]
+  local r = rel[i]
   if allowed == 1 and write then
-    tat = news[i]
+    r = r + cost * interval
   end
   local retry = 0
   if cost > burst then
     retry = -1
-  elseif (tats[i] - now) + cost * interval > burst * interval then
+  elseif rel[i] + cost * interval > burst * interval then
     -- fits once the TAT has come within burst * interval of the clock
-    retry = math.max(1, math.floor(((tats[i] - now) + cost * interval - burst * interval + 999) / 1000))
+    retry = math.max(1, math.ceil((rel[i] + cost * interval - burst * interval) / 1000))
   end
-  out[#out + 1] = math.floor((burst * interval - (tat - now)) / interval)
-  out[#out + 1] = math.floor((tat - now + 999) / 1000)
+  out[#out + 1] = math.floor((burst * interval - r) / interval)
+  out[#out + 1] = math.ceil(r / 1000)
   out[#out + 1] = retry
 end
 return out

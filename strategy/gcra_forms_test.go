@@ -1,0 +1,166 @@
+package strategy_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/store/goredis"
+	"github.com/quotagate/limiter/strategy"
+)
+
+// TestGCRAFormsAcrossARateChange: a limit whose rate changes within one
+// period keeps its key, and may change how GCRA holds its state (an
+// interval of whole milliseconds as the key's expiry, any other as a TAT
+// in microseconds). Each form reads the other as a TAT no earlier than the
+// one written, on miniredis' virtual clock, to the millisecond.
+func TestGCRAFormsAcrossARateChange(t *testing.T) {
+	m, st := newMini(t)
+	lim := newLim(t, st, strategy.NewGCRA())
+	ctx := context.Background()
+	tenPerSec := limiter.PerSecond(10) // 100 ms: the expiry form
+	threePerSec := limiter.PerSecond(3) // 333 334 µs: the TAT form
+	key := func(subject string) string {
+		k, err := limiter.Key("t", subject, tenPerSec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+
+	// 5 of 10/s used (500 ms to full), then 3/s: 500 ms read as at most a
+	// millisecond more (TIME's clock may be a millisecond behind the
+	// expiry's), so 834 333 µs after the unit (835 ms to full), none left.
+	for i := range 5 {
+		if r, err := lim.Allow(ctx, "a", tenPerSec); err != nil || !r.Allowed {
+			t.Fatalf("10/s call %d: %+v, %v", i, r, err)
+		}
+	}
+	if v, _ := m.Get(key("a")); v != "500" || pttl(t, m, key("a")) != 500*time.Millisecond {
+		t.Fatalf("after 5 of 10/s: state %q, TTL %s; want \"500\" and 500ms", v, pttl(t, m, key("a")))
+	}
+	r, err := lim.Allow(ctx, "a", threePerSec)
+	if err != nil || !r.Allowed || r.Remaining != 0 || r.ResetAfter != 835*time.Millisecond {
+		t.Fatalf("3/s after 5 of 10/s: %+v, %v; want admitted, 0 left, full in 835ms", r, err)
+	}
+	if v, _ := m.Get(key("a")); v != strconv.FormatInt(m.Now().UnixMicro()+834_333, 10) || pttl(t, m, key("a")) != 835*time.Millisecond {
+		t.Errorf("3/s state %q, TTL %s; want the TAT now + 834333 µs, 835ms", v, pttl(t, m, key("a")))
+	}
+	if r, err := lim.Allow(ctx, "a", threePerSec); err != nil || r.Allowed || r.RetryAfter != 168*time.Millisecond {
+		t.Fatalf("3/s again: %+v, %v; want denied, retry after 168ms", r, err)
+	}
+
+	// 2 of 3/s used (TAT 666 668 µs ahead, TTL 667 ms), then 10/s: the
+	// TTL rounded up is the state, 767 ms after the unit, 2 left.
+	for i := range 2 {
+		if r, err := lim.Allow(ctx, "b", threePerSec); err != nil || !r.Allowed {
+			t.Fatalf("3/s call %d: %+v, %v", i, r, err)
+		}
+	}
+	r, err = lim.Allow(ctx, "b", tenPerSec)
+	if err != nil || !r.Allowed || r.Remaining != 2 || r.ResetAfter != 767*time.Millisecond {
+		t.Fatalf("10/s after 2 of 3/s: %+v, %v; want admitted, 2 left, full in 767ms", r, err)
+	}
+	if v, _ := m.Get(key("b")); v != "767" || pttl(t, m, key("b")) != 767*time.Millisecond {
+		t.Errorf("10/s state %q, TTL %s; want \"767\" and 767ms", v, pttl(t, m, key("b")))
+	}
+}
+
+// TestGCRAKeyWithoutTTL: a key of a limit of whole milliseconds that lost
+// its TTL (its expiry was its state) is read as the time that was left
+// when it was written, never less, and gets its TTL back at the next call,
+// admitted or denied.
+func TestGCRAKeyWithoutTTL(t *testing.T) {
+	m, st := newMini(t)
+	lim := newLim(t, st, strategy.NewGCRA())
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	l := limiter.PerSecond(10)
+	key, _ := limiter.Key("t", "p", l)
+	persist := func() {
+		if ok, err := rdb.Persist(ctx, key).Result(); err != nil || !ok {
+			t.Fatalf("PERSIST: %v, %v", ok, err)
+		}
+	}
+	for range 5 {
+		if r, err := lim.Allow(ctx, "p", l); err != nil || !r.Allowed {
+			t.Fatal(r, err)
+		}
+	}
+	m.Advance(200 * time.Millisecond) // 300 ms left
+	persist()
+	r, err := lim.Allow(ctx, "p", l)
+	if err != nil || !r.Allowed || r.Remaining != 4 || r.ResetAfter != 600*time.Millisecond {
+		t.Fatalf("after PERSIST: %+v, %v; want admitted as if 500 ms were left: 4 left, full in 600ms", r, err)
+	}
+	if v, _ := m.Get(key); v != "600" || pttl(t, m, key) != 600*time.Millisecond {
+		t.Fatalf("state %q, TTL %s; want \"600\" and 600ms", v, pttl(t, m, key))
+	}
+	for range 4 {
+		if r, err := lim.Allow(ctx, "p", l); err != nil || !r.Allowed {
+			t.Fatal(r, err)
+		}
+	}
+	persist()
+	r, err = lim.Allow(ctx, "p", l)
+	if err != nil || r.Allowed || r.RetryAfter != 100*time.Millisecond {
+		t.Fatalf("a full limit after PERSIST: %+v, %v; want denied, retry after 100ms", r, err)
+	}
+	if v, _ := m.Get(key); v != "1000" || pttl(t, m, key) != time.Second {
+		t.Errorf("after the denial: state %q, TTL %s; want \"1000\" and 1s (the TTL given back)", v, pttl(t, m, key))
+	}
+}
+
+// TestGCRACorruptOneLimit: one limit of whole milliseconds, whose common
+// call writes before it reads the value (SET's GET): a key holding text
+// that is no state, or a hash, with a TTL that the call would admit under,
+// is ErrCorruptCounter, and the key is as it was, value and TTL; on
+// miniredis and on a redis-server.
+func TestGCRACorruptOneLimit(t *testing.T) {
+	m, mst := newMini(t)
+	rdb := realServer(t)
+	for _, tc := range []struct {
+		name string
+		rdb  *redis.Client
+		lim  *limiter.Limiter
+	}{
+		{"miniredis", redis.NewClient(&redis.Options{Addr: m.Addr()}), newLim(t, mst, strategy.NewGCRA())},
+		{"redis-server", rdb, newLim(t, goredis.New(rdb), strategy.NewGCRA())},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			l := limiter.PerSecond(10)
+			key, _ := limiter.Key("t", "c", l)
+			for _, bad := range []string{"1.5", "abc", "007", "", "12345678901234567", "hash"} {
+				tc.rdb.Del(ctx, key)
+				if bad == "hash" {
+					tc.rdb.HSet(ctx, key, "count", 1)
+					tc.rdb.PExpire(ctx, key, 300*time.Millisecond)
+				} else {
+					tc.rdb.Set(ctx, key, bad, 300*time.Millisecond)
+				}
+				r, err := tc.lim.Allow(ctx, "c", l)
+				if !errors.Is(err, limiter.ErrCorruptCounter) {
+					t.Errorf("%q: %+v, %v; want ErrCorruptCounter", bad, r, err)
+				}
+				ttl := tc.rdb.PTTL(ctx, key).Val()
+				if ttl <= 250*time.Millisecond || ttl > 300*time.Millisecond {
+					t.Errorf("%q: TTL %s after the call; want the 300ms it had", bad, ttl)
+				}
+				if bad == "hash" {
+					if v, err := tc.rdb.HGet(ctx, key, "count").Result(); err != nil || v != "1" {
+						t.Errorf("the hash became %q, %v", v, err)
+					}
+				} else if v, err := tc.rdb.Get(ctx, key).Result(); err != nil || v != bad {
+					t.Errorf("%q became %q, %v", bad, v, err)
+				}
+			}
+		})
+	}
+}
