@@ -23,7 +23,7 @@ func TestGCRAFormsAcrossARateChange(t *testing.T) {
 	m, st := newMini(t)
 	lim := newLim(t, st, strategy.NewGCRA())
 	ctx := context.Background()
-	tenPerSec := limiter.PerSecond(10) // 100 ms: the expiry form
+	tenPerSec := limiter.PerSecond(10)  // 100 ms: the expiry form
 	threePerSec := limiter.PerSecond(3) // 333 334 µs: the TAT form
 	key := func(subject string) string {
 		k, err := limiter.Key("t", subject, tenPerSec)
