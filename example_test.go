@@ -113,21 +113,34 @@ func ExampleLimiter_Wait() {
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), MaxRetries: -1})
 	defer rdb.Close()
 
-	lim, err := limiter.New(goredis.New(rdb), strategy.NewGCRA(), limiter.WithPrefix("mail"))
+	// An embedded miniredis moves its clock (TIME and key expiry) only
+	// when told: here Wait's sleep moves it, so the example runs at once.
+	// On a Redis server, leave WithSleep out: Wait sleeps on a timer.
+	now := time.Now()
+	mr.SetTime(now)
+	var slept time.Duration
+	sleep := limiter.WithSleep(func(ctx context.Context, d time.Duration) error {
+		slept += d
+		now = now.Add(d)
+		mr.SetTime(now)
+		mr.FastForward(d)
+		return ctx.Err()
+	})
+	lim, err := limiter.New(goredis.New(rdb), strategy.NewGCRA(), limiter.WithPrefix("mail"), sleep)
 	if err != nil {
 		panic(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	l := limiter.Limit{Rate: 10, Period: time.Second, Burst: 2}
-	start := time.Now()
 	for i := 0; i < 3; i++ {
 		if _, err := lim.Wait(ctx, "worker-1", l); err != nil {
 			panic(err)
 		}
 	}
-	// The burst of 2 went at once; the third waited one emission interval.
-	fmt.Println(time.Since(start) >= 95*time.Millisecond)
+	// The burst of 2 went at once; the third waited one emission interval
+	// (and up to a millisecond of jitter).
+	fmt.Println(slept >= 100*time.Millisecond && slept <= 101*time.Millisecond)
 	r, err := lim.WaitN(ctx, "worker-1", 3, l)
 	fmt.Println(r.RetryAfter, errors.Is(err, limiter.ErrNeverAdmitted))
 	// Output:

@@ -166,6 +166,8 @@ func checkCancelBetweenRoundTrips(c *checker) {
 // is not a base-10 integer, or a hash: the call is an error (never an
 // admission, never a quiet reset of the counter), and no other limit's key
 // moved; with FailOpen it is admitted Degraded, and still nothing moved.
+// Then the same for one limit alone (a call a strategy may decide on a
+// shorter path).
 func checkCorruptCounter(c *checker) {
 	ls := []limiter.Limit{
 		{Rate: 10, Period: time.Hour, Name: "ca"},
@@ -223,6 +225,26 @@ func checkCorruptCounter(c *checker) {
 			c.t.Errorf("property 29: FailOpen with %s = %+v, %v; want a Degraded result (or a denial), no error", what, r, err)
 		}
 		c.assertUnmoved(what, "the FailOpen call", keys, before)
+	}
+	// One limit alone, which a strategy may decide on a shorter path (one
+	// that writes before it reads, say): the same error, nothing moved.
+	one := ls[:1]
+	for vi, bad := range bads {
+		subject := fmt.Sprintf("p29-one-%d", vi)
+		if r, err := lim.AllowN(c.ctx, subject, 2, one...); err != nil || !r.Allowed {
+			c.t.Fatalf("property 29: first call with one limit = %+v, %v; want admitted", r, err)
+		}
+		keys := c.limitKeys(subject, one)
+		c.corrupt(keys[0], bad)
+		before := c.values(keys)
+		what := fmt.Sprintf("the one limit's counter %q", bad)
+		if bad == "hash" {
+			what = "the one limit's key a hash"
+		}
+		if r, err := lim.AllowN(c.ctx, subject, 1, one...); !errors.Is(err, limiter.ErrCorruptCounter) {
+			c.t.Errorf("property 29: with %s the call = %+v, %v; want an error wrapping limiter.ErrCorruptCounter", what, r, err)
+		}
+		c.assertUnmoved(what, "the call", keys, before)
 	}
 }
 

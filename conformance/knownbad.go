@@ -130,6 +130,12 @@ func KnownBad() []Control {
 			// Its RetryAfter is the app's clock's; only a virtual server
 			// clock, moved apart from the app's, shows it wrong.
 			VirtualOnly: []string{"retry-after-honoured"}},
+		{Spec: func() Spec {
+			spec := GCRA()
+			spec.Name, spec.Strategy = "BlindExpiryGCRA", knownbad.BlindExpiryGCRA{}
+			return spec
+		}(),
+			MustFail: []string{"corrupt-counter"}},
 		{Spec: floatTokenBucket(),
 			MustFail: []string{"refill-exact"}, VirtualOnly: []string{"refill-exact"}},
 		{Spec: claims("BlindReturn", knownbad.BlindReturn{}),

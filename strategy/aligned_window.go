@@ -55,9 +55,8 @@ const AlignedCountBase = 1 << 52
 //     Result's Cause;
 //   - a counter that is not a non-negative decimal integer (or a key of
 //     another type) is limiter.ErrCorruptCounter, and every counter is left
-//     as it was found; so is one above AlignedCountBase (a count below zero, never
-//     written by the strategy), except that a single-limit call takes its
-//     cost from it before it finds out;
+//     as it was found; so is one above AlignedCountBase (a count below
+//     zero, never written by the strategy);
 //   - every key has a TTL from the command that creates it, and lives no
 //     longer than its window; a counter found without one (stripped by
 //     hand) is given its window's end back by the next denial. Until then

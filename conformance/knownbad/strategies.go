@@ -488,3 +488,25 @@ func (s *KeepsSubjects) Decide(ctx context.Context, st store.Store, req limiter.
 	}
 	return r, err
 }
+
+//go:embed lua/gcra_blind_expiry.lua
+var gcraBlindExpiryLua string
+
+var gcraBlindExpiry = store.NewScript(gcraBlindExpiryLua)
+
+// BlindExpiryGCRA is GCRA whose state is the key's expiry, as
+// strategy.GCRA keeps a limit of whole milliseconds, but whose call for
+// one such limit writes without looking at what the key held: a key
+// holding another program's value is overwritten, not reported. Calls with
+// several limits, or of other intervals, are strategy.GCRA's.
+type BlindExpiryGCRA struct{}
+
+// Decide implements limiter.Strategy, wrongly.
+func (BlindExpiryGCRA) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	if len(req.Limits) != 1 || req.Limits[0].Period%(time.Duration(req.Limits[0].Rate)*time.Millisecond) != 0 {
+		return strategy.NewGCRA().Decide(ctx, st, req)
+	}
+	return oneLimitAtATime(ctx, st, req, gcraBlindExpiry, func(l limiter.Limit, cost int64) []any {
+		return []any{l.Period.Milliseconds() / l.Rate, burstOf(l), cost}
+	})
+}

@@ -55,28 +55,29 @@
 -- A counter that DECRBY refuses (not an integer, a key of another type), or
 -- one found negative, is an error, and every counter is left as it was
 -- found (a counter this call created is deleted). A counter found above
--- 2^52 (not written by this script; a count below zero) is an error too;
--- the common call does not look (the caller does: its reply is then above
--- 2^52 minus the cost). A counting call that is denied gives a
+-- 2^52 (not written by this script; a count below zero) is an error too,
+-- and left as it was. A counting call that is denied gives a
 -- counter found without a TTL (a leak from elsewhere) its window's end
 -- back; an admitted call does not look (it would cost a second command),
 -- and a counter is never read after its window.
 local n, m = #KEYS, #ARGV
 local base = 4503599627370496 -- 2^52
 
--- The common calls first: one DECR (a cost of 1) or DECRBY and a
--- comparison, nothing else made (no table, no closure). The count after
--- the cost is within the rate: 2^52 - first <= rate (the rate read by the
--- addition, cheaper than tonumber; the sum stays below 2^53, exact).
+-- The common calls first: one DECR (a cost of 1) or DECRBY and two
+-- comparisons, nothing else made (no table, no closure). The count after
+-- the cost is at least 1 and within the rate: first < 2^52 and
+-- 2^52 - first <= rate (the rate read by the addition, cheaper than
+-- tonumber; the sum stays below 2^53, exact). A counter found above 2^52
+-- takes the general path, which gives the cost back and reports it.
 local first
 if n == 1 and m == 1 then
   first = redis.call('DECR', KEYS[1])
-  if first + ARGV[1] >= base then
+  if first < base and first + ARGV[1] >= base then
     return first
   end
 elseif n == 1 and m == 2 then
   first = redis.call('DECRBY', KEYS[1], ARGV[1])
-  if first + ARGV[2] >= base then
+  if first < base and first + ARGV[2] >= base then
     return first
   end
 elseif m == 0 then
