@@ -56,7 +56,6 @@ if #ARGV ~= 2 * #KEYS then
   write = ARGV[2] == '0' and cost > 0
 end
 
-
 -- The common calls: one limit, a write that admits. Anything else (a
 -- denial, a corrupt state, a key without a TTL, several limits) takes the
 -- general path below.
