@@ -461,12 +461,11 @@ func checkDenialsBind(c *checker) {
 				c.t.Fatalf("property 31: first call = %+v, %v; want admitted", r, err)
 			}
 			// Into the window's last millisecond, a little more each time;
-			// for a refilling strategy, which may read its state on the
-			// server's millisecond clock (where less than a millisecond
-			// left reads as none, and the call is admitted), the
-			// millisecond before it.
+			// for a strategy that reads the server's clock in whole
+			// milliseconds (where less than a millisecond left reads as
+			// none, and the call is admitted), the millisecond before it.
 			left := time.Duration(900-300*i) * time.Microsecond
-			if c.spec.Refills {
+			if c.spec.MillisecondClock {
 				left += time.Millisecond
 			}
 			c.h.Advance(short.Period - left)

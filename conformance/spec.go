@@ -95,6 +95,10 @@ type Spec struct {
 	// fresh limit admits Burst at once (Rate when Burst is 0); checks that
 	// count allow for what came back while they ran.
 	Refills bool
+	// MillisecondClock: the strategy may read the server's clock in whole
+	// milliseconds (a state kept in a key's expiry), where less than a
+	// millisecond left reads as none.
+	MillisecondClock bool
 	// Bound is the most the strategy admits for l in any interval of
 	// length d, the algorithm's documented bound that property 15 holds it
 	// to. Nil derives it from the shape: a fixed window admits at most
@@ -261,6 +265,9 @@ func GCRA() Spec {
 		RoundTrips: 1,
 		Scripts:    true,
 		MinVersion: "6.2.0",
+		// a limit of whole milliseconds keeps its state in its key's
+		// expiry
+		MillisecondClock: true,
 	}
 }
 

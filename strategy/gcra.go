@@ -61,7 +61,17 @@ const MaxRefill = 100 * 365 * 24 * time.Hour
 //     limiter.ErrInvalidLimit, returned before any I/O;
 //   - keys per decision: one per limit, in one Cluster slot;
 //   - Redis 6.2 or later (SET's GET option), or a server that runs Lua,
-//     such as miniredis.
+//     such as miniredis. miniredis moves key expiry only when a test moves
+//     it (FastForward; limitertest moves it with TIME), so there a limit
+//     of whole milliseconds refills only as the test moves the clock, and
+//     moves of whole milliseconds keep it exact (miniredis keeps fractions
+//     of a millisecond in a TTL that PTTL drops).
+//
+// Upgrading from a release that kept every limit as a microsecond TAT:
+// the old script reads a whole-millisecond limit's new state as a TAT far
+// in the future, so during a rolling deploy old processes deny such a
+// subject (and mark its burst used up) until the new ones take over: they
+// never admit more than the limit, and may admit less for one refill.
 type GCRA struct{}
 
 // NewGCRA returns the GCRA strategy.

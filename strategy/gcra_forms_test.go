@@ -41,8 +41,8 @@ func TestGCRAFormsAcrossARateChange(t *testing.T) {
 			t.Fatalf("10/s call %d: %+v, %v", i, r, err)
 		}
 	}
-	if v, _ := m.Get(key("a")); v != "500" || pttl(t, m, key("a")) != 500*time.Millisecond {
-		t.Fatalf("after 5 of 10/s: state %q, TTL %s; want \"500\" and 500ms", v, pttl(t, m, key("a")))
+	if v, _ := m.Get(key("a")); v != "9000000000000500" || pttl(t, m, key("a")) != 500*time.Millisecond {
+		t.Fatalf("after 5 of 10/s: state %q, TTL %s; want \"9000000000000500\" and 500ms", v, pttl(t, m, key("a")))
 	}
 	r, err := lim.Allow(ctx, "a", threePerSec)
 	if err != nil || !r.Allowed || r.Remaining != 0 || r.ResetAfter != 835*time.Millisecond {
@@ -66,8 +66,8 @@ func TestGCRAFormsAcrossARateChange(t *testing.T) {
 	if err != nil || !r.Allowed || r.Remaining != 2 || r.ResetAfter != 767*time.Millisecond {
 		t.Fatalf("10/s after 2 of 3/s: %+v, %v; want admitted, 2 left, full in 767ms", r, err)
 	}
-	if v, _ := m.Get(key("b")); v != "767" || pttl(t, m, key("b")) != 767*time.Millisecond {
-		t.Errorf("10/s state %q, TTL %s; want \"767\" and 767ms", v, pttl(t, m, key("b")))
+	if v, _ := m.Get(key("b")); v != "9000000000000767" || pttl(t, m, key("b")) != 767*time.Millisecond {
+		t.Errorf("10/s state %q, TTL %s; want \"9000000000000767\" and 767ms", v, pttl(t, m, key("b")))
 	}
 }
 
@@ -99,8 +99,8 @@ func TestGCRAKeyWithoutTTL(t *testing.T) {
 	if err != nil || !r.Allowed || r.Remaining != 4 || r.ResetAfter != 600*time.Millisecond {
 		t.Fatalf("after PERSIST: %+v, %v; want admitted as if 500 ms were left: 4 left, full in 600ms", r, err)
 	}
-	if v, _ := m.Get(key); v != "600" || pttl(t, m, key) != 600*time.Millisecond {
-		t.Fatalf("state %q, TTL %s; want \"600\" and 600ms", v, pttl(t, m, key))
+	if v, _ := m.Get(key); v != "9000000000000600" || pttl(t, m, key) != 600*time.Millisecond {
+		t.Fatalf("state %q, TTL %s; want \"9000000000000600\" and 600ms", v, pttl(t, m, key))
 	}
 	for range 4 {
 		if r, err := lim.Allow(ctx, "p", l); err != nil || !r.Allowed {
@@ -112,8 +112,8 @@ func TestGCRAKeyWithoutTTL(t *testing.T) {
 	if err != nil || r.Allowed || r.RetryAfter != 100*time.Millisecond {
 		t.Fatalf("a full limit after PERSIST: %+v, %v; want denied, retry after 100ms", r, err)
 	}
-	if v, _ := m.Get(key); v != "1000" || pttl(t, m, key) != time.Second {
-		t.Errorf("after the denial: state %q, TTL %s; want \"1000\" and 1s (the TTL given back)", v, pttl(t, m, key))
+	if v, _ := m.Get(key); v != "9000000000001000" || pttl(t, m, key) != time.Second {
+		t.Errorf("after the denial: state %q, TTL %s; want \"9000000000001000\" and 1s (the TTL given back)", v, pttl(t, m, key))
 	}
 }
 

@@ -31,8 +31,8 @@ func TestGCRAExact(t *testing.T) {
 	if got := pttl(t, m, key); got != time.Second {
 		t.Errorf("TTL after the burst = %s, want 1s (until the limit is full again)", got)
 	}
-	if v, _ := m.Get(key); v != "1000" {
-		t.Errorf("state = %q, want the milliseconds until full as written, 1000", v)
+	if v, _ := m.Get(key); v != "9000000000001000" {
+		t.Errorf("state = %q, want 9·10^15 + the milliseconds until full as written, 1000", v)
 	}
 	r, err := lim.Allow(ctx, "g", l)
 	if err != nil || r.Allowed || r.RetryAfter != 100*time.Millisecond || r.Remaining != 0 {
@@ -120,11 +120,11 @@ func TestGCRAFarDates(t *testing.T) {
 			interval := (l.Period.Microseconds() + l.Rate - 1) / l.Rate
 			key, _ := limiter.Key("t", "d", l)
 			v, _ := m.Get(key)
-			// the TAT in microseconds, or for whole milliseconds the time
-			// until it, in milliseconds
+			// the TAT in microseconds, or for whole milliseconds 9·10^15 +
+			// the time until it, in milliseconds
 			state := strconv.FormatInt(at.UnixMicro()+interval, 10)
 			if interval%1000 == 0 {
-				state = strconv.FormatInt(interval/1000, 10)
+				state = strconv.FormatInt(9e15+interval/1000, 10)
 			}
 			if v != state {
 				t.Errorf("%s at %s: state %q, want %q", l, at, v, state)
@@ -219,10 +219,11 @@ func TestGCRARealServer(t *testing.T) {
 		key, _ := limiter.Key("t", l.String(), l)
 		v, err := rdb.Get(ctx, key).Result()
 		state, perr := strconv.ParseInt(v, 10, 64)
-		// the TAT in µs, or the ms that were left at the last write
+		// the TAT in µs, or 9·10^15 + the ms that were left at the last
+		// write
 		lo, hi := before.UnixMicro()+l.Rate*interval, after.UnixMicro()+l.Rate*interval
 		if interval%1000 == 0 {
-			lo, hi = l.Rate*interval/1000-after.Sub(before).Milliseconds()-1, l.Rate*interval/1000
+			lo, hi = 9e15+l.Rate*interval/1000-after.Sub(before).Milliseconds()-1, 9e15+l.Rate*interval/1000
 		}
 		if err != nil || perr != nil || strconv.FormatInt(state, 10) != v || state < lo || state > hi {
 			t.Fatalf("%s: state %q (%v, %v), want an integer in [%d, %d]", l, v, err, perr, lo, hi)

@@ -27,15 +27,18 @@
 --   - an interval of whole milliseconds (10/s, 100/min: most limits): the
 --     key's expiry is the TAT, on the server's millisecond clock, so its
 --     PTTL is TAT - now, and a decision reads one PTTL and writes one SET
---     (no TIME, no GET). The key holds TAT - now as written (milliseconds,
---     a decimal below 10^13), read only when the key has lost its TTL.
+--     (no TIME, no GET). The key holds 9 * 10^15 + TAT - now as written
+--     (in milliseconds), read only when the key has lost its TTL. (Read as
+--     a TAT in microseconds, as scripts before this form did, it is a date
+--     past 2255: such a script finds the burst used up and denies, never
+--     admits more.)
 --   - any other interval: the key holds the TAT in microseconds since the
---     Unix epoch (a decimal of 14 to 16 digits), its TTL the time until it
+--     Unix epoch (a decimal below 9 * 10^15), its TTL the time until it
 --     rounded up to the millisecond, and the clock is TIME.
 -- A limit whose interval changed (a new rate) finds the other form; each
--- reads it as a TAT no earlier than the one written (its TTL rounded up,
+-- reads it as a TAT to within a millisecond of the one written (its TTL,
 -- or, for a key that lost its TTL, the time that was left when it was
--- written), so a change never admits more than the new limit allows.
+-- written).
 --
 -- All arithmetic is on integers below 2^53 (the caller bounds
 -- burst * interval), so it is exact in Lua's numbers: no drift however far
@@ -75,8 +78,7 @@ if #KEYS == 1 and write then
       end
       local n = d + cost * t
       if cost <= burst and n <= burst * t then
-        local s = n .. ''
-        local old = redis.call('SET', KEYS[1], s, 'PX', s, 'GET')
+        local old = redis.call('SET', KEYS[1], n + 9000000000000000, 'PX', n, 'GET')
         if old and not (#old <= 16 and string.match(old, '^[1-9]%d*$')) then
           redis.call('SET', KEYS[1], old, 'PX', math.max(d, 1))
           return redis.error_reply('ERR limiter corrupt counter: the key of limit 1 holds no GCRA state')
@@ -96,7 +98,7 @@ if #KEYS == 1 and write then
     local c = redis.call('TIME')
     now = c[1] * 1000000 + c[2]
     local v = redis.call('GET', KEYS[1])
-    if not v or (#v >= 14 and #v <= 16 and string.match(v, '^[1-9]%d*$')) then
+    if not v or (#v <= 16 and string.match(v, '^[1-9]%d*$') and v + 0 < 9000000000000000) then
       local r = 0
       if v then
         r = math.max(v - now, 0)
@@ -149,12 +151,13 @@ for i = 1, n do
     end
     exists[i] = true
     local d = redis.call('PTTL', KEYS[i])
-    if #v >= 14 then
+    local x = tonumber(v)
+    if x < 9000000000000000 then
       -- a TAT in microseconds
       if ms[i] and d >= 0 then
         r = d * 1000
       else
-        r = math.max(tonumber(v) - clock(), 0)
+        r = math.max(x - clock(), 0)
         if ms[i] then
           r = math.ceil(r / 1000) * 1000
         end
@@ -168,7 +171,7 @@ for i = 1, n do
       end
     else
       -- no TTL: what was left when the state was written
-      r = tonumber(v) * 1000
+      r = (x - 9000000000000000) * 1000
     end
     if d == -1 then
       repair[i] = true
@@ -191,8 +194,7 @@ end
 -- limit's form
 local function put(i, r)
   if ms[i] then
-    local s = (r / 1000) .. ''
-    redis.call('SET', KEYS[i], s, 'PX', s)
+    redis.call('SET', KEYS[i], r / 1000 + 9000000000000000, 'PX', r / 1000)
   else
     redis.call('SET', KEYS[i], clock() + r, 'PX', math.ceil(r / 1000))
   end
