@@ -164,3 +164,26 @@ func TestGCRACorruptOneLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestGCRADenialShortensALongTTL: a key of a limit in microseconds (the
+// TAT in its value) found at a denial with a TTL longer than its state
+// needs gets the TTL its state needs: until the limit is full again.
+func TestGCRADenialShortensALongTTL(t *testing.T) {
+	m, st := newMini(t)
+	lim := newLim(t, st, strategy.NewGCRA())
+	ctx := context.Background()
+	l := limiter.PerSecond(3) // 333 334 µs
+	key, _ := limiter.Key("t", "long", l)
+	for range 3 {
+		if r, err := lim.Allow(ctx, "long", l); err != nil || !r.Allowed {
+			t.Fatal(r, err)
+		}
+	}
+	m.SetTTL(key, time.Hour)
+	if r, err := lim.Allow(ctx, "long", l); err != nil || r.Allowed {
+		t.Fatalf("4th of 3/s: %+v, %v; want denied", r, err)
+	}
+	if got := pttl(t, m, key); got != 1001*time.Millisecond {
+		t.Errorf("TTL after the denial = %s, want 1.001s (1 000 002 µs to full, rounded up)", got)
+	}
+}

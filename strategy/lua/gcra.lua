@@ -137,7 +137,7 @@ end
 local n = #KEYS
 -- rel: TAT - now in microseconds (at least 0, at most burst * interval),
 -- by the limit's own clock
-local rel, ms, exists, repair = {}, {}, {}, {}
+local rel, ms, exists, repair, ttls = {}, {}, {}, {}, {}
 local allowed = 1
 for i = 1, n do
   local interval = tonumber(ARGV[o - 1 + 2 * i])
@@ -151,6 +151,7 @@ for i = 1, n do
     end
     exists[i] = true
     local d = redis.call('PTTL', KEYS[i])
+    ttls[i] = d
     local x = tonumber(v)
     if x < 9000000000000000 then
       -- a TAT in microseconds
@@ -214,9 +215,8 @@ if write then
         redis.call('PEXPIRE', KEYS[i], 1)
       end
     elseif exists[i] and not ms[i] then
-      -- a TTL longer than its state needs
-      local ttl = redis.call('PTTL', KEYS[i])
-      if ttl > math.max(1, math.ceil(rel[i] / 1000)) then
+      -- a TTL longer than its state needs (as read above)
+      if ttls[i] > math.max(1, math.ceil(rel[i] / 1000)) then
         redis.call('PEXPIRE', KEYS[i], math.max(1, math.ceil(rel[i] / 1000)))
       end
     end
