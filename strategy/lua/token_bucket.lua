@@ -44,6 +44,59 @@ if #ARGV ~= 3 * #KEYS then
 end
 local n = #KEYS
 
+-- The common call, one limit that admits, without tables. Anything else
+-- takes the general path below, which reuses the value read here (false:
+-- no key; nil: not read).
+local first
+if n == 1 and write then
+  local ps = ARGV[o + 2]
+  local rate, period, cap = ARGV[o + 1] + 0, ps + 0, ARGV[o + 3] + 0
+  local full = cap * period
+  first = redis.call('GET', KEYS[1])
+  local s = full
+  local ok = not first
+  if first then
+    -- the common state: written under this limit's period
+    local a, b, p = string.match(first, '^([1-9]%d*):(%d+):(%d+)$')
+    if p == ps and #a <= 16 and #b <= 16 and (b == '0' or string.byte(b) ~= 48) and b + 0 <= 2251799813685248 then
+      ok = true
+      -- refill (a product past 2^53 is far above full: clamped)
+      local g = (now - a) * rate
+      if g < 0 then
+        g = 0
+      end
+      s = b + g
+      if s > full then
+        s = full
+      end
+    end
+  end
+  if ok and cost <= cap and s >= cost * period then
+    s = s - cost * period
+    local d = full - s
+    local q = d % rate
+    local us = (d - q) / rate
+    if q > 0 then
+      us = us + 1
+    end
+    q = (us + 999) % 1000
+    local reset = (us + 999 - q) / 1000
+    if s >= full then
+      redis.call('DEL', KEYS[1])
+    else
+      redis.call('SET', KEYS[1], string.format('%d:%d:%s', now, s, ps), 'PX', reset)
+    end
+    -- {1, remaining, reset_ms, 0} as one integer when it fits below 2^52
+    -- (no table to build): reset_ms * (B + 1) + remaining
+    local remaining = (s - s % period) / period
+    local v = reset * (cap + 1) + remaining
+    if v < 4503599627370496 then
+      return v
+    end
+    return {1, remaining, reset, 0}
+  end
+end
+
 -- a decimal integer as written by this script: no sign, no leading zero
 local function int(v)
   return #v <= 16 and (v == '0' or string.sub(v, 1, 1) ~= '0')
@@ -75,42 +128,6 @@ local function read(v, period)
     end
   end
   return tonumber(a), s
-end
-
--- The common call, one limit that admits, without tables. Anything else
--- takes the general path below, which reuses the value read here (false:
--- no key; nil: not read).
-local first
-if n == 1 and write then
-  local rate, period, cap = tonumber(ARGV[o + 1]), tonumber(ARGV[o + 2]), tonumber(ARGV[o + 3])
-  local full = cap * period
-  first = redis.call('GET', KEYS[1])
-  local s = full
-  local ok = not first
-  if first then
-    local a, b = read(first, period)
-    if a then
-      ok = true
-      s = math.min(full, math.min(b, full) + math.min(math.max(now - a, 0), math.ceil(full / rate)) * rate)
-    end
-  end
-  if ok and cost <= cap and s >= cost * period then
-    s = s - cost * period
-    local reset = math.floor((math.ceil((full - s) / rate) + 999) / 1000)
-    if s >= full then
-      redis.call('DEL', KEYS[1])
-    else
-      redis.call('SET', KEYS[1], string.format('%d:%d:%d', now, s, period), 'PX', reset)
-    end
-    -- {1, remaining, reset_ms, 0} as one integer when it fits below 2^52
-    -- (no table to build): reset_ms * (B + 1) + remaining
-    local remaining = math.floor(s / period)
-    local v = reset * (cap + 1) + remaining
-    if v < 4503599627370496 then
-      return v
-    end
-    return {1, remaining, reset, 0}
-  end
 end
 
 local scaled, exists = {}, {}
