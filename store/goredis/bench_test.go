@@ -322,8 +322,12 @@ func BenchmarkStrategies(b *testing.B) {
 // callers, in interleaved rounds, its decisions/s over FixedWindow's
 // (x-FixedWindow), and the server's time per decision (INFO commandstats
 // usec_per_call of EVALSHA, each strategy alone for a second after a
-// CONFIG RESETSTAT: server-us-<name>). One measurement takes about a
-// minute; run it with -benchtime 1x.
+// CONFIG RESETSTAT: server-us-<name>). Beside them, the floor of a
+// strategy whose state is read and written on the server's clock:
+// "floor-TIME-GET-SET" makes a raw EVALSHA of a script that only calls
+// TIME, GET and SET PX and decides nothing (benchkit.GCRAFloorScript), so
+// its x-FixedWindow is the most such a strategy could reach through this
+// client. One measurement takes about a minute; run it with -benchtime 1x.
 //
 //	go test -run '^$' -bench StrategyRatios -benchtime 1x ./store/goredis/
 func BenchmarkStrategyRatios(b *testing.B) {
@@ -359,6 +363,13 @@ func BenchmarkStrategyRatios(b *testing.B) {
 			return err
 		}}
 	}
+	floor := benchkit.GCRAFloorScript()
+	if err := e.rdb.ScriptLoad(ctx, floor.Source()).Err(); err != nil {
+		b.Fatal(err)
+	}
+	variants = append(variants, benchkit.Variant{Name: "floor-TIME-GET-SET", Decide: func(ctx context.Context, subject string) error {
+		return e.rdb.EvalSha(ctx, floor.Hash(), []string{"ratio-floor:{" + subject + "}"}, "3").Err()
+	}})
 	for range b.N {
 		tallies, ratios, err := e.Compare(callers, benchkit.RatioRounds, benchkit.RatioWarmUp, benchkit.RatioRoundTime, variants)
 		if err != nil {

@@ -87,7 +87,8 @@ if #KEYS == 1 and write then
         end
         -- {1, remaining, reset_ms, 0} as one integer when it fits below
         -- 2^52: reset_ms * (burst + 1) + remaining
-        local remaining = math.floor((burst * t - n) / t)
+        local remaining = burst * t - n
+        remaining = (remaining - remaining % t) / t
         local v = n * (burst + 1) + remaining
         if v < 4503599627370496 then
           return v
@@ -103,13 +104,18 @@ if #KEYS == 1 and write then
     if not v or (#v <= 16 and string.match(v, '^[1-9]%d*$') and v + 0 < 9000000000000000) then
       local r = 0
       if v then
-        r = math.max(v - now, 0)
+        r = v - now
+        if r < 0 then
+          r = 0
+        end
       end
       local n = r + cost * interval
       if cost <= burst and n <= burst * interval then
-        redis.call('SET', KEYS[1], string.format('%d', now + n), 'PX', math.ceil(n / 1000))
-        local remaining = math.floor((burst * interval - n) / interval)
-        local reset = math.ceil(n / 1000)
+        -- (n > 0: the milliseconds until the TAT, rounded up)
+        local reset = (n + 999 - (n + 999) % 1000) / 1000
+        redis.call('SET', KEYS[1], string.format('%d', now + n), 'PX', reset)
+        local remaining = burst * interval - n
+        remaining = (remaining - remaining % interval) / interval
         local v = reset * (burst + 1) + remaining
         if v < 4503599627370496 then
           return v

@@ -33,7 +33,8 @@
 -- and the call writes nothing. A state expires when its weighted count is
 -- zero: at the end of the window after the one it last counted in.
 local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local now = t[2] % 1000
+now = t[1] * 1000 + (t[2] - now) / 1000
 -- o: where the limits' arguments start (ARGV[o + 2i - 1], ARGV[o + 2i])
 local o, cost, write = 0, 1, true
 if #ARGV ~= 2 * #KEYS then
@@ -47,7 +48,7 @@ local n = #KEYS
 -- which reuses the value read here (false: no key; nil: not read).
 local first
 if n == 1 and write then
-  local rate, period = tonumber(ARGV[o + 1]), tonumber(ARGV[o + 2])
+  local rate, period = ARGV[o + 1] + 0, ARGV[o + 2] + 0
   first = redis.call('GET', KEYS[1])
   local s, c, p = now, 0, 0
   local ok = not first
@@ -55,8 +56,8 @@ if n == 1 and write then
     local a, b, d = string.match(first, '^([1-9]%d*):(%d+):(%d+)$')
     -- (counts of at most 15 digits without a leading zero; anything else
     -- is left to the general path's checks)
-    if a and #a <= 16 and #b <= 15 and #d <= 15 and (#b == 1 or string.sub(b, 1, 1) ~= '0') and (#d == 1 or string.sub(d, 1, 1) ~= '0') then
-      s, c, p = tonumber(a), tonumber(b), tonumber(d)
+    if a and #a <= 16 and #b <= 15 and #d <= 15 and (#b == 1 or string.byte(b) ~= 48) and (#d == 1 or string.byte(d) ~= 48) then
+      s, c, p = a + 0, b + 0, d + 0
       ok = s <= now
       if now - s >= 2 * period then
         s, c, p = now, 0, 0
@@ -73,7 +74,8 @@ if n == 1 and write then
     redis.call('SET', KEYS[1], string.format('%d:%d:%d', s, c, p), 'PX', reset)
     -- {1, remaining, reset_ms, 0} as one integer when it fits below 2^52
     -- (no table to build): reset_ms * (R + 1) + remaining
-    local remaining = math.floor((rate * period - c * period - p * (period - (now - s))) / period)
+    local remaining = rate * period - c * period - p * (period - (now - s))
+    remaining = (remaining - remaining % period) / period
     local v = reset * (rate + 1) + remaining
     if v < 4503599627370496 then
       return v
