@@ -55,7 +55,8 @@ if n == 1 and write then
   if first then
     local a, b, d = string.match(first, '^([1-9]%d*):(%d+):(%d+)$')
     -- (counts of at most 15 digits without a leading zero; anything else
-    -- is left to the general path's checks)
+    -- is left to the general path's checks, which come before arithmetic
+    -- on a field: miniredis's Lua reads a leading zero as octal)
     if a and #a <= 16 and #b <= 15 and #d <= 15 and (#b == 1 or string.byte(b) ~= 48) and (#d == 1 or string.byte(d) ~= 48) then
       s, c, p = a + 0, b + 0, d + 0
       ok = s <= now

@@ -56,7 +56,9 @@ if n == 1 and write then
   local s = full
   local ok = not first
   if first then
-    -- the common state: written under this limit's period
+    -- the common state: written under this limit's period (the checks
+    -- come before any arithmetic on a field: miniredis's Lua reads a
+    -- leading zero as octal)
     local a, b, p = string.match(first, '^([1-9]%d*):(%d+):(%d+)$')
     if p == ps and #a <= 16 and #b <= 16 and (b == '0' or string.byte(b) ~= 48) and b + 0 <= 2251799813685248 then
       ok = true

@@ -1,0 +1,964 @@
+package strategy_test
+
+// The one-limit fast paths of token_bucket.lua, sliding_window.lua and
+// gcra.lua, rewritten for server time, compared on identical states and an
+// identical (script-side) clock with
+//   - the same script's general path (a second limit that never binds), and
+//   - the scripts before that rewrite (testdata/*_before_fastpath.lua), on
+//     both of their paths: a faster script must answer, store and expire
+//     exactly as before,
+// on miniredis (gopher-lua) and on a redis-server started by redistest.
+// Random steps mix costs, peeks, clock moves (backwards too), rule changes
+// on one key, values near 2^51 and 2^52, corrupt and foreign states with
+// and without a TTL. -equivalence.full runs about ten times the steps.
+//
+// The scripts' clock: redis.call('TIME') is replaced, in every script
+// alike, by two GETs of keys holding the seconds and microseconds as
+// strings (as TIME returns them), so that every subject sees the same now.
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// fullEquivalence runs the random comparisons at about ten times the
+// steps of a default run (which keeps the package's tests short under -race).
+var fullEquivalence = flag.Bool("equivalence.full", false, "run the fast-path equivalence tests at full size")
+
+// scaled is n for a full run, n/10 (at least 1) otherwise.
+func scaled[T int | int64](n T) T {
+	if *fullEquivalence || n < 10 {
+		return n
+	}
+	return n / 10
+}
+
+// packedReplies counts packed (fast path) replies per subject, logged by
+// the tests to show the fast path was exercised.
+var packedReplies = map[string]int{}
+
+const clkS, clkU = "__fastpath_clk_s", "__fastpath_clk_u"
+
+func fixedClock(t *testing.T, src string) string {
+	t.Helper()
+	if !strings.Contains(src, "redis.call('TIME')") {
+		t.Fatal("script has no TIME call")
+	}
+	return strings.ReplaceAll(src, "redis.call('TIME')", "{redis.call('GET', '"+clkS+"'), redis.call('GET', '"+clkU+"')}")
+}
+
+func readSrc(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+type equivalenceServer struct {
+	name string
+	rdb  *redis.Client
+	real bool
+}
+
+func equivalenceServers(t *testing.T) []equivalenceServer {
+	m, _ := newMini(t)
+	mrdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = mrdb.Close() })
+	return []equivalenceServer{{"miniredis", mrdb, false}, {"redis-server", realServer(t), true}}
+}
+
+// normErr maps a script error to what it means (error texts carry line
+// numbers and SHAs that differ between script versions).
+func normErr(err error) string {
+	s := err.Error()
+	switch {
+	case strings.Contains(s, "corrupt counter"):
+		return "ERR corrupt"
+	case strings.Contains(s, "WRONGTYPE"):
+		return "ERR WRONGTYPE"
+	}
+	return "ERR other: " + s
+}
+
+// evalFirst runs src and returns the decision and the first limit's
+// {remaining, reset, retry}, the packed reply unpacked with base.
+func evalFirst(ctx context.Context, rdb *redis.Client, src string, keys []string, args []string, base int64) string {
+	a := make([]any, len(args))
+	for i, s := range args {
+		a[i] = s
+	}
+	r, err := rdb.Eval(ctx, src, keys, a...).Result()
+	if err != nil {
+		return normErr(err)
+	}
+	switch x := r.(type) {
+	case int64:
+		return fmt.Sprintf("1 %d %d 0", x%(base+1), x/(base+1))
+	case []any:
+		if len(x) < 4 {
+			return fmt.Sprintf("short reply %v", x)
+		}
+		return fmt.Sprintf("%v %v %v %v", x[0], x[1], x[2], x[3])
+	}
+	return fmt.Sprintf("odd reply %T %v", r, r)
+}
+
+type subject struct {
+	name string
+	src  string
+	key  string
+	two  bool // with the never-binding second limit
+}
+
+type snapshot struct {
+	res, val string
+	ttl      int64
+	timed    bool // the key has a TTL (on a real server, ttl is offset back)
+}
+
+func (s snapshot) String() string { return fmt.Sprintf("%s | %q | pttl %d", s.res, s.val, s.ttl) }
+
+// On a real server every TTL a script writes is offset by ttlOffset ms
+// and every PTTL it reads is offset back (a local shadow of redis.call,
+// the same for every script), so that no key expires on the real clock
+// during the test: the scripts see the TTLs they wrote.
+const ttlOffset = 1_000_000_000
+
+const ttlShim = `
+local R0 = redis
+local redis = setmetatable({}, {__index = R0})
+redis.call = function(...)
+  local a = {...}
+  local c = string.upper(a[1])
+  for i = 2, #a - 1 do
+    if a[i] == 'PX' then a[i + 1] = a[i + 1] + 1000000000 end
+  end
+  if c == 'PEXPIRE' then a[3] = a[3] + 1000000000 end
+  local r = R0.call(unpack(a))
+  if c == 'PTTL' and r >= 0 then r = r - 1000000000 end
+  return r
+end
+`
+
+const postScript = `
+local v = redis.pcall('GET', KEYS[1])
+if type(v) == 'table' then
+  if string.find(v.err or '', 'WRONGTYPE') then v = '<ERR WRONGTYPE>' else v = '<ERR ' .. tostring(v.err) .. '>' end
+elseif not v then
+  v = '<nil>'
+end
+local t = redis.call('PTTL', KEYS[1])
+return {v, t}
+`
+
+// runCompare runs one call on every subject and compares the results,
+// values and TTLs. The call and the read of its key run in one MULTI (no
+// key expires within it on Redis 7, so the TTL read is the one written);
+// on a real server the key then gets a long TTL (the same for every
+// subject) so that the next step starts from identical states.
+func runCompare(t *testing.T, ctx context.Context, srv equivalenceServer, subs []subject, never string, _ []string, args func(two bool) []string, base int64, what string) bool {
+	t.Helper()
+	var snaps []snapshot
+	ext := "0"
+	if srv.real {
+		ext = "1"
+	}
+	evs := make([]*redis.Cmd, len(subs))
+	posts := make([]*redis.Cmd, len(subs))
+	_, _ = srv.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for i, s := range subs {
+			keys := []string{s.key}
+			if s.two {
+				p.Del(ctx, never)
+				keys = append(keys, never)
+			}
+			as := args(s.two)
+			a := make([]any, len(as))
+			for i, x := range as {
+				a[i] = x
+			}
+			src := s.src
+			if srv.real {
+				src = ttlShim + src
+			}
+			evs[i] = p.Eval(ctx, src, keys, a...)
+			posts[i] = p.Eval(ctx, postScript, []string{s.key}, ext)
+		}
+		return nil
+	})
+	for i := range subs {
+		var res string
+		if r, err := evs[i].Result(); err != nil {
+			res = normErr(err)
+		} else {
+			switch x := r.(type) {
+			case int64:
+				packedReplies[subs[i].name]++
+				res = fmt.Sprintf("1 %d %d 0", x%(base+1), x/(base+1))
+			case []any:
+				if len(x) < 4 {
+					res = fmt.Sprintf("short %v", x)
+				} else {
+					res = fmt.Sprintf("%v %v %v %v", x[0], x[1], x[2], x[3])
+				}
+			default:
+				res = fmt.Sprintf("odd %T %v", r, r)
+			}
+		}
+		pr, err := posts[i].Slice()
+		if err != nil || len(pr) != 2 {
+			t.Fatalf("post: %v %v", pr, err)
+		}
+		ttl := pr[1].(int64)
+		timed := ttl >= 0
+		if srv.real && timed {
+			ttl -= ttlOffset
+		}
+		snaps = append(snaps, snapshot{res, fmt.Sprint(pr[0]), ttl, timed})
+	}
+	if srv.real {
+		// a TTL about to run out on the real clock (the scripts see it
+		// offset): every subject's key goes, so the next step starts
+		// from identical states
+		for _, sn := range snaps {
+			if sn.timed && sn.ttl <= 50 {
+				_, _ = srv.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+					for _, s := range subs {
+						p.Del(ctx, s.key)
+					}
+					return nil
+				})
+				break
+			}
+		}
+	}
+	ok := true
+	for i := 1; i < len(snaps); i++ {
+		a, b := snaps[0], snaps[i]
+		d, tol := a.ttl-b.ttl, int64(0)
+		if srv.real && a.timed && b.timed {
+			// (TTLs may start a few ms apart on a real clock)
+			tol = 10 // one MULTI, but Redis 7.0 reads the clock per command (miniredis: exact)
+		}
+		if a.res != b.res || a.val != b.val || a.timed != b.timed || d > tol || -d > tol {
+			ok = false
+		}
+	}
+	if !ok {
+		var sb strings.Builder
+		for i, s := range subs {
+			fmt.Fprintf(&sb, "\n  %-8s %s", s.name, snaps[i])
+		}
+		t.Errorf("%s: %s%s", srv.name, what, sb.String())
+		return false
+	}
+	return true
+}
+
+func setAll(ctx context.Context, srv equivalenceServer, subs []subject, v string, px int64, wrongType bool) {
+	if srv.real && px > 0 {
+		px += ttlOffset
+	}
+	_, _ = srv.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for _, s := range subs {
+			p.Del(ctx, s.key)
+			if wrongType {
+				p.RPush(ctx, s.key, v)
+			} else if px > 0 {
+				p.Do(ctx, "SET", s.key, v, "PX", px)
+			} else {
+				p.Set(ctx, s.key, v, 0)
+			}
+		}
+		return nil
+	})
+}
+
+func setClock(ctx context.Context, rdb *redis.Client, nowUs int64) {
+	rdb.Set(ctx, clkS, strconv.FormatInt(nowUs/1_000_000, 10), 0)
+	rdb.Set(ctx, clkU, strconv.FormatInt(nowUs%1_000_000, 10), 0)
+}
+
+func pick[T any](rng *rand.Rand, xs []T) T { return xs[rng.Intn(len(xs))] }
+
+const (
+	two51 = int64(1) << 51
+	two52 = int64(1) << 52
+	day   = int64(86_400_000_000)
+)
+
+// ---------------------------------------------------------------- token bucket
+
+type tbLimit struct{ rate, period, cap int64 }
+
+func randTBLimit(rng *rand.Rand) tbLimit {
+	period := pick(rng, []int64{1000, 2000, 999_000, 1_000_000, 1_001_000, 60_000_000, 3_600_000_000, day, 31 * day, 1_048_576_000})
+	rate := pick(rng, []int64{1, 2, 3, 7, 10, 999, 1000, 1_000_000, 1_000_000_007, 1 << 40, 1<<50 - 1, 1 << 50})
+	max := two51 / period
+	if max > 1<<50 {
+		max = 1 << 50
+	}
+	var c int64
+	switch rng.Intn(4) {
+	case 0:
+		c = max // B*P at its bound, near 2^51
+	case 1:
+		c = 1
+	default:
+		c = 1 + rng.Int63n(min(max, 20))
+	}
+	return tbLimit{rate, period, c}
+}
+
+func tbValue(rng *rand.Rand, now int64, l tbLimit) (v string, wrongType bool) {
+	ts := pick(rng, []int64{now, now - rng.Int63n(10_000_000), now + rng.Int63n(10_000_000), now - rng.Int63n(40*day), 1, now - 1})
+	full := l.cap * l.period
+	sv := pick(rng, []int64{0, rng.Int63n(full + 1), full, full - 1, full + 1, two51, two51 + 1, two51 - 1, two52, l.period})
+	pv := pick(rng, []int64{l.period, l.period, 1_000_000, 1000, 999_000, 31 * day, 31*day + 1, 0})
+	T, S, P := strconv.FormatInt(ts, 10), strconv.FormatInt(sv, 10), strconv.FormatInt(pv, 10)
+	switch rng.Intn(16) {
+	case 0:
+		return T + ":" + S, false // two parts
+	case 1:
+		return "0" + T + ":" + S + ":" + P, false
+	case 2:
+		return T + ":0" + S + ":" + P, false
+	case 3:
+		return T + ":" + S + ":0" + P, false
+	case 4:
+		return "1" + T + ":" + S + ":" + P, false // 17 digits
+	case 5:
+		return T + ":" + "12345678901234567" + ":" + P, false
+	case 6:
+		return pick(rng, []string{"0:0:" + P, "0:" + S + ":" + P, T + ":0:" + P, T + ":" + S + ":0", "0:0", T + ":0", "0:" + S, "00:0:" + P, T + ":00:" + P}), false
+	case 7:
+		return pick(rng, []string{"", "abc", "1:2:3:4", "-1:2:" + P, T + ":" + S + ":" + P + " ", " " + T + ":" + S + ":" + P, T + ".5:" + S + ":" + P, T + ":" + S + ":1e6", "0x10:1:" + P}), false
+	case 8:
+		return T + ":" + S + ":" + P, true
+	case 9:
+		return T + ":" + S + ":" + strconv.FormatInt(l.period, 10) + "0", false // another period: 10x
+	}
+	return T + ":" + S + ":" + P, false
+}
+
+func tbArgs(l tbLimit, cost int64, peek bool) func(two bool) []string {
+	return func(two bool) []string {
+		var a []string
+		if cost != 1 || peek {
+			p := "0"
+			if peek {
+				p = "1"
+			}
+			a = append(a, strconv.FormatInt(cost, 10), p)
+		}
+		a = append(a, strconv.FormatInt(l.rate, 10), strconv.FormatInt(l.period, 10), strconv.FormatInt(l.cap, 10))
+		if two {
+			a = append(a, "1", "1", strconv.FormatInt(two51, 10))
+		}
+		return a
+	}
+}
+
+func tbSubjects(t *testing.T) []subject {
+	newSrc := fixedClock(t, readSrc(t, "lua/token_bucket.lua"))
+	oldSrc := fixedClock(t, readSrc(t, "testdata/token_bucket_before_fastpath.lua"))
+	return []subject{
+		{"new/one", newSrc, "rv:tb:new1", false},
+		{"new/two", newSrc, "rv:tb:new2", true},
+		{"old/one", oldSrc, "rv:tb:old1", false},
+		{"old/two", oldSrc, "rv:tb:old2", true},
+	}
+}
+
+// TestFastPathTokenBucketPaths: random steps (costs, peeks, clock moves of
+// microseconds to weeks, back and forth, rate/period/burst changes on the
+// same key, buckets near 2^51, periods up to 31 days, corrupt and foreign
+// values); the new fast path, the new general path and both paths of the
+// script before the change must agree on the reply, the value and its TTL.
+func TestFastPathTokenBucketPaths(t *testing.T) {
+	ctx := context.Background()
+	for k := range packedReplies {
+		delete(packedReplies, k)
+	}
+	defer func() { t.Logf("packed (fast path) replies: %v", packedReplies) }()
+	subs := tbSubjects(t)
+	for _, srv := range equivalenceServers(t) {
+		t.Run(srv.name, func(t *testing.T) {
+			fails := 0
+			seeds := scaled(int64(40))
+			steps := 400
+			if srv.real {
+				seeds, steps = scaled(int64(25)), 300
+			}
+			for seed := int64(1); seed <= seeds && fails < 5; seed++ {
+				rng := rand.New(rand.NewSource(seed))
+				now := int64(1_764_000_000_000_000) + rng.Int63n(1_000_000_000_000)
+				for _, s := range subs {
+					srv.rdb.Del(ctx, s.key)
+				}
+				l := randTBLimit(rng)
+				for step := 0; step < steps && fails < 5; step++ {
+					switch op := rng.Intn(20); {
+					case op < 3:
+						now += pick(rng, []int64{0, 1, rng.Int63n(1000), rng.Int63n(1_000_000), rng.Int63n(l.period + 1), rng.Int63n(40 * day)})
+					case op == 3:
+						now -= rng.Int63n(2_000_000) // clock steps back
+					case op == 4:
+						l = randTBLimit(rng)
+					case op == 5:
+						l.rate = randTBLimit(rng).rate // rate only, same key
+					case op == 6:
+						v, wt := tbValue(rng, now, l)
+						px := int64(0)
+						if rng.Intn(2) == 0 {
+							px = 1 + rng.Int63n(100_000_000)
+						}
+						setAll(ctx, srv, subs, v, px, wt)
+					case op == 7:
+						_, _ = srv.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+							for _, s := range subs {
+								p.Persist(ctx, s.key)
+							}
+							return nil
+						})
+					default:
+						cost := int64(1)
+						peek := false
+						if op >= 15 {
+							cost = pick(rng, []int64{0, 2, 1 + rng.Int63n(l.cap+1), l.cap, l.cap + 1})
+							peek = op == 19
+						}
+						setClock(ctx, srv.rdb, now)
+						what := fmt.Sprintf("seed %d step %d now %d limit %+v cost %d peek %v", seed, step, now, l, cost, peek)
+						if !runCompare(t, ctx, srv, subs, "rv:tb:never", nil, tbArgs(l, cost, peek), l.cap, what) {
+							fails++
+							// resynchronise from the general path's state
+							v, _ := srv.rdb.Get(ctx, subs[3].key).Result()
+							setAll(ctx, srv, subs, v, 0, false)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// ---------------------------------------------------------------- sliding window
+
+type swLimit struct{ rate, period int64 } // period in ms
+
+func randSWLimit(rng *rand.Rand) swLimit {
+	period := pick(rng, []int64{1, 2, 10, 999, 1000, 1001, 60_000, 3_600_000, 86_400_000, 31 * 86_400_000})
+	max := two51 / period
+	if max > 1<<50 {
+		max = 1 << 50
+	}
+	var r int64
+	switch rng.Intn(4) {
+	case 0:
+		r = max
+	case 1:
+		r = 1
+	default:
+		r = 1 + rng.Int63n(min(max, 20))
+	}
+	return swLimit{r, period}
+}
+
+func swValue(rng *rand.Rand, nowMs int64, l swLimit) (string, bool) {
+	s := pick(rng, []int64{nowMs, nowMs - rng.Int63n(l.period+1), nowMs - l.period - rng.Int63n(l.period+1), nowMs - 2*l.period, nowMs + rng.Int63n(5000), 1})
+	c := pick(rng, []int64{0, 1, rng.Int63n(l.rate + 1), l.rate, l.rate + 1, 999_999_999_999_999, 1_000_000_000_000_000})
+	p := pick(rng, []int64{0, 1, rng.Int63n(l.rate + 1), l.rate, l.rate + 1, 999_999_999_999_999})
+	S, C, P := strconv.FormatInt(s, 10), strconv.FormatInt(c, 10), strconv.FormatInt(p, 10)
+	switch rng.Intn(12) {
+	case 0:
+		return S + ":" + C, false
+	case 1:
+		return "0" + S + ":" + C + ":" + P, false
+	case 2:
+		return S + ":0" + C + ":" + P, false
+	case 3:
+		return S + ":" + C + ":0" + P, false
+	case 4:
+		return "1234" + S + ":" + C + ":" + P, false // 17 digits
+	case 5:
+		return pick(rng, []string{"0:0:0", "0:" + C + ":" + P, S + ":0:0", S + ":00:0", S + ":0:00", "9007199254740992:0:0", "9007199254740991:0:0", S + ":9007199254740992:0"}), false
+	case 6:
+		return pick(rng, []string{"", "x", "1:2:3:4", S + ":" + C + ":" + P + "\n", S + ":1e3:0", "0x1:0:0", S + ":-1:0"}), false
+	case 7:
+		return S + ":" + C + ":" + P, true
+	}
+	return S + ":" + C + ":" + P, false
+}
+
+func swArgs(l swLimit, cost int64, peek bool) func(two bool) []string {
+	return func(two bool) []string {
+		var a []string
+		if cost != 1 || peek {
+			p := "0"
+			if peek {
+				p = "1"
+			}
+			a = append(a, strconv.FormatInt(cost, 10), p)
+		}
+		a = append(a, strconv.FormatInt(l.rate, 10), strconv.FormatInt(l.period, 10))
+		if two {
+			a = append(a, strconv.FormatInt(two51, 10), "1")
+		}
+		return a
+	}
+}
+
+// TestFastPathSlidingWindowPaths: as TestFastPathTokenBucketPaths for the
+// sliding window (clock in microseconds: TIME's sub-millisecond part
+// matters to the new rounding).
+func TestFastPathSlidingWindowPaths(t *testing.T) {
+	ctx := context.Background()
+	for k := range packedReplies {
+		delete(packedReplies, k)
+	}
+	defer func() { t.Logf("packed (fast path) replies: %v", packedReplies) }()
+	newSrc := fixedClock(t, readSrc(t, "lua/sliding_window.lua"))
+	oldSrc := fixedClock(t, readSrc(t, "testdata/sliding_window_before_fastpath.lua"))
+	subs := []subject{
+		{"new/one", newSrc, "rv:sw:new1", false},
+		{"new/two", newSrc, "rv:sw:new2", true},
+		{"old/one", oldSrc, "rv:sw:old1", false},
+		{"old/two", oldSrc, "rv:sw:old2", true},
+	}
+	for _, srv := range equivalenceServers(t) {
+		t.Run(srv.name, func(t *testing.T) {
+			fails := 0
+			seeds := scaled(int64(40))
+			steps := 400
+			if srv.real {
+				seeds, steps = scaled(int64(25)), 300
+			}
+			for seed := int64(1); seed <= seeds && fails < 5; seed++ {
+				rng := rand.New(rand.NewSource(seed))
+				now := int64(1_764_000_000_000_000) + rng.Int63n(1_000_000_000_000)
+				for _, s := range subs {
+					srv.rdb.Del(ctx, s.key)
+				}
+				l := randSWLimit(rng)
+				for step := 0; step < steps && fails < 5; step++ {
+					switch op := rng.Intn(20); {
+					case op < 3:
+						now += pick(rng, []int64{0, 1, 999, 1000, rng.Int63n(1000), rng.Int63n(1_000_000), rng.Int63n(l.period*1000 + 1), rng.Int63n(40 * day)})
+					case op == 3:
+						now -= rng.Int63n(2_000_000)
+					case op == 4:
+						l = randSWLimit(rng)
+					case op == 5:
+						if r := randSWLimit(rng).rate; r <= two51/l.period {
+							l.rate = r // R * P <= 2^51, as the caller bounds it
+						}
+					case op == 6:
+						v, wt := swValue(rng, now/1000, l)
+						px := int64(0)
+						if rng.Intn(2) == 0 {
+							px = 1 + rng.Int63n(100_000_000)
+						}
+						setAll(ctx, srv, subs, v, px, wt)
+					case op == 7:
+						_, _ = srv.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+							for _, s := range subs {
+								p.Persist(ctx, s.key)
+							}
+							return nil
+						})
+					default:
+						cost := int64(1)
+						peek := false
+						if op >= 15 {
+							cost = pick(rng, []int64{0, 2, 1 + rng.Int63n(l.rate+1), l.rate, l.rate + 1})
+							peek = op == 19
+						}
+						setClock(ctx, srv.rdb, now)
+						what := fmt.Sprintf("seed %d step %d now %dus limit %+v cost %d peek %v", seed, step, now, l, cost, peek)
+						if !runCompare(t, ctx, srv, subs, "rv:sw:never", nil, swArgs(l, cost, peek), l.rate, what) {
+							fails++
+							v, _ := srv.rdb.Get(ctx, subs[3].key).Result()
+							setAll(ctx, srv, subs, v, 0, false)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// ---------------------------------------------------------------- GCRA
+
+type gcraLimit struct{ interval, burst int64 } // interval in µs
+
+func randGCRALimit(rng *rand.Rand, usOnly bool) gcraLimit {
+	var iv int64
+	if usOnly {
+		iv = pick(rng, []int64{1, 2, 999, 1001, 1002, 333_334, 1_000_001, 2_678_400_000_001})
+	} else {
+		iv = pick(rng, []int64{1000, 2000, 100_000, 1_000_000, 60_000_000, 3_600_000_000, 2_678_400_000_000, 1, 999, 1002, 333_334})
+	}
+	maxB := int64(3_153_600_000_000_000) / iv // MaxRefill
+	if maxB > 1<<50 {
+		maxB = 1 << 50
+	}
+	var b int64
+	switch rng.Intn(4) {
+	case 0:
+		b = maxB
+	case 1:
+		b = 1
+	default:
+		b = 1 + rng.Int63n(min(maxB, 20))
+	}
+	return gcraLimit{iv, b}
+}
+
+func gcraValue(rng *rand.Rand, nowUs int64, l gcraLimit, usOnly bool) (string, bool) {
+	tat := pick(rng, []int64{nowUs, nowUs + rng.Int63n(l.interval*l.burst+1), nowUs + l.interval*l.burst + 1, nowUs - rng.Int63n(10_000_000), 1, 8_999_999_999_999_999})
+	v := strconv.FormatInt(tat, 10)
+	switch rng.Intn(10) {
+	case 0:
+		if !usOnly {
+			return strconv.FormatInt(9_000_000_000_000_000+rng.Int63n(l.interval*l.burst/1000+2), 10), false
+		}
+	case 1:
+		bad := []string{"0", "0" + v, "1" + v + "1", "9007199254740993", "-1", "1.5", "", "x", v + " ", "1e15", "0x10"}
+		if !usOnly {
+			// (a millisecond-form state is read by PTTL: on the real
+			// clock the subjects would read it a millisecond apart)
+			bad = append(bad, "9000000000000000")
+		}
+		return pick(rng, bad), false
+	case 2:
+		return v, true
+	}
+	return v, false
+}
+
+func gcraArgs(l gcraLimit, cost int64, peek bool) func(two bool) []string {
+	return func(two bool) []string {
+		var a []string
+		if cost != 1 || peek {
+			p := "0"
+			if peek {
+				p = "1"
+			}
+			a = append(a, strconv.FormatInt(cost, 10), p)
+		}
+		a = append(a, strconv.FormatInt(l.interval, 10), strconv.FormatInt(l.burst, 10))
+		if two {
+			a = append(a, "1", strconv.FormatInt(1<<50, 10))
+		}
+		return a
+	}
+}
+
+// TestFastPathGCRAPaths: as TestFastPathTokenBucketPaths for GCRA. On
+// miniredis the clock (TIME and key expiry) moves through Advance; on a
+// redis-server (a real clock for PTTL) only microsecond intervals and
+// states are drawn, whose decisions do not read PTTL.
+func TestFastPathGCRAPaths(t *testing.T) {
+	ctx := context.Background()
+	for k := range packedReplies {
+		delete(packedReplies, k)
+	}
+	defer func() { t.Logf("packed (fast path) replies: %v", packedReplies) }()
+	newSrc := fixedClock(t, readSrc(t, "lua/gcra.lua"))
+	oldSrc := fixedClock(t, readSrc(t, "testdata/gcra_before_fastpath.lua"))
+	subs := []subject{
+		{"new/one", newSrc, "rv:g:new1", false},
+		{"new/two", newSrc, "rv:g:new2", true},
+		{"old/one", oldSrc, "rv:g:old1", false},
+		{"old/two", oldSrc, "rv:g:old2", true},
+	}
+	m, _ := newMini(t)
+	mrdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = mrdb.Close() })
+	for _, srv := range []equivalenceServer{{"miniredis", mrdb, false}, {"redis-server", realServer(t), true}} {
+		t.Run(srv.name, func(t *testing.T) {
+			usOnly := srv.real
+			fails := 0
+			for seed := int64(1); seed <= scaled(int64(30)) && fails < 5; seed++ {
+				rng := rand.New(rand.NewSource(seed))
+				for _, s := range subs {
+					srv.rdb.Del(ctx, s.key)
+				}
+				var now int64
+				if srv.real {
+					now = time.Now().UnixMicro()
+				}
+				clock := func() int64 {
+					if srv.real {
+						return now
+					}
+					return m.Now().UnixMicro()
+				}
+				l := randGCRALimit(rng, usOnly)
+				for step := 0; step < 300 && fails < 5; step++ {
+					switch op := rng.Intn(20); {
+					case op < 3:
+						d := pick(rng, []int64{0, 1, 999, 1000, rng.Int63n(1000), rng.Int63n(1_000_000), rng.Int63n(l.interval*3 + 1), rng.Int63n(40 * day)})
+						if srv.real {
+							now += d
+						} else {
+							m.Advance(time.Duration(d) * time.Microsecond)
+						}
+					case op == 4:
+						l = randGCRALimit(rng, usOnly)
+					case op == 6:
+						v, wt := gcraValue(rng, clock(), l, usOnly)
+						px := int64(0)
+						if rng.Intn(3) > 0 {
+							px = 1 + rng.Int63n(100_000_000)
+						}
+						setAll(ctx, srv, subs, v, px, wt)
+					case op == 7:
+						_, _ = srv.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+							for _, s := range subs {
+								p.Persist(ctx, s.key)
+							}
+							return nil
+						})
+					default:
+						cost := int64(1)
+						peek := false
+						if op >= 15 {
+							cost = pick(rng, []int64{0, 2, 1 + rng.Int63n(l.burst+1), l.burst, l.burst + 1})
+							peek = op == 19
+						}
+						setClock(ctx, srv.rdb, clock())
+						what := fmt.Sprintf("seed %d step %d now %dus limit %+v cost %d peek %v", seed, step, clock(), l, cost, peek)
+						if !runCompare(t, ctx, srv, subs, "rv:g:never", nil, gcraArgs(l, cost, peek), l.burst, what) {
+							fails++
+							v, _ := srv.rdb.Get(ctx, subs[3].key).Result()
+							setAll(ctx, srv, subs, v, 0, false)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestFastPathTokenBucketSmall: small rates, periods and bursts, so that the
+// rounding boundaries (d % rate, us % 1000) are hit often; each call starts
+// from a bucket "<now - e>:<s>:<P>" (or none), the same for every subject.
+func TestFastPathTokenBucketSmall(t *testing.T) {
+	ctx := context.Background()
+	subs := tbSubjects(t)
+	for _, srv := range equivalenceServers(t) {
+		t.Run(srv.name, func(t *testing.T) {
+			rng := rand.New(rand.NewSource(99))
+			now := int64(1_764_000_000_123_456)
+			fails := 0
+			for i := 0; i < scaled(3000) && fails < 5; i++ {
+				l := tbLimit{pick(rng, []int64{1, 2, 3, 7, 999, 1000, 1001, 3000}), pick(rng, []int64{1000, 2000, 3000, 7000}), 1 + rng.Int63n(5)}
+				now += rng.Int63n(5000)
+				full := l.cap * l.period
+				if rng.Intn(8) > 0 {
+					v := fmt.Sprintf("%d:%d:%d", now-rng.Int63n(5000), rng.Int63n(full+2), l.period)
+					setAll(ctx, srv, subs, v, 0, false)
+				} else {
+					setAll(ctx, srv, subs, "", 1, false)
+					for _, s := range subs {
+						srv.rdb.Del(ctx, s.key)
+					}
+				}
+				cost := int64(1)
+				if rng.Intn(4) == 0 {
+					cost = 1 + rng.Int63n(l.cap+1)
+				}
+				setClock(ctx, srv.rdb, now)
+				if !runCompare(t, ctx, srv, subs, "rv:tb:never", nil, tbArgs(l, cost, false), l.cap, fmt.Sprintf("i %d now %d limit %+v cost %d", i, now, l, cost)) {
+					fails++
+				}
+			}
+		})
+	}
+}
+
+// TestFastPathSlidingWindowSmall: as TestFastPathTokenBucketSmall for the
+// sliding window (sub-millisecond clock positions, windows of a few ms).
+func TestFastPathSlidingWindowSmall(t *testing.T) {
+	ctx := context.Background()
+	newSrc := fixedClock(t, readSrc(t, "lua/sliding_window.lua"))
+	oldSrc := fixedClock(t, readSrc(t, "testdata/sliding_window_before_fastpath.lua"))
+	subs := []subject{
+		{"new/one", newSrc, "rv:sw:new1", false},
+		{"new/two", newSrc, "rv:sw:new2", true},
+		{"old/one", oldSrc, "rv:sw:old1", false},
+		{"old/two", oldSrc, "rv:sw:old2", true},
+	}
+	for _, srv := range equivalenceServers(t) {
+		t.Run(srv.name, func(t *testing.T) {
+			rng := rand.New(rand.NewSource(98))
+			now := int64(1_764_000_000_000_000)
+			fails := 0
+			for i := 0; i < scaled(3000) && fails < 5; i++ {
+				l := swLimit{1 + rng.Int63n(6), pick(rng, []int64{1, 2, 3, 5, 7, 1000})}
+				now += rng.Int63n(4000)
+				nowMs := now / 1000
+				if rng.Intn(8) > 0 {
+					v := fmt.Sprintf("%d:%d:%d", nowMs-rng.Int63n(3*l.period+1), rng.Int63n(l.rate+2), rng.Int63n(l.rate+2))
+					setAll(ctx, srv, subs, v, 0, false)
+				} else {
+					for _, s := range subs {
+						srv.rdb.Del(ctx, s.key)
+					}
+				}
+				cost := int64(1)
+				if rng.Intn(4) == 0 {
+					cost = 1 + rng.Int63n(l.rate+1)
+				}
+				setClock(ctx, srv.rdb, now)
+				if !runCompare(t, ctx, srv, subs, "rv:sw:never", nil, swArgs(l, cost, false), l.rate, fmt.Sprintf("i %d now %dus limit %+v cost %d", i, now, l, cost)) {
+					fails++
+				}
+			}
+		})
+	}
+}
+
+// TestFastPathCorruptValues: named states (leading zeros, 17 digits, '0'
+// fields, a two-part bucket, a bucket of another period, 2^51 and 2^52
+// token counts, a non-string) give the same reply, value and TTL on the
+// new fast path, the new general path and both paths of the old scripts.
+func TestFastPathCorruptValues(t *testing.T) {
+	ctx := context.Background()
+	const now = int64(1_764_000_000_123_456) // µs
+	T := strconv.FormatInt(now-5_000, 10)
+	ms := strconv.FormatInt(now/1000-5, 10)
+	swNew := fixedClock(t, readSrc(t, "lua/sliding_window.lua"))
+	swOld := fixedClock(t, readSrc(t, "testdata/sliding_window_before_fastpath.lua"))
+	gNew := fixedClock(t, readSrc(t, "lua/gcra.lua"))
+	gOld := fixedClock(t, readSrc(t, "testdata/gcra_before_fastpath.lua"))
+	type family struct {
+		name   string
+		subs   []subject
+		never  string
+		values []string
+		args   func(cost int64, peek bool) (func(bool) []string, int64)
+	}
+	fams := []family{
+		{"TokenBucket", tbSubjects(t), "rv:tb:never", tbCorrupt(T), func(cost int64, peek bool) (func(bool) []string, int64) {
+			return tbArgs(tbLimit{3, 1_000_000, 10}, cost, peek), 10
+		}},
+		{"SlidingWindow", []subject{
+			{"new/one", swNew, "rv:sw:new1", false}, {"new/two", swNew, "rv:sw:new2", true},
+			{"old/one", swOld, "rv:sw:old1", false}, {"old/two", swOld, "rv:sw:old2", true},
+		}, "rv:sw:never", []string{
+			ms + ":2:1", "0" + ms + ":2:1", ms + ":02:1", ms + ":2:01", ms + ":00:0", ms + ":0:00", "0:0:0",
+			ms + ":0:0", "1234" + ms + ":2:1", ms + ":1234567890123456:1", ms + ":123456789012345:1", ms + ":2",
+			"9007199254740991:0:0", "9007199254740992:0:0", ms + ":2:1:0", "", "x", "<list>",
+		}, func(cost int64, peek bool) (func(bool) []string, int64) {
+			return swArgs(swLimit{10, 1000}, cost, peek), 10
+		}},
+		{"GCRA", []subject{
+			{"new/one", gNew, "rv:g:new1", false}, {"new/two", gNew, "rv:g:new2", true},
+			{"old/one", gOld, "rv:g:old1", false}, {"old/two", gOld, "rv:g:old2", true},
+		}, "rv:g:never", []string{
+			T, "0" + T, "1" + T, "0", "00", "9000000000000000", "9000000000000123", "8999999999999999",
+			"9007199254740993", "99999999999999999", "-1", "1.5", "", "x", "<list>",
+		}, func(cost int64, peek bool) (func(bool) []string, int64) {
+			return gcraArgs(gcraLimit{1002, 10}, cost, peek), 10
+		}},
+	}
+	for _, srv := range equivalenceServers(t) {
+		for _, f := range fams {
+			for _, v := range f.values {
+				for _, c := range []struct {
+					cost int64
+					peek bool
+				}{{1, false}, {2, false}, {1, true}} {
+					for _, px := range []int64{0, 5000} {
+						setAll(ctx, srv, f.subs, v, px, v == "<list>")
+						setClock(ctx, srv.rdb, now)
+						args, base := f.args(c.cost, c.peek)
+						runCompare(t, ctx, srv, f.subs, f.never, nil, args, base, fmt.Sprintf("%s value %q px %d cost %d peek %v", f.name, v, px, c.cost, c.peek))
+					}
+				}
+			}
+		}
+	}
+}
+
+// tbCorrupt: named bucket states, with 5 tokens of 1000000 units (enough
+// to admit) and with 5000 units (too few), refill time T.
+func tbCorrupt(T string) []string {
+	var out []string
+	for _, S := range []string{"5000000", "5000"} {
+		out = append(out,
+			T+":"+S+":1000000", "0"+T+":"+S+":1000000", T+":0"+S+":1000000", T+":"+S+":01000000",
+			"1"+T+":"+S+":1000000", T+":12345678901234567:1000000", "0:0:1000000", "0:"+S+":1000000",
+			T+":0:1000000", T+":"+S+":0", "0:0", T+":"+S, T+":0", "0:"+S, T+":"+S+":2000000",
+			T+":"+S+":1000", T+":"+S+":2678400000000", T+":"+S+":2678400000001", T+":2251799813685248:1000000",
+			T+":2251799813685249:1000000", T+":4503599627370496:1000000", "9999999999999999:"+S+":1000000",
+			"1:"+S+":1000000", T+":"+S+":1000000:1", "", "x", " "+T+":"+S+":1000000", T+":"+S+":1e6",
+			T+":"+S+":1000000 ", T+":00:1000000", "00:"+S+":1000000", "<list>")
+	}
+	return out
+}
+
+// TestFastPathTokenBucketRounding: states crafted so that the admitted
+// bucket lacks d = full - s units with d % rate in {0, 1, rate - 1} and
+// ceil(d / rate) microseconds at or next to a millisecond boundary (the
+// fast path's % rounding against math.ceil/floor), for small and large
+// buckets (up to 2^51 units, periods up to 31 days, rates up to 2^50).
+func TestFastPathTokenBucketRounding(t *testing.T) {
+	ctx := context.Background()
+	subs := tbSubjects(t)
+	const now = int64(1_764_000_000_123_456)
+	type lim struct{ period, cap int64 }
+	for _, srv := range equivalenceServers(t) {
+		t.Run(srv.name, func(t *testing.T) {
+			fails, runs := 0, 0
+			for _, L := range []lim{{1_000_000, 10}, {1000, 7}, {31 * day, 840}, {1_048_576_000, 2_147_483}, {day, 26_062}} {
+				full := L.cap * L.period
+				for _, r := range []int64{1, 2, 3, 7, 999, 1000, 1001, 123_457, 1 << 30, 1<<50 - 1, 1 << 50} {
+					// d in [period, full] so that b = full - d + period fits
+					for _, usT := range []int64{1000, 2000, 1_000_000, 123_000, full / r / 2, full / r} {
+						base := usT - usT%1000
+						for _, us := range []int64{base - 1, base, base + 1, base + 2, base + 999} {
+							for _, q := range []int64{0, 1, r - 1} {
+								var d int64
+								if q == 0 {
+									d = us * r
+								} else {
+									d = (us-1)*r + q
+								}
+								if us < 1 || q >= r && q > 0 || d < L.period || d > full || d <= 0 {
+									continue
+								}
+								b := full - d + L.period
+								v := fmt.Sprintf("%d:%d:%d", now, b, L.period)
+								setAll(ctx, srv, subs, v, 0, false)
+								setClock(ctx, srv.rdb, now)
+								l := tbLimit{r, L.period, L.cap}
+								runs++
+								if !runCompare(t, ctx, srv, subs, "rv:tb:never", nil, tbArgs(l, 1, false), L.cap, fmt.Sprintf("state %q limit %+v (d %d, us %d)", v, l, d, us)) {
+									if fails++; fails >= 5 {
+										return
+									}
+								}
+							}
+						}
+					}
+				}
+			}
+			t.Logf("%d crafted states", runs)
+		})
+	}
+}
