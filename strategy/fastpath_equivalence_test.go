@@ -401,18 +401,32 @@ func tbSubjects(t *testing.T) []subject {
 	}
 }
 
-// TestFastPathTokenBucketPaths: random steps (costs, peeks, clock moves of
-// microseconds to weeks, back and forth, rate/period/burst changes on the
-// same key, buckets near 2^51, periods up to 31 days, corrupt and foreign
-// values); the new fast path, the new general path and both paths of the
-// script before the change must agree on the reply, the value and its TTL.
-func TestFastPathTokenBucketPaths(t *testing.T) {
+// walk is what a random comparison of one script's paths varies: its
+// limit (L), the clock moves it makes, the states it plants and the call's
+// arguments.
+type walk[L any] struct {
+	subs  []subject
+	never string // the second limit's key, which never binds
+	limit func(rng *rand.Rand) L
+	// rate returns l with another rate (same key), or l as it is
+	rate  func(rng *rand.Rand, l L) L
+	moves func(rng *rand.Rand, l L) []int64 // forward clock moves, µs
+	value func(rng *rand.Rand, nowUs int64, l L) (v string, wrongType bool)
+	costs func(rng *rand.Rand, l L) []int64 // other than 1
+	args  func(l L, cost int64, peek bool) func(two bool) []string
+	base  func(l L) int64 // the packed reply's base
+}
+
+// run makes random steps (costs, peeks, clock moves back and forth, limit
+// and rate changes on the same key, planted states with and without a TTL,
+// PERSIST) on every server: every subject must agree on the reply, the
+// value and its TTL at each call.
+func (w walk[L]) run(t *testing.T) {
 	ctx := context.Background()
 	for k := range packedReplies {
 		delete(packedReplies, k)
 	}
 	defer func() { t.Logf("packed (fast path) replies: %v", packedReplies) }()
-	subs := tbSubjects(t)
 	for _, srv := range equivalenceServers(t) {
 		t.Run(srv.name, func(t *testing.T) {
 			fails := 0
@@ -424,30 +438,30 @@ func TestFastPathTokenBucketPaths(t *testing.T) {
 			for seed := int64(1); seed <= seeds && fails < 5; seed++ {
 				rng := rand.New(rand.NewSource(seed))
 				now := int64(1_764_000_000_000_000) + rng.Int63n(1_000_000_000_000)
-				for _, s := range subs {
+				for _, s := range w.subs {
 					srv.rdb.Del(ctx, s.key)
 				}
-				l := randTBLimit(rng)
+				l := w.limit(rng)
 				for step := 0; step < steps && fails < 5; step++ {
 					switch op := rng.Intn(20); {
 					case op < 3:
-						now += pick(rng, []int64{0, 1, rng.Int63n(1000), rng.Int63n(1_000_000), rng.Int63n(l.period + 1), rng.Int63n(40 * day)})
+						now += pick(rng, w.moves(rng, l))
 					case op == 3:
 						now -= rng.Int63n(2_000_000) // clock steps back
 					case op == 4:
-						l = randTBLimit(rng)
+						l = w.limit(rng)
 					case op == 5:
-						l.rate = randTBLimit(rng).rate // rate only, same key
+						l = w.rate(rng, l)
 					case op == 6:
-						v, wt := tbValue(rng, now, l)
+						v, wt := w.value(rng, now, l)
 						px := int64(0)
 						if rng.Intn(2) == 0 {
 							px = 1 + rng.Int63n(100_000_000)
 						}
-						setAll(ctx, srv, subs, v, px, wt)
+						setAll(ctx, srv, w.subs, v, px, wt)
 					case op == 7:
 						_, _ = srv.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-							for _, s := range subs {
+							for _, s := range w.subs {
 								p.Persist(ctx, s.key)
 							}
 							return nil
@@ -456,22 +470,47 @@ func TestFastPathTokenBucketPaths(t *testing.T) {
 						cost := int64(1)
 						peek := false
 						if op >= 15 {
-							cost = pick(rng, []int64{0, 2, 1 + rng.Int63n(l.cap+1), l.cap, l.cap + 1})
+							cost = pick(rng, w.costs(rng, l))
 							peek = op == 19
 						}
 						setClock(ctx, srv.rdb, now)
-						what := fmt.Sprintf("seed %d step %d now %d limit %+v cost %d peek %v", seed, step, now, l, cost, peek)
-						if !runCompare(t, ctx, srv, subs, "rv:tb:never", nil, tbArgs(l, cost, peek), l.cap, what) {
+						what := fmt.Sprintf("seed %d step %d now %dus limit %+v cost %d peek %v", seed, step, now, l, cost, peek)
+						if !runCompare(t, ctx, srv, w.subs, w.never, nil, w.args(l, cost, peek), w.base(l), what) {
 							fails++
-							// resynchronise from the general path's state
-							v, _ := srv.rdb.Get(ctx, subs[3].key).Result()
-							setAll(ctx, srv, subs, v, 0, false)
+							// resynchronise from the old general path's state
+							v, _ := srv.rdb.Get(ctx, w.subs[3].key).Result()
+							setAll(ctx, srv, w.subs, v, 0, false)
 						}
 					}
 				}
 			}
 		})
 	}
+}
+
+// TestFastPathTokenBucketPaths: random steps (clock moves of microseconds
+// to weeks, buckets near 2^51, periods up to 31 days, corrupt and foreign
+// values); the new fast path, the new general path and both paths of the
+// script before the change must agree on the reply, the value and its TTL.
+func TestFastPathTokenBucketPaths(t *testing.T) {
+	walk[tbLimit]{
+		subs:  tbSubjects(t),
+		never: "rv:tb:never",
+		limit: randTBLimit,
+		rate: func(rng *rand.Rand, l tbLimit) tbLimit {
+			l.rate = randTBLimit(rng).rate
+			return l
+		},
+		moves: func(rng *rand.Rand, l tbLimit) []int64 {
+			return []int64{0, 1, rng.Int63n(1000), rng.Int63n(1_000_000), rng.Int63n(l.period + 1), rng.Int63n(40 * day)}
+		},
+		value: tbValue,
+		costs: func(rng *rand.Rand, l tbLimit) []int64 {
+			return []int64{0, 2, 1 + rng.Int63n(l.cap+1), l.cap, l.cap + 1}
+		},
+		args: tbArgs,
+		base: func(l tbLimit) int64 { return l.cap },
+	}.run(t)
 }
 
 // ---------------------------------------------------------------- sliding window
@@ -544,79 +583,33 @@ func swArgs(l swLimit, cost int64, peek bool) func(two bool) []string {
 // sliding window (clock in microseconds: TIME's sub-millisecond part
 // matters to the new rounding).
 func TestFastPathSlidingWindowPaths(t *testing.T) {
-	ctx := context.Background()
-	for k := range packedReplies {
-		delete(packedReplies, k)
-	}
-	defer func() { t.Logf("packed (fast path) replies: %v", packedReplies) }()
 	newSrc := fixedClock(t, readSrc(t, "lua/sliding_window.lua"))
 	oldSrc := fixedClock(t, readSrc(t, "testdata/sliding_window_before_fastpath.lua"))
-	subs := []subject{
-		{"new/one", newSrc, "rv:sw:new1", false},
-		{"new/two", newSrc, "rv:sw:new2", true},
-		{"old/one", oldSrc, "rv:sw:old1", false},
-		{"old/two", oldSrc, "rv:sw:old2", true},
-	}
-	for _, srv := range equivalenceServers(t) {
-		t.Run(srv.name, func(t *testing.T) {
-			fails := 0
-			seeds := scaled(int64(40))
-			steps := 400
-			if srv.real {
-				seeds, steps = scaled(int64(25)), 300
+	walk[swLimit]{
+		subs: []subject{
+			{"new/one", newSrc, "rv:sw:new1", false},
+			{"new/two", newSrc, "rv:sw:new2", true},
+			{"old/one", oldSrc, "rv:sw:old1", false},
+			{"old/two", oldSrc, "rv:sw:old2", true},
+		},
+		never: "rv:sw:never",
+		limit: randSWLimit,
+		rate: func(rng *rand.Rand, l swLimit) swLimit {
+			if r := randSWLimit(rng).rate; r <= two51/l.period {
+				l.rate = r // R * P <= 2^51, as the caller bounds it
 			}
-			for seed := int64(1); seed <= seeds && fails < 5; seed++ {
-				rng := rand.New(rand.NewSource(seed))
-				now := int64(1_764_000_000_000_000) + rng.Int63n(1_000_000_000_000)
-				for _, s := range subs {
-					srv.rdb.Del(ctx, s.key)
-				}
-				l := randSWLimit(rng)
-				for step := 0; step < steps && fails < 5; step++ {
-					switch op := rng.Intn(20); {
-					case op < 3:
-						now += pick(rng, []int64{0, 1, 999, 1000, rng.Int63n(1000), rng.Int63n(1_000_000), rng.Int63n(l.period*1000 + 1), rng.Int63n(40 * day)})
-					case op == 3:
-						now -= rng.Int63n(2_000_000)
-					case op == 4:
-						l = randSWLimit(rng)
-					case op == 5:
-						if r := randSWLimit(rng).rate; r <= two51/l.period {
-							l.rate = r // R * P <= 2^51, as the caller bounds it
-						}
-					case op == 6:
-						v, wt := swValue(rng, now/1000, l)
-						px := int64(0)
-						if rng.Intn(2) == 0 {
-							px = 1 + rng.Int63n(100_000_000)
-						}
-						setAll(ctx, srv, subs, v, px, wt)
-					case op == 7:
-						_, _ = srv.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-							for _, s := range subs {
-								p.Persist(ctx, s.key)
-							}
-							return nil
-						})
-					default:
-						cost := int64(1)
-						peek := false
-						if op >= 15 {
-							cost = pick(rng, []int64{0, 2, 1 + rng.Int63n(l.rate+1), l.rate, l.rate + 1})
-							peek = op == 19
-						}
-						setClock(ctx, srv.rdb, now)
-						what := fmt.Sprintf("seed %d step %d now %dus limit %+v cost %d peek %v", seed, step, now, l, cost, peek)
-						if !runCompare(t, ctx, srv, subs, "rv:sw:never", nil, swArgs(l, cost, peek), l.rate, what) {
-							fails++
-							v, _ := srv.rdb.Get(ctx, subs[3].key).Result()
-							setAll(ctx, srv, subs, v, 0, false)
-						}
-					}
-				}
-			}
-		})
-	}
+			return l
+		},
+		moves: func(rng *rand.Rand, l swLimit) []int64 {
+			return []int64{0, 1, 999, 1000, rng.Int63n(1000), rng.Int63n(1_000_000), rng.Int63n(l.period*1000 + 1), rng.Int63n(40 * day)}
+		},
+		value: func(rng *rand.Rand, nowUs int64, l swLimit) (string, bool) { return swValue(rng, nowUs/1000, l) },
+		costs: func(rng *rand.Rand, l swLimit) []int64 {
+			return []int64{0, 2, 1 + rng.Int63n(l.rate+1), l.rate, l.rate + 1}
+		},
+		args: swArgs,
+		base: func(l swLimit) int64 { return l.rate },
+	}.run(t)
 }
 
 // ---------------------------------------------------------------- GCRA
