@@ -31,11 +31,15 @@ local cost = tonumber(ARGV[1])
 local write = ARGV[2] == '0' and cost > 0
 local n = #KEYS
 
-for i = 1, n do
-  local typ = redis.call('TYPE', KEYS[i])
-  typ = typ.ok or typ
-  if typ ~= 'zset' and typ ~= 'none' then
-    return redis.error_reply('ERR limiter corrupt counter: the key of limit ' .. i .. ' holds no sliding log')
+-- Every key is checked before anything is written (one key: its ZCOUNT
+-- below refuses another type before any write)
+if n > 1 then
+  for i = 1, n do
+    local typ = redis.call('TYPE', KEYS[i])
+    typ = typ.ok or typ
+    if typ ~= 'zset' and typ ~= 'none' then
+      return redis.error_reply('ERR limiter corrupt counter: the key of limit ' .. i .. ' holds no sliding log')
+    end
   end
 end
 
@@ -46,7 +50,14 @@ for i = 1, n do
   -- units still in the window: scored after now - window (whole
   -- microseconds; numbers are passed as numbers, never concatenated, which
   -- would round them to 14 digits)
-  counts[i] = redis.call('ZCOUNT', KEYS[i], now - window + 1, '+inf')
+  local c = redis.pcall('ZCOUNT', KEYS[i], string.format('%d', now - window + 1), '+inf')
+  if type(c) == 'table' then
+    if string.find(c.err or '', 'WRONGTYPE', 1, true) then
+      return redis.error_reply('ERR limiter corrupt counter: the key of limit ' .. i .. ' holds no sliding log')
+    end
+    return c
+  end
+  counts[i] = c
   if counts[i] + cost > rate then
     allowed = 0
   end
@@ -55,12 +66,13 @@ end
 -- ZADD comes first: a script's first write is where Redis refuses it
 -- under maxmemory (OOM), and after any write it would not refuse the rest.
 if write and allowed == 1 then
+  local nows = string.format('%d', now)
   for i = 1, n do
     local j = 0
     while j < cost do
       local batch = {}
       for k = j + 1, math.min(j + 500, cost) do
-        batch[#batch + 1] = now
+        batch[#batch + 1] = nows
         batch[#batch + 1] = ARGV[3] .. ':' .. k
       end
       redis.call('ZADD', KEYS[i], unpack(batch))
@@ -78,7 +90,7 @@ if write then
       added = cost
     end
     if redis.call('ZCARD', KEYS[i]) > counts[i] + added then
-      redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now - window * 1000)
+      redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', string.format('%d', now - window * 1000))
     end
     if allowed == 1 then
       redis.call('PEXPIRE', KEYS[i], window)
