@@ -48,8 +48,9 @@ for i = 1, n do
   local rate = tonumber(ARGV[2 + 2 * i])
   local window = tonumber(ARGV[3 + 2 * i]) * 1000
   -- units still in the window: scored after now - window (whole
-  -- microseconds; numbers are passed as numbers, never concatenated, which
-  -- would round them to 14 digits)
+  -- microseconds, 16 digits: formatted as integers, never concatenated,
+  -- which would round them to 14 digits, and not passed as numbers, which
+  -- Redis 7.0 formats as doubles at a higher cost)
   local c = redis.pcall('ZCOUNT', KEYS[i], string.format('%d', now - window + 1), '+inf')
   if type(c) == 'table' then
     if string.find(c.err or '', 'WRONGTYPE', 1, true) then
