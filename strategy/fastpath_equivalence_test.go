@@ -410,14 +410,19 @@ func tbArgs(l tbLimit, cost int64, peek bool) func(two bool) []string {
 	}
 }
 
-func tbSubjects(t *testing.T) []subject {
-	newSrc := fixedClock(t, readSrc(t, "lua/token_bucket.lua"))
-	oldSrc := fixedClock(t, readSrc(t, "testdata/token_bucket_before_fastpath.lua"))
+// pathSubjects returns the four subjects a comparison runs on for the
+// script lua/<name>.lua: it and testdata/<name>_before_fastpath.lua, each
+// alone (one limit) and with a second limit that never binds, keys named
+// "rv:<tag>:...".
+func pathSubjects(t *testing.T, name, tag string) []subject {
+	t.Helper()
+	newSrc := fixedClock(t, readSrc(t, "lua/"+name+".lua"))
+	oldSrc := fixedClock(t, readSrc(t, "testdata/"+name+"_before_fastpath.lua"))
 	return []subject{
-		{"new/one", newSrc, "rv:tb:new1", false},
-		{"new/two", newSrc, "rv:tb:new2", true},
-		{"old/one", oldSrc, "rv:tb:old1", false},
-		{"old/two", oldSrc, "rv:tb:old2", true},
+		{"new/one", newSrc, "rv:" + tag + ":new1", false},
+		{"new/two", newSrc, "rv:" + tag + ":new2", true},
+		{"old/one", oldSrc, "rv:" + tag + ":old1", false},
+		{"old/two", oldSrc, "rv:" + tag + ":old2", true},
 	}
 }
 
@@ -514,7 +519,7 @@ func (w walk[L]) run(t *testing.T) {
 // script before the change must agree on the reply, the value and its TTL.
 func TestFastPathTokenBucketPaths(t *testing.T) {
 	walk[tbLimit]{
-		subs:  tbSubjects(t),
+		subs:  pathSubjects(t, "token_bucket", "tb"),
 		never: "rv:tb:never",
 		limit: randTBLimit,
 		rate: func(rng *rand.Rand, l tbLimit) tbLimit {
@@ -603,15 +608,8 @@ func swArgs(l swLimit, cost int64, peek bool) func(two bool) []string {
 // sliding window (clock in microseconds: TIME's sub-millisecond part
 // matters to the new rounding).
 func TestFastPathSlidingWindowPaths(t *testing.T) {
-	newSrc := fixedClock(t, readSrc(t, "lua/sliding_window.lua"))
-	oldSrc := fixedClock(t, readSrc(t, "testdata/sliding_window_before_fastpath.lua"))
 	walk[swLimit]{
-		subs: []subject{
-			{"new/one", newSrc, "rv:sw:new1", false},
-			{"new/two", newSrc, "rv:sw:new2", true},
-			{"old/one", oldSrc, "rv:sw:old1", false},
-			{"old/two", oldSrc, "rv:sw:old2", true},
-		},
+		subs:  pathSubjects(t, "sliding_window", "sw"),
 		never: "rv:sw:never",
 		limit: randSWLimit,
 		rate: func(rng *rand.Rand, l swLimit) swLimit {
@@ -709,14 +707,7 @@ func TestFastPathGCRAPaths(t *testing.T) {
 		delete(packedReplies, k)
 	}
 	defer func() { t.Logf("packed (fast path) replies: %v", packedReplies) }()
-	newSrc := fixedClock(t, readSrc(t, "lua/gcra.lua"))
-	oldSrc := fixedClock(t, readSrc(t, "testdata/gcra_before_fastpath.lua"))
-	subs := []subject{
-		{"new/one", newSrc, "rv:g:new1", false},
-		{"new/two", newSrc, "rv:g:new2", true},
-		{"old/one", oldSrc, "rv:g:old1", false},
-		{"old/two", oldSrc, "rv:g:old2", true},
-	}
+	subs := pathSubjects(t, "gcra", "g")
 	m, _ := newMini(t)
 	mrdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { _ = mrdb.Close() })
@@ -791,7 +782,7 @@ func TestFastPathGCRAPaths(t *testing.T) {
 // from a bucket "<now - e>:<s>:<P>" (or none), the same for every subject.
 func TestFastPathTokenBucketSmall(t *testing.T) {
 	ctx := context.Background()
-	subs := tbSubjects(t)
+	subs := pathSubjects(t, "token_bucket", "tb")
 	for _, srv := range equivalenceServers(t) {
 		t.Run(srv.name, func(t *testing.T) {
 			rng := rand.New(rand.NewSource(99))
@@ -827,14 +818,7 @@ func TestFastPathTokenBucketSmall(t *testing.T) {
 // sliding window (sub-millisecond clock positions, windows of a few ms).
 func TestFastPathSlidingWindowSmall(t *testing.T) {
 	ctx := context.Background()
-	newSrc := fixedClock(t, readSrc(t, "lua/sliding_window.lua"))
-	oldSrc := fixedClock(t, readSrc(t, "testdata/sliding_window_before_fastpath.lua"))
-	subs := []subject{
-		{"new/one", newSrc, "rv:sw:new1", false},
-		{"new/two", newSrc, "rv:sw:new2", true},
-		{"old/one", oldSrc, "rv:sw:old1", false},
-		{"old/two", oldSrc, "rv:sw:old2", true},
-	}
+	subs := pathSubjects(t, "sliding_window", "sw")
 	for _, srv := range equivalenceServers(t) {
 		t.Run(srv.name, func(t *testing.T) {
 			rng := rand.New(rand.NewSource(98))
@@ -874,10 +858,6 @@ func TestFastPathCorruptValues(t *testing.T) {
 	const now = int64(1_764_000_000_123_456) // µs
 	T := strconv.FormatInt(now-5_000, 10)
 	ms := strconv.FormatInt(now/1000-5, 10)
-	swNew := fixedClock(t, readSrc(t, "lua/sliding_window.lua"))
-	swOld := fixedClock(t, readSrc(t, "testdata/sliding_window_before_fastpath.lua"))
-	gNew := fixedClock(t, readSrc(t, "lua/gcra.lua"))
-	gOld := fixedClock(t, readSrc(t, "testdata/gcra_before_fastpath.lua"))
 	type family struct {
 		name   string
 		subs   []subject
@@ -886,23 +866,17 @@ func TestFastPathCorruptValues(t *testing.T) {
 		args   func(cost int64, peek bool) (func(bool) []string, int64)
 	}
 	fams := []family{
-		{"TokenBucket", tbSubjects(t), "rv:tb:never", tbCorrupt(T), func(cost int64, peek bool) (func(bool) []string, int64) {
+		{"TokenBucket", pathSubjects(t, "token_bucket", "tb"), "rv:tb:never", tbCorrupt(T), func(cost int64, peek bool) (func(bool) []string, int64) {
 			return tbArgs(tbLimit{3, 1_000_000, 10}, cost, peek), 10
 		}},
-		{"SlidingWindow", []subject{
-			{"new/one", swNew, "rv:sw:new1", false}, {"new/two", swNew, "rv:sw:new2", true},
-			{"old/one", swOld, "rv:sw:old1", false}, {"old/two", swOld, "rv:sw:old2", true},
-		}, "rv:sw:never", []string{
+		{"SlidingWindow", pathSubjects(t, "sliding_window", "sw"), "rv:sw:never", []string{
 			ms + ":2:1", "0" + ms + ":2:1", ms + ":02:1", ms + ":2:01", ms + ":00:0", ms + ":0:00", "0:0:0",
 			ms + ":0:0", "1234" + ms + ":2:1", ms + ":1234567890123456:1", ms + ":123456789012345:1", ms + ":2",
 			"9007199254740991:0:0", "9007199254740992:0:0", ms + ":2:1:0", "", "x", "<list>",
 		}, func(cost int64, peek bool) (func(bool) []string, int64) {
 			return swArgs(swLimit{10, 1000}, cost, peek), 10
 		}},
-		{"GCRA", []subject{
-			{"new/one", gNew, "rv:g:new1", false}, {"new/two", gNew, "rv:g:new2", true},
-			{"old/one", gOld, "rv:g:old1", false}, {"old/two", gOld, "rv:g:old2", true},
-		}, "rv:g:never", []string{
+		{"GCRA", pathSubjects(t, "gcra", "g"), "rv:g:never", []string{
 			T, "0" + T, "1" + T, "0", "00", "9000000000000000", "9000000000000123", "8999999999999999",
 			"9007199254740993", "99999999999999999", "-1", "1.5", "", "x", "<list>",
 		}, func(cost int64, peek bool) (func(bool) []string, int64) {
@@ -952,7 +926,7 @@ func tbCorrupt(T string) []string {
 // buckets (up to 2^51 units, periods up to 31 days, rates up to 2^50).
 func TestFastPathTokenBucketRounding(t *testing.T) {
 	ctx := context.Background()
-	subs := tbSubjects(t)
+	subs := pathSubjects(t, "token_bucket", "tb")
 	const now = int64(1_764_000_000_123_456)
 	type lim struct{ period, cap int64 }
 	for _, srv := range equivalenceServers(t) {
@@ -1005,14 +979,7 @@ func TestFastPathTokenBucketRounding(t *testing.T) {
 // replies, the same members and scores, the same TTLs.
 func TestFastPathSlidingLog(t *testing.T) {
 	ctx := context.Background()
-	newSrc := fixedClock(t, readSrc(t, "lua/sliding_log.lua"))
-	oldSrc := fixedClock(t, readSrc(t, "testdata/sliding_log_before_fastpath.lua"))
-	subs := []subject{
-		{"new/one", newSrc, "rv:sl:new1", false},
-		{"new/two", newSrc, "rv:sl:new2", true},
-		{"old/one", oldSrc, "rv:sl:old1", false},
-		{"old/two", oldSrc, "rv:sl:old2", true},
-	}
+	subs := pathSubjects(t, "sliding_log", "sl")
 	const never = "rv:sl:never"
 	for _, srv := range equivalenceServers(t) {
 		// a denial's reset is the log's PTTL, on the real clock there
