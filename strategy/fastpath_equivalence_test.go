@@ -101,29 +101,6 @@ func normErr(err error) string {
 	return "ERR other: " + s
 }
 
-// evalFirst runs src and returns the decision and the first limit's
-// {remaining, reset, retry}, the packed reply unpacked with base.
-func evalFirst(ctx context.Context, rdb *redis.Client, src string, keys []string, args []string, base int64) string {
-	a := make([]any, len(args))
-	for i, s := range args {
-		a[i] = s
-	}
-	r, err := rdb.Eval(ctx, src, keys, a...).Result()
-	if err != nil {
-		return normErr(err)
-	}
-	switch x := r.(type) {
-	case int64:
-		return fmt.Sprintf("1 %d %d 0", x%(base+1), x/(base+1))
-	case []any:
-		if len(x) < 4 {
-			return fmt.Sprintf("short reply %v", x)
-		}
-		return fmt.Sprintf("%v %v %v %v", x[0], x[1], x[2], x[3])
-	}
-	return fmt.Sprintf("odd reply %T %v", r, r)
-}
-
 type subject struct {
 	name string
 	src  string
@@ -174,16 +151,13 @@ return {v, t}
 
 // runCompare runs one call on every subject and compares the results,
 // values and TTLs. The call and the read of its key run in one MULTI (no
-// key expires within it on Redis 7, so the TTL read is the one written);
-// on a real server the key then gets a long TTL (the same for every
-// subject) so that the next step starts from identical states.
-func runCompare(t *testing.T, ctx context.Context, srv equivalenceServer, subs []subject, never string, _ []string, args func(two bool) []string, base int64, what string) bool {
+// key expires within it on Redis 7, so the TTL read is the one written).
+// On a real server the scripts see their TTLs through ttlShim, and a key
+// about to expire on the real clock is deleted for every subject, so that
+// the next step starts from identical states.
+func runCompare(t *testing.T, ctx context.Context, srv equivalenceServer, subs []subject, never string, args func(two bool) []string, base int64, what string) bool {
 	t.Helper()
 	var snaps []snapshot
-	ext := "0"
-	if srv.real {
-		ext = "1"
-	}
 	evs := make([]*redis.Cmd, len(subs))
 	posts := make([]*redis.Cmd, len(subs))
 	var start, end *redis.TimeCmd
@@ -207,7 +181,7 @@ func runCompare(t *testing.T, ctx context.Context, srv equivalenceServer, subs [
 				src = ttlShim + src
 			}
 			evs[i] = p.Eval(ctx, src, keys, a...)
-			posts[i] = p.Eval(ctx, postScript, []string{s.key}, ext)
+			posts[i] = p.Eval(ctx, postScript, []string{s.key})
 		}
 		if srv.real {
 			end = p.Time(ctx)
@@ -500,7 +474,7 @@ func (w walk[L]) run(t *testing.T) {
 						}
 						setClock(ctx, srv.rdb, now)
 						what := fmt.Sprintf("seed %d step %d now %dus limit %+v cost %d peek %v", seed, step, now, l, cost, peek)
-						if !runCompare(t, ctx, srv, w.subs, w.never, nil, w.args(l, cost, peek), w.base(l), what) {
+						if !runCompare(t, ctx, srv, w.subs, w.never, w.args(l, cost, peek), w.base(l), what) {
 							fails++
 							// resynchronise from the old general path's state
 							v, _ := srv.rdb.Get(ctx, w.subs[3].key).Result()
@@ -765,7 +739,7 @@ func TestFastPathGCRAPaths(t *testing.T) {
 						}
 						setClock(ctx, srv.rdb, clock())
 						what := fmt.Sprintf("seed %d step %d now %dus limit %+v cost %d peek %v", seed, step, clock(), l, cost, peek)
-						if !runCompare(t, ctx, srv, subs, "rv:g:never", nil, gcraArgs(l, cost, peek), l.burst, what) {
+						if !runCompare(t, ctx, srv, subs, "rv:g:never", gcraArgs(l, cost, peek), l.burst, what) {
 							fails++
 							v, _ := srv.rdb.Get(ctx, subs[3].key).Result()
 							setAll(ctx, srv, subs, v, 0, false)
@@ -806,7 +780,7 @@ func TestFastPathTokenBucketSmall(t *testing.T) {
 					cost = 1 + rng.Int63n(l.cap+1)
 				}
 				setClock(ctx, srv.rdb, now)
-				if !runCompare(t, ctx, srv, subs, "rv:tb:never", nil, tbArgs(l, cost, false), l.cap, fmt.Sprintf("i %d now %d limit %+v cost %d", i, now, l, cost)) {
+				if !runCompare(t, ctx, srv, subs, "rv:tb:never", tbArgs(l, cost, false), l.cap, fmt.Sprintf("i %d now %d limit %+v cost %d", i, now, l, cost)) {
 					fails++
 				}
 			}
@@ -841,7 +815,7 @@ func TestFastPathSlidingWindowSmall(t *testing.T) {
 					cost = 1 + rng.Int63n(l.rate+1)
 				}
 				setClock(ctx, srv.rdb, now)
-				if !runCompare(t, ctx, srv, subs, "rv:sw:never", nil, swArgs(l, cost, false), l.rate, fmt.Sprintf("i %d now %dus limit %+v cost %d", i, now, l, cost)) {
+				if !runCompare(t, ctx, srv, subs, "rv:sw:never", swArgs(l, cost, false), l.rate, fmt.Sprintf("i %d now %dus limit %+v cost %d", i, now, l, cost)) {
 					fails++
 				}
 			}
@@ -894,7 +868,7 @@ func TestFastPathCorruptValues(t *testing.T) {
 						setAll(ctx, srv, f.subs, v, px, v == "<list>")
 						setClock(ctx, srv.rdb, now)
 						args, base := f.args(c.cost, c.peek)
-						runCompare(t, ctx, srv, f.subs, f.never, nil, args, base, fmt.Sprintf("%s value %q px %d cost %d peek %v", f.name, v, px, c.cost, c.peek))
+						runCompare(t, ctx, srv, f.subs, f.never, args, base, fmt.Sprintf("%s value %q px %d cost %d peek %v", f.name, v, px, c.cost, c.peek))
 					}
 				}
 			}
@@ -955,7 +929,7 @@ func TestFastPathTokenBucketRounding(t *testing.T) {
 								setClock(ctx, srv.rdb, now)
 								l := tbLimit{r, L.period, L.cap}
 								runs++
-								if !runCompare(t, ctx, srv, subs, "rv:tb:never", nil, tbArgs(l, 1, false), L.cap, fmt.Sprintf("state %q limit %+v (d %d, us %d)", v, l, d, us)) {
+								if !runCompare(t, ctx, srv, subs, "rv:tb:never", tbArgs(l, 1, false), L.cap, fmt.Sprintf("state %q limit %+v (d %d, us %d)", v, l, d, us)) {
 									if fails++; fails >= 5 {
 										return
 									}
@@ -1034,7 +1008,7 @@ func TestFastPathSlidingLog(t *testing.T) {
 							return a
 						}
 						what := fmt.Sprintf("seed %d step %d now %dus rate %d window %d ms cost %d peek %s", seed, step, now, rate, window, cost, peek)
-						ok := runCompare(t, ctx, srv, subs, never, nil, args, rate, what)
+						ok := runCompare(t, ctx, srv, subs, never, args, rate, what)
 						var logs []string
 						for _, s := range subs {
 							m, err := srv.rdb.ZRangeWithScores(ctx, s.key, 0, -1).Result()

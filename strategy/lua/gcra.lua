@@ -101,13 +101,16 @@ if #KEYS == 1 and write then
     local c = redis.call('TIME')
     now = c[1] * 1000000 + c[2]
     local v = redis.call('GET', KEYS[1])
-    if not v or (#v <= 16 and string.match(v, '^[1-9]%d*$') and v + 0 < 9000000000000000) then
+    -- (converted once, after the check: miniredis's Lua reads a leading
+    -- zero as octal)
+    local x = false
+    if v and #v <= 16 and string.match(v, '^[1-9]%d*$') then
+      x = v + 0
+    end
+    if not v or (x and x < 9000000000000000) then
       local r = 0
-      if v then
-        r = v - now
-        if r < 0 then
-          r = 0
-        end
+      if x and x > now then
+        r = x - now
       end
       local n = r + cost * interval
       if cost <= burst and n <= burst * interval then
