@@ -12,7 +12,10 @@ import (
 // Request is what a Strategy is asked to decide: one counter key per limit,
 // all in one Cluster hash slot, and the cost to consume from each.
 type Request struct {
-	// Keys holds one key per limit, built by the Limiter.
+	// Keys holds one key per limit, built by the Limiter. (The module's
+	// own strategies that name their keys with AppendKey may get it nil
+	// from the Limiter, which then builds no key of its own; every other
+	// Strategy gets it built.)
 	Keys []string
 	// Limits are the call's limits, validated.
 	Limits []Limit
@@ -21,6 +24,21 @@ type Request struct {
 	Cost int64
 	// DryRun decides as for Cost but writes nothing (Peek).
 	DryRun bool
+
+	// When Keys is nil, prefix and tag (the subject as it stands between
+	// a key's braces) lay the keys out for AppendKey.
+	prefix, tag string
+}
+
+// AppendKey appends the key of limit i, Keys[i], to dst and returns the
+// extended buffer. A strategy whose Redis keys extend the request's keys
+// (a window's index after the key) can build each of them in one
+// allocation with it.
+func (r *Request) AppendKey(dst []byte, i int) []byte {
+	if r.Keys != nil || r.tag == "" {
+		return append(dst, r.Keys[i]...)
+	}
+	return keyBuilder{prefix: r.prefix}.appendKey(dst, r.tag, r.Limits[i])
 }
 
 // Strategy decides requests against a Store. Implementations are safe for

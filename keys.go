@@ -74,45 +74,64 @@ func hashTag(subject string) string {
 	return "#" + hex.EncodeToString(sum[:16])
 }
 
-// build validates subject and limits and returns one key per limit, in dst
-// when it has room.
-func (b keyBuilder) build(subject string, limits []Limit, dst []string) ([]string, error) {
+// check validates subject and limits, as build does.
+func (b keyBuilder) check(subject string, limits []Limit) error {
 	if subject == "" {
-		return nil, fmt.Errorf("%w: empty key", ErrInvalidKey)
+		return fmt.Errorf("%w: empty key", ErrInvalidKey)
 	}
 	if len(limits) == 0 {
-		return nil, fmt.Errorf("%w: no limits given", ErrInvalidLimit)
+		return fmt.Errorf("%w: no limits given", ErrInvalidLimit)
 	}
 	if len(limits) > MaxLimits {
-		return nil, fmt.Errorf("%w: %d limits, at most %d", ErrInvalidLimit, len(limits), MaxLimits)
+		return fmt.Errorf("%w: %d limits, at most %d", ErrInvalidLimit, len(limits), MaxLimits)
 	}
 	for i, l := range limits {
 		if err := l.validate(); err != nil {
-			return nil, err
+			return err
 		}
 		if len(l.Name) > MaxNameLen {
-			return nil, fmt.Errorf("%w: name is longer than %d bytes", ErrInvalidLimit, MaxNameLen)
+			return fmt.Errorf("%w: name is longer than %d bytes", ErrInvalidLimit, MaxNameLen)
 		}
 		for _, o := range limits[:i] {
 			if o.Name == l.Name && (l.Name != "" || o.Period == l.Period) {
-				return nil, fmt.Errorf("%w: limits %s and %s share one counter; give them distinct names", ErrInvalidLimit, o, l)
+				return fmt.Errorf("%w: limits %s and %s share one counter; give them distinct names", ErrInvalidLimit, o, l)
 			}
 		}
 	}
-	subject = hashTag(subject)
+	return nil
+}
+
+// build validates subject and limits and returns one key per limit, in dst
+// when it has room.
+func (b keyBuilder) build(subject string, limits []Limit, dst []string) ([]string, error) {
+	if err := b.check(subject, limits); err != nil {
+		return nil, err
+	}
+	tag := hashTag(subject)
 	keys := dst[:0]
 	if cap(keys) < len(limits) {
 		keys = make([]string, 0, len(limits))
 	}
 	keys = keys[:len(limits)]
+	var stack [MaxPrefixLen + maxPlainSubject + MaxNameLen + 8]byte // the longest key
 	for i, l := range limits {
-		if l.Name != "" {
-			keys[i] = b.prefix + ":{" + subject + "}:n=" + l.Name
-		} else {
-			keys[i] = b.prefix + ":{" + subject + "}:" + periodSuffix(l.Period)
-		}
+		keys[i] = string(b.appendKey(stack[:0], tag, l))
 	}
 	return keys, nil
+}
+
+// appendKey appends to dst the key of limit l for the subject whose hash
+// tag (hashTag) is tag.
+func (b keyBuilder) appendKey(dst []byte, tag string, l Limit) []byte {
+	dst = append(dst, b.prefix...)
+	dst = append(dst, ":{"...)
+	dst = append(dst, tag...)
+	if l.Name != "" {
+		dst = append(dst, "}:n="...)
+		return append(dst, l.Name...)
+	}
+	dst = append(dst, "}:"...)
+	return append(dst, periodSuffix(l.Period)...)
 }
 
 // periodSuffixes remembers the rule part of unnamed limits' keys ("1000ms"):

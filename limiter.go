@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/quotagate/limiter/internal/derive"
 	"github.com/quotagate/limiter/store"
 )
 
@@ -127,6 +128,7 @@ type Limiter struct {
 	st       store.Store
 	strategy Strategy
 	keys     keyBuilder
+	derives  bool // the strategy is a derive.KeyDeriver: Decide gets no Keys
 	failMode FailMode
 	timeout  time.Duration
 	obs      Observer                                         // nil: none (observer.go)
@@ -196,6 +198,7 @@ func New(st store.Store, s Strategy, opts ...Option) (*Limiter, error) {
 		}
 	}
 	l := &Limiter{st: st, strategy: s, keys: keyBuilder{prefix: DefaultPrefix}, backs: new(giveBacks)}
+	_, l.derives = s.(derive.KeyDeriver)
 	if err := l.apply(nil, opts); err != nil {
 		return nil, err
 	}
@@ -445,16 +448,27 @@ func (l *Limiter) request(buf *callBuf, key string, cost int64, dry bool, limits
 	if cost < 0 {
 		return Request{}, fmt.Errorf("%w: %d is negative", ErrInvalidCost, cost)
 	}
-	keys, err := l.keys.build(key, limits, buf.keys[:])
-	if err != nil {
-		return Request{}, err
+	var req Request
+	if l.derives {
+		// The strategy lays its keys out with Request.AppendKey: no
+		// key is built here.
+		if err := l.keys.check(key, limits); err != nil {
+			return Request{}, err
+		}
+		req.prefix, req.tag = l.keys.prefix, hashTag(key)
+	} else {
+		keys, err := l.keys.build(key, limits, buf.keys[:])
+		if err != nil {
+			return Request{}, err
+		}
+		req.Keys = keys
 	}
 	ls := buf.limits[:0]
 	if len(limits) > len(buf.limits) {
 		ls = make([]Limit, 0, len(limits))
 	}
-	ls = append(ls, limits...)
-	return Request{Keys: keys, Limits: ls, Cost: cost, DryRun: dry}, nil
+	req.Limits, req.Cost, req.DryRun = append(ls, limits...), cost, dry
+	return req, nil
 }
 
 // failed applies the fail mode to a call Redis could not decide; first is

@@ -46,9 +46,9 @@ const AlignedCountBase = 1 << 52
 //   - exact: under any contention, at most Rate is admitted per window, and
 //     a denial never rests on another call's transient count;
 //   - windows by the server's clock, never sliding: the app server names
-//     the window from its clock (WithAlignedClock, default time.Now) plus
-//     its offset to Redis TIME, sampled on first use and refreshed by every
-//     call that creates a counter; a call sent for a window the server's
+//     the window from its clock (WithAlignedClock, default the system
+//     clock) plus its offset to Redis TIME, sampled on first use and
+//     refreshed by every call that creates a counter; a call sent for a window the server's
 //     clock is not in (a skewed app clock, a call racing a window's end)
 //     is counted nowhere and sent again for the server's window, up to 4
 //     times, then denied until the window ends with ErrStaleWindow as the
@@ -84,7 +84,8 @@ type AlignedWindow struct {
 type AlignedWindowOption func(*AlignedWindow)
 
 // WithAlignedClock sets the app clock AlignedWindow aligns to Redis TIME
-// (default time.Now). Only its Unix time is used, never its location.
+// (default: the system clock, read once and then as the monotonic time
+// since). Only its Unix time is used, never its location.
 func WithAlignedClock(now func() time.Time) AlignedWindowOption {
 	return func(a *AlignedWindow) {
 		if now != nil {
@@ -134,7 +135,7 @@ func (a *AlignedWindow) Decide(ctx context.Context, st store.Store, req limiter.
 	bs := buckets{idx: pb.idx[:n], keys: pb.keys[:n], aligned: true}
 	var before, after [limiter.MaxLimits]int64
 	for attempt := 1; ; attempt++ {
-		bs.stamp(req, now)
+		bs.stamp(&req, now)
 		if attempt > 1 {
 			t0 = a.now()
 		}

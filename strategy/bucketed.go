@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/internal/argcache"
+	"github.com/quotagate/limiter/internal/derive"
 	"github.com/quotagate/limiter/store"
 )
 
@@ -30,12 +32,12 @@ import (
 // Guarantees:
 //   - windows: [b·Period, (b+1)·Period) since the Unix epoch, by the
 //     server's clock. The bucket index b is computed from the app clock
-//     (WithClock, default time.Now) plus an offset to Redis TIME, sampled
-//     on first use and refreshed by the TIME inside every transaction; the
-//     transaction's TIME also verifies the index, and a decision stamped
-//     with the wrong bucket (a call racing a window's end, a server clock
-//     that jumped) is undone and redone on the right one in the same kind
-//     of round trip. Never time zones, never formatting: the key is
+//     (WithClock, default the system clock) plus an offset to Redis TIME,
+//     sampled on first use and refreshed by the TIME inside every
+//     transaction; the transaction's TIME also verifies the index, and a
+//     decision stamped with the wrong bucket (a call racing a window's end,
+//     a server clock that jumped) is undone and redone on the right one in
+//     the same kind of round trip. Never time zones, never formatting: the key is
 //     key + ":" + decimal b;
 //   - at most Rate admitted per window: each admission is an INCRBY whose
 //     result is at most Rate;
@@ -134,15 +136,32 @@ func (e *clockEntry) same(st store.Store) (ok bool) {
 	return e.st == st
 }
 
+// DerivesKeys tells the Limiter that Decide names its keys with
+// limiter.Request.AppendKey (each window's key extends the request's key),
+// so that the Limiter builds no key of its own for a decision.
+func (*epochClock) DerivesKeys(derive.Token) {}
+
 func newEpochClock(name string) epochClock {
-	return epochClock{now: time.Now, name: name, clocks: map[store.Store]*serverClock{}}
+	return epochClock{now: monoNow, name: name, clocks: map[store.Store]*serverClock{}}
 }
+
+// wallAtStart anchors monoNow.
+var wallAtStart = time.Now()
+
+// monoNow is the default app clock of the epoch-aligned strategies: the
+// wall clock read once, at start, plus the monotonic time since. It reads
+// one clock where time.Now reads two (on some virtual machines each read
+// costs tens of nanoseconds), and a step of the wall clock (set by hand, or
+// by NTP) does not move it. Either way the strategies use only its offset
+// to Redis TIME, which they measure and refresh when a call finds it off.
+func monoNow() time.Time { return wallAtStart.Add(time.Since(wallAtStart)) }
 
 // BucketedOption configures a Bucketed.
 type BucketedOption func(*Bucketed)
 
-// WithClock sets the app clock Bucketed aligns to Redis TIME (default
-// time.Now). Only its Unix time is used, never its location.
+// WithClock sets the app clock Bucketed aligns to Redis TIME (default: the
+// system clock, read once and then as the monotonic time since). Only its
+// Unix time is used, never its location.
 func WithClock(now func() time.Time) BucketedOption {
 	return func(b *Bucketed) {
 		if now != nil {
@@ -272,7 +291,7 @@ type buckets struct {
 	aligned bool
 }
 
-func (bs *buckets) stamp(req limiter.Request, serverUs int64) {
+func (bs *buckets) stamp(req *limiter.Request, serverUs int64) {
 	ms := serverUs / 1000
 	if bs.idx == nil {
 		bs.idx = make([]int64, len(req.Limits))
@@ -282,7 +301,7 @@ func (bs *buckets) stamp(req limiter.Request, serverUs int64) {
 		idx := ms / l.Period.Milliseconds()
 		if bs.keys[i] == "" || bs.idx[i] != idx {
 			bs.idx[i] = idx
-			bs.keys[i] = windowName(req.Keys[i], l, idx, bs.aligned)
+			bs.keys[i] = windowName(req, i, idx, bs.aligned)
 		}
 	}
 }
@@ -292,30 +311,58 @@ func (bs *buckets) stamp(req limiter.Request, serverUs int64) {
 // always the part after the last colon.
 func bucketKey(key string, idx int64) string { return windowKey(key, -1, idx) }
 
-// windowName is the counter of limit l's window idx for its key: as
-// AlignedWindow names it when aligned (alignedKey), else as Bucketed does.
-func windowName(key string, l limiter.Limit, idx int64, aligned bool) string {
+// windowName is the counter of limit i's window idx: as AlignedWindow
+// names it when aligned (alignedKey), else as Bucketed does (bucketKey).
+// It is laid out with Request.AppendKey, in one allocation, so that
+// strategies built on it are derive.KeyDeriver.
+func windowName(req *limiter.Request, i int, idx int64, aligned bool) string {
+	var arr [maxKeyLen]byte
+	period := int64(-1)
 	if aligned {
-		return alignedKey(key, l.Period.Milliseconds(), idx)
+		period = req.Limits[i].Period.Milliseconds()
 	}
-	return bucketKey(key, idx)
+	return string(append(req.AppendKey(arr[:0], i), windowSuffix(period, idx)...))
 }
+
+// windowSuffixes remembers, by window index, what appendWindow appends:
+// a service's limits have a few periods, each in one window at a time.
+var windowSuffixes argcache.Cache[suffix]
+
+type suffix struct {
+	period int64
+	text   string
+}
+
+// windowSuffix returns what appendWindow appends for period and idx.
+func windowSuffix(period, idx int64) string {
+	if s, ok := windowSuffixes.Get(idx); ok && s.period == period {
+		return s.text
+	}
+	text := string(appendWindow(nil, period, idx))
+	windowSuffixes.Put(idx, suffix{period, text})
+	return text
+}
+
+// maxKeyLen is room for most window keys on the stack: a longer prefix,
+// subject or limit name spills to the heap.
+const maxKeyLen = 160
 
 // windowKey is key + ":" + period + ":" + idx, or key + ":" + idx for a
 // negative period, in one allocation.
 func windowKey(key string, period, idx int64) string {
-	var arr [112]byte
-	buf := arr[:0]
-	if len(key)+42 > len(arr) {
-		buf = make([]byte, 0, len(key)+42)
-	}
-	buf = append(buf, key...)
+	var arr [maxKeyLen]byte
+	return string(appendWindow(append(arr[:0], key...), period, idx))
+}
+
+// appendWindow appends ":" + period + ":" + idx, or ":" + idx for a
+// negative period, to a key.
+func appendWindow(buf []byte, period, idx int64) []byte {
 	buf = append(buf, ':')
 	if period >= 0 {
 		buf = strconv.AppendInt(buf, period, 10)
 		buf = append(buf, ':')
 	}
-	return string(strconv.AppendInt(buf, idx, 10))
+	return strconv.AppendInt(buf, idx, 10)
 }
 
 // matches reports whether serverUs falls in the windows bs was stamped with.
@@ -344,7 +391,7 @@ func (b *Bucketed) Decide(ctx context.Context, st store.Store, req limiter.Reque
 		return limiter.Result{}, err
 	}
 	var bs buckets
-	bs.stamp(req, now)
+	bs.stamp(&req, now)
 	if req.DryRun || req.Cost == 0 || neverFits(req) {
 		return b.peek(ctx, st, c, req, &bs)
 	}
@@ -386,7 +433,7 @@ func (b *Bucketed) peek(ctx context.Context, st store.Store, c *serverClock, req
 		}
 		c.observe(t0, t1, now)
 		if !bs.matches(req, now) && attempt < maxStamps {
-			bs.stamp(req, now)
+			bs.stamp(&req, now)
 			continue
 		}
 		for i := range n {
@@ -512,7 +559,7 @@ func (b *Bucketed) consume(ctx context.Context, st store.Store, c *serverClock, 
 		// Stamped with the wrong window: take this attempt back and count
 		// in the server's windows instead, in the same transaction.
 		prev = buckets{idx: append([]int64(nil), bs.idx...), keys: append([]string(nil), bs.keys...)}
-		bs.stamp(req, now)
+		bs.stamp(&req, now)
 	}
 	var before [limiter.MaxLimits]int64
 	allowed := !stale
@@ -727,7 +774,7 @@ func (b *epochClock) resetWindows(ctx context.Context, st store.Store, req limit
 	for i, l := range req.Limits {
 		idx := now / 1000 / l.Period.Milliseconds()
 		for d := int64(-1); d <= 1; d++ {
-			args = append(args, windowName(req.Keys[i], l, idx+d, aligned))
+			args = append(args, windowName(&req, i, idx+d, aligned))
 		}
 	}
 	rs, err := st.Do(ctx, store.Cmd{Name: "DEL", Args: args})

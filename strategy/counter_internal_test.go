@@ -3,6 +3,7 @@ package strategy
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/store"
@@ -42,5 +43,22 @@ func TestParseCounter(t *testing.T) {
 		if n, err := parseRedisInt(bad); !errors.Is(err, limiter.ErrCorruptCounter) {
 			t.Errorf("parseRedisInt(%q) = %d, %v; want ErrCorruptCounter", bad, n, err)
 		}
+	}
+}
+
+// TestMonoNow checks that the epoch-aligned strategies' default clock
+// reads the wall clock (within a second: it does not follow a step of
+// the wall clock made while the test runs) and never runs backwards.
+func TestMonoNow(t *testing.T) {
+	prev := monoNow()
+	for range 1000 {
+		wall, mono := time.Now(), monoNow()
+		if d := mono.Sub(wall).Abs(); d > time.Second {
+			t.Fatalf("monoNow %v is %v from time.Now %v", mono, d, wall)
+		}
+		if mono.UnixMicro() < prev.UnixMicro() {
+			t.Fatalf("monoNow ran backwards: %v after %v", mono, prev)
+		}
+		prev = mono
 	}
 }

@@ -1,0 +1,10 @@
+// Package derive lets the module's own strategies tell the Limiter that
+// their Decide names its Redis keys from limiter.Request.AppendKey and never
+// reads Request.Keys, so the Limiter may leave Keys unbuilt on its
+// decision path: a decision then allocates one key per limit (the
+// strategy's, with the window after the limiter's key) instead of two.
+//
+// The marker's method takes a type only this module can name, so a
+// strategy written outside it cannot claim it by accident: it gets Keys
+// built, as the Strategy contract promises.
+package derive
