@@ -133,7 +133,7 @@ func (a *AlignedWindow) Decide(ctx context.Context, st store.Store, req limiter.
 	args := ints[:nargs:nargs]
 	clear(pb.keys[:n]) // names of an earlier call's keys
 	bs := buckets{idx: pb.idx[:n], keys: pb.keys[:n], aligned: true}
-	var before, after [limiter.MaxLimits]int64
+	before, after := pb.before[:n], pb.after[:n] // each set before it is read
 	for attempt := 1; ; attempt++ {
 		bs.stamp(&req, now)
 		if attempt > 1 {
@@ -160,7 +160,7 @@ func (a *AlignedWindow) Decide(ctx context.Context, st store.Store, req limiter.
 				}
 				allowed = allowed && fits(before[i], req.Cost, l.Rate)
 			}
-			res := bindBuckets(req, &bs, now, before[:n], before[:n], allowed, false)
+			res := bindBuckets(req, &bs, now, before, before, allowed, false)
 			alignedBufs.Put(pb) // after bindBuckets, which reads bs
 			return res, nil
 		}
@@ -181,7 +181,7 @@ func (a *AlignedWindow) Decide(ctx context.Context, st store.Store, req limiter.
 			for i := range n {
 				before[i] = 0
 			}
-			res := bindBuckets(req, &bs, now, before[:n], before[:n], false, true)
+			res := bindBuckets(req, &bs, now, before, before, false, true)
 			res.Cause = ErrStaleWindow
 			alignedBufs.Put(pb)
 			return res, nil
@@ -217,9 +217,9 @@ func (a *AlignedWindow) Decide(ctx context.Context, st store.Store, req limiter.
 		}
 		var res limiter.Result
 		if allowed {
-			res = bindBuckets(req, &bs, now, before[:n], after[:n], true, false)
+			res = bindBuckets(req, &bs, now, before, after, true, false)
 		} else {
-			res = bindBuckets(req, &bs, now, before[:n], before[:n], false, false)
+			res = bindBuckets(req, &bs, now, before, before, false, false)
 		}
 		alignedBufs.Put(pb)
 		return res, nil
@@ -231,9 +231,10 @@ func (a *AlignedWindow) Decide(ctx context.Context, st store.Store, req limiter.
 // a failed call the buffer is left to the garbage collector, in case a
 // store's abandoned work still holds it.
 type alignedBuf struct {
-	ints [1 + limiter.MaxLimits + limiter.MaxLimits + 2]int64
-	idx  [limiter.MaxLimits]int64
-	keys [limiter.MaxLimits]string
+	ints          [1 + limiter.MaxLimits + limiter.MaxLimits + 2]int64
+	idx           [limiter.MaxLimits]int64
+	before, after [limiter.MaxLimits]int64
+	keys          [limiter.MaxLimits]string
 }
 
 var alignedBufs = sync.Pool{New: func() any { return new(alignedBuf) }}

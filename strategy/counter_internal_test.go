@@ -62,3 +62,49 @@ func TestMonoNow(t *testing.T) {
 		prev = mono
 	}
 }
+
+// ptrStore and sliceStore are stores of a pointer type and of a type that
+// is not comparable.
+type ptrStore struct{ store.Store }
+type sliceStore struct {
+	store.Store
+	tags []string
+}
+
+// TestClockForMixedStores checks that the per-store clock lookup neither
+// panics nor mixes stores up when a store of a non-comparable type follows
+// a store of a pointer type (the lookup's fast path), and back.
+func TestClockForMixedStores(t *testing.T) {
+	ec := newEpochClock("test")
+	p1, p2 := &ptrStore{}, &ptrStore{}
+	c1 := ec.clockFor(p1)
+	if got := ec.clockFor(p1); got != c1 {
+		t.Fatal("the same store got another clock")
+	}
+	if ec.clockFor(p2) == c1 {
+		t.Fatal("two stores share a clock")
+	}
+	s := sliceStore{tags: []string{"a"}}
+	if got := ec.clockFor(s); got != &ec.shared {
+		t.Fatalf("a store that is not comparable got %p, want the shared clock %p", got, &ec.shared)
+	}
+	if got := ec.clockFor(s); got != &ec.shared {
+		t.Fatal("a store that is not comparable, again: not the shared clock")
+	}
+	if got := ec.clockFor(p1); got != c1 {
+		t.Fatal("the first store, after the others: another clock")
+	}
+	// A struct type whose values may hold a store that is not comparable:
+	// one that holds such a store cannot be a map key either.
+	a, b := wrapStore{Store: p1}, wrapStore{Store: s}
+	if ec.clockFor(a) == &ec.shared {
+		t.Fatal("a comparable struct store got the shared clock")
+	}
+	if got := ec.clockFor(b); got != &ec.shared {
+		t.Fatalf("a struct store holding a store that is not comparable got %p, want the shared clock", got)
+	}
+}
+
+// wrapStore is a comparable struct type whose values may hold a store that
+// is not.
+type wrapStore struct{ store.Store }
