@@ -12,10 +12,10 @@ import (
 // Request is what a Strategy is asked to decide: one counter key per limit,
 // all in one Cluster hash slot, and the cost to consume from each.
 type Request struct {
-	// Keys holds one key per limit, built by the Limiter. (The module's
-	// own strategies that name their keys with AppendKey may get it nil
-	// from the Limiter, which then builds no key of its own; every other
-	// Strategy gets it built.)
+	// Keys holds one key per limit, built by the Limiter. (The Limiter
+	// leaves it nil for this module's strategies that name their keys with
+	// AppendKey, when it calls them directly; every other Strategy,
+	// including one that embeds such a strategy, gets it built.)
 	Keys []string
 	// Limits are the call's limits, validated.
 	Limits []Limit

@@ -47,7 +47,7 @@ func (r *recorder) Decide(_ context.Context, _ store.Store, req Request) (Result
 // deriving is a recorder that declares it names its keys with AppendKey.
 type deriving struct{ recorder }
 
-func (*deriving) DerivesKeys(derive.Token) {}
+func (d *deriving) DerivesKeys(derive.Token) any { return d }
 
 // TestAppendKey checks that a strategy that declares derive.KeyDeriver
 // gets no Keys from the Limiter and that AppendKey then lays out exactly

@@ -198,7 +198,7 @@ func New(st store.Store, s Strategy, opts ...Option) (*Limiter, error) {
 		}
 	}
 	l := &Limiter{st: st, strategy: s, keys: keyBuilder{prefix: DefaultPrefix}, backs: new(giveBacks)}
-	_, l.derives = s.(derive.KeyDeriver)
+	l.derives = derive.Derives(s)
 	if err := l.apply(nil, opts); err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/internal/derive"
 	"github.com/quotagate/limiter/store"
 )
 
@@ -104,6 +105,13 @@ func NewAlignedWindow(opts ...AlignedWindowOption) *AlignedWindow {
 	}
 	return a
 }
+
+// DerivesKeys tells the Limiter that Decide names its keys with
+// limiter.Request.AppendKey (each window's key extends the request's key),
+// so that the Limiter builds no key of its own for a decision. It is
+// internal to this module (its argument's type is) and returns a: a type
+// that embeds an AlignedWindow gets Request.Keys built.
+func (a *AlignedWindow) DerivesKeys(derive.Token) any { return a }
 
 // Decide implements limiter.Strategy.
 func (a *AlignedWindow) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {

@@ -133,8 +133,10 @@ func (e *clockEntry) same(st store.Store) bool { return e.st == st }
 
 // DerivesKeys tells the Limiter that Decide names its keys with
 // limiter.Request.AppendKey (each window's key extends the request's key),
-// so that the Limiter builds no key of its own for a decision.
-func (*epochClock) DerivesKeys(derive.Token) {}
+// so that the Limiter builds no key of its own for a decision. It is
+// internal to this module (its argument's type is) and returns b: a type
+// that embeds a Bucketed gets Request.Keys built.
+func (b *Bucketed) DerivesKeys(derive.Token) any { return b }
 
 func newEpochClock(name string) epochClock {
 	return epochClock{now: monoNow, name: name, clocks: map[store.Store]*serverClock{}}

@@ -4,7 +4,19 @@ package derive
 type Token struct{}
 
 // KeyDeriver is implemented by strategies whose Decide reads the request's
-// keys only through limiter.Request.AppendKey.
+// keys only through limiter.Request.AppendKey. DerivesKeys returns the
+// strategy itself: a type that embeds such a strategy (a decorator, whose
+// own Decide may read Request.Keys or build a Request of its own) has the
+// method promoted, and its result is then the embedded strategy, not the
+// decorator, so the Limiter that compares it with its strategy builds the
+// keys for the decorator.
 type KeyDeriver interface {
-	DerivesKeys(Token)
+	DerivesKeys(Token) any
+}
+
+// Derives reports whether s declares KeyDeriver itself, not through a type
+// it embeds.
+func Derives(s any) bool {
+	d, ok := s.(KeyDeriver)
+	return ok && d.DerivesKeys(Token{}) == s
 }

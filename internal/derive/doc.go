@@ -5,6 +5,8 @@
 // strategy's, with the window after the limiter's key) instead of two.
 //
 // The marker's method takes a type only this module can name, so a
-// strategy written outside it cannot claim it by accident: it gets Keys
-// built, as the Strategy contract promises.
+// strategy written outside it cannot declare it, and returns the strategy
+// it belongs to, so that a type embedding one of the module's strategies
+// does not inherit it: every strategy written outside the module gets
+// Keys built, as the Strategy contract promises.
 package derive
