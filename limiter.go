@@ -128,7 +128,7 @@ type Limiter struct {
 	st       store.Store
 	strategy Strategy
 	keys     keyBuilder
-	derives  bool // the strategy is a derive.KeyDeriver: Decide gets no Keys
+	derives  bool // derive.Derives(strategy): Decide gets no Keys
 	failMode FailMode
 	timeout  time.Duration
 	obs      Observer                                         // nil: none (observer.go)

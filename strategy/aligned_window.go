@@ -49,11 +49,11 @@ const AlignedCountBase = 1 << 52
 //   - windows by the server's clock, never sliding: the app server names
 //     the window from its clock (WithAlignedClock, default the system
 //     clock) plus its offset to Redis TIME, sampled on first use and
-//     refreshed by every call that creates a counter; a call sent for a window the server's
-//     clock is not in (a skewed app clock, a call racing a window's end)
-//     is counted nowhere and sent again for the server's window, up to 4
-//     times, then denied until the window ends with ErrStaleWindow as the
-//     Result's Cause;
+//     refreshed by every call that creates a counter; a call sent for a
+//     window the server's clock is not in (a skewed app clock, a call
+//     racing a window's end) is counted nowhere and sent again for the
+//     server's window, up to 4 times, then denied until the window ends
+//     with ErrStaleWindow as the Result's Cause;
 //   - a counter that is not a non-negative decimal integer (or a key of
 //     another type) is limiter.ErrCorruptCounter, and every counter is left
 //     as it was found; so is one above AlignedCountBase (a count below

@@ -37,8 +37,8 @@ import (
 //     transaction; the transaction's TIME also verifies the index, and a
 //     decision stamped with the wrong bucket (a call racing a window's end,
 //     a server clock that jumped) is undone and redone on the right one in
-//     the same kind of round trip. Never time zones, never formatting: the key is
-//     key + ":" + decimal b;
+//     the same kind of round trip. Never time zones, never formatting: the
+//     key is key + ":" + decimal b;
 //   - at most Rate admitted per window: each admission is an INCRBY whose
 //     result is at most Rate;
 //   - denied requests consume nothing once compensated: a request that
@@ -321,8 +321,9 @@ func windowName(req *limiter.Request, i int, idx int64, aligned bool) string {
 	return string(append(req.AppendKey(arr[:0], i), windowSuffix(period, idx)...))
 }
 
-// windowSuffixes remembers, by window index, what appendWindow appends:
-// a service's limits have a few periods, each in one window at a time.
+// windowSuffixes remembers what appendWindow appends, for the windows
+// used last: a service's limits have a few periods, each in one window at
+// a time.
 var windowSuffixes argcache.Cache[suffix]
 
 type suffix struct {
@@ -332,11 +333,13 @@ type suffix struct {
 
 // windowSuffix returns what appendWindow appends for period and idx.
 func windowSuffix(period, idx int64) string {
-	if s, ok := windowSuffixes.Get(idx); ok && s.period == period {
+	// The cache's integer mixes both; with the period, it gives the idx.
+	v := idx ^ period<<32
+	if s, ok := windowSuffixes.Get(v); ok && s.period == period {
 		return s.text
 	}
 	text := string(appendWindow(nil, period, idx))
-	windowSuffixes.Put(idx, suffix{period, text})
+	windowSuffixes.Put(v, suffix{period, text})
 	return text
 }
 

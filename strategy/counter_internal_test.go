@@ -108,3 +108,23 @@ func TestClockForMixedStores(t *testing.T) {
 // wrapStore is a comparable struct type whose values may hold a store that
 // is not.
 type wrapStore struct{ store.Store }
+
+// TestWindowSuffix checks the remembered window suffixes against the text
+// they stand for, for pairs that share an index or the cache's integer,
+// asked in turn so that each replaces the other.
+func TestWindowSuffix(t *testing.T) {
+	const idx = 1_780_000_000
+	pairs := [][2]int64{
+		{-1, idx}, {1000, idx}, {60000, idx}, {1000, idx + 1},
+		// the same idx ^ period<<32 as {1000, idx}
+		{1001, idx ^ 1000<<32 ^ 1001<<32},
+	}
+	for range 3 {
+		for _, p := range pairs {
+			want := string(appendWindow(nil, p[0], p[1]))
+			if got := windowSuffix(p[0], p[1]); got != want {
+				t.Fatalf("windowSuffix(%d, %d) = %q, want %q", p[0], p[1], got, want)
+			}
+		}
+	}
+}
