@@ -31,9 +31,10 @@ type Request struct {
 }
 
 // AppendKey appends the key of limit i, Keys[i], to dst and returns the
-// extended buffer. A strategy whose Redis keys extend the request's keys
-// (a window's index after the key) can build each of them in one
-// allocation with it.
+// extended buffer: Keys[i] itself when Keys is set, else the key laid out
+// as the Limiter lays it out. This module's epoch-aligned strategies, whose
+// Redis keys extend the request's keys (a window's index after the key),
+// name them with it, so that the Limiter need not build Keys for them.
 func (r *Request) AppendKey(dst []byte, i int) []byte {
 	if r.Keys != nil || r.tag == "" {
 		return append(dst, r.Keys[i]...)
