@@ -755,32 +755,59 @@ func TestFastPathGCRAPaths(t *testing.T) {
 // rounding boundaries (d % rate, us % 1000) are hit often; each call starts
 // from a bucket "<now - e>:<s>:<P>" (or none), the same for every subject.
 func TestFastPathTokenBucketSmall(t *testing.T) {
+	smallStates(t, "token_bucket", "tb", 99, 1_764_000_000_123_456, 5000, func(ctx context.Context, rng *rand.Rand, srv equivalenceServer, subs []subject, now int64) (func(bool) []string, int64, string) {
+		l := tbLimit{pick(rng, []int64{1, 2, 3, 7, 999, 1000, 1001, 3000}), pick(rng, []int64{1000, 2000, 3000, 7000}), 1 + rng.Int63n(5)}
+		full := l.cap * l.period
+		if rng.Intn(8) > 0 {
+			setAll(ctx, srv, subs, fmt.Sprintf("%d:%d:%d", now-rng.Int63n(5000), rng.Int63n(full+2), l.period), 0, false)
+		} else {
+			setAll(ctx, srv, subs, "", 1, false)
+			delAll(ctx, srv, subs)
+		}
+		cost := int64(1)
+		if rng.Intn(4) == 0 {
+			cost = 1 + rng.Int63n(l.cap+1)
+		}
+		return tbArgs(l, cost, false), l.cap, fmt.Sprintf("limit %+v cost %d", l, cost)
+	})
+}
+
+// TestFastPathSlidingWindowSmall: as TestFastPathTokenBucketSmall for the
+// sliding window (sub-millisecond clock positions, windows of a few ms).
+func TestFastPathSlidingWindowSmall(t *testing.T) {
+	smallStates(t, "sliding_window", "sw", 98, 1_764_000_000_000_000, 4000, func(ctx context.Context, rng *rand.Rand, srv equivalenceServer, subs []subject, now int64) (func(bool) []string, int64, string) {
+		l := swLimit{1 + rng.Int63n(6), pick(rng, []int64{1, 2, 3, 5, 7, 1000})}
+		if rng.Intn(8) > 0 {
+			setAll(ctx, srv, subs, fmt.Sprintf("%d:%d:%d", now/1000-rng.Int63n(3*l.period+1), rng.Int63n(l.rate+2), rng.Int63n(l.rate+2)), 0, false)
+		} else {
+			delAll(ctx, srv, subs)
+		}
+		cost := int64(1)
+		if rng.Intn(4) == 0 {
+			cost = 1 + rng.Int63n(l.rate+1)
+		}
+		return swArgs(l, cost, false), l.rate, fmt.Sprintf("limit %+v cost %d", l, cost)
+	})
+}
+
+// smallStates runs the script named name on every server, scaled(3000)
+// times (until 5 mismatches), each call after moving the server's clock by
+// up to step µs from start: state sets every subject's key to one state
+// and returns the call's arguments, its base and a description, which
+// runCompare compares on the four subjects.
+func smallStates(t *testing.T, name, short string, seed, start, step int64, state func(ctx context.Context, rng *rand.Rand, srv equivalenceServer, subs []subject, now int64) (func(bool) []string, int64, string)) {
 	ctx := context.Background()
-	subs := pathSubjects(t, "token_bucket", "tb")
+	subs := pathSubjects(t, name, short)
 	for _, srv := range equivalenceServers(t) {
 		t.Run(srv.name, func(t *testing.T) {
-			rng := rand.New(rand.NewSource(99))
-			now := int64(1_764_000_000_123_456)
+			rng := rand.New(rand.NewSource(seed))
+			now := start
 			fails := 0
 			for i := 0; i < scaled(3000) && fails < 5; i++ {
-				l := tbLimit{pick(rng, []int64{1, 2, 3, 7, 999, 1000, 1001, 3000}), pick(rng, []int64{1000, 2000, 3000, 7000}), 1 + rng.Int63n(5)}
-				now += rng.Int63n(5000)
-				full := l.cap * l.period
-				if rng.Intn(8) > 0 {
-					v := fmt.Sprintf("%d:%d:%d", now-rng.Int63n(5000), rng.Int63n(full+2), l.period)
-					setAll(ctx, srv, subs, v, 0, false)
-				} else {
-					setAll(ctx, srv, subs, "", 1, false)
-					for _, s := range subs {
-						srv.rdb.Del(ctx, s.key)
-					}
-				}
-				cost := int64(1)
-				if rng.Intn(4) == 0 {
-					cost = 1 + rng.Int63n(l.cap+1)
-				}
+				now += rng.Int63n(step)
+				args, base, what := state(ctx, rng, srv, subs, now)
 				setClock(ctx, srv.rdb, now)
-				if !runCompare(t, ctx, srv, subs, "rv:tb:never", tbArgs(l, cost, false), l.cap, fmt.Sprintf("i %d now %d limit %+v cost %d", i, now, l, cost)) {
+				if !runCompare(t, ctx, srv, subs, "rv:"+short+":never", args, base, fmt.Sprintf("i %d now %dus %s", i, now, what)) {
 					fails++
 				}
 			}
@@ -788,38 +815,10 @@ func TestFastPathTokenBucketSmall(t *testing.T) {
 	}
 }
 
-// TestFastPathSlidingWindowSmall: as TestFastPathTokenBucketSmall for the
-// sliding window (sub-millisecond clock positions, windows of a few ms).
-func TestFastPathSlidingWindowSmall(t *testing.T) {
-	ctx := context.Background()
-	subs := pathSubjects(t, "sliding_window", "sw")
-	for _, srv := range equivalenceServers(t) {
-		t.Run(srv.name, func(t *testing.T) {
-			rng := rand.New(rand.NewSource(98))
-			now := int64(1_764_000_000_000_000)
-			fails := 0
-			for i := 0; i < scaled(3000) && fails < 5; i++ {
-				l := swLimit{1 + rng.Int63n(6), pick(rng, []int64{1, 2, 3, 5, 7, 1000})}
-				now += rng.Int63n(4000)
-				nowMs := now / 1000
-				if rng.Intn(8) > 0 {
-					v := fmt.Sprintf("%d:%d:%d", nowMs-rng.Int63n(3*l.period+1), rng.Int63n(l.rate+2), rng.Int63n(l.rate+2))
-					setAll(ctx, srv, subs, v, 0, false)
-				} else {
-					for _, s := range subs {
-						srv.rdb.Del(ctx, s.key)
-					}
-				}
-				cost := int64(1)
-				if rng.Intn(4) == 0 {
-					cost = 1 + rng.Int63n(l.rate+1)
-				}
-				setClock(ctx, srv.rdb, now)
-				if !runCompare(t, ctx, srv, subs, "rv:sw:never", swArgs(l, cost, false), l.rate, fmt.Sprintf("i %d now %dus limit %+v cost %d", i, now, l, cost)) {
-					fails++
-				}
-			}
-		})
+// delAll deletes every subject's key.
+func delAll(ctx context.Context, srv equivalenceServer, subs []subject) {
+	for _, s := range subs {
+		srv.rdb.Del(ctx, s.key)
 	}
 }
 
