@@ -518,20 +518,20 @@ type swLimit struct{ rate, period int64 } // period in ms
 
 func randSWLimit(rng *rand.Rand) swLimit {
 	period := pick(rng, []int64{1, 2, 10, 999, 1000, 1001, 60_000, 3_600_000, 86_400_000, 31 * 86_400_000})
-	max := two51 / period
-	if max > 1<<50 {
-		max = 1 << 50
-	}
-	var r int64
+	return swLimit{randSize(rng, two51/period), period}
+}
+
+// randSize returns a rate or burst of at most max (and 2^50): max itself,
+// 1, or a small one, each as often as the other two together.
+func randSize(rng *rand.Rand, max int64) int64 {
+	max = min(max, 1<<50)
 	switch rng.Intn(4) {
 	case 0:
-		r = max
+		return max
 	case 1:
-		r = 1
-	default:
-		r = 1 + rng.Int63n(min(max, 20))
+		return 1
 	}
-	return swLimit{r, period}
+	return 1 + rng.Int63n(min(max, 20))
 }
 
 func swValue(rng *rand.Rand, nowMs int64, l swLimit) (string, bool) {
@@ -615,20 +615,7 @@ func randGCRALimit(rng *rand.Rand, usOnly bool) gcraLimit {
 	} else {
 		iv = pick(rng, []int64{1000, 2000, 100_000, 1_000_000, 60_000_000, 3_600_000_000, 2_678_400_000_000, 1, 999, 1002, 333_334})
 	}
-	maxB := int64(3_153_600_000_000_000) / iv // MaxRefill
-	if maxB > 1<<50 {
-		maxB = 1 << 50
-	}
-	var b int64
-	switch rng.Intn(4) {
-	case 0:
-		b = maxB
-	case 1:
-		b = 1
-	default:
-		b = 1 + rng.Int63n(min(maxB, 20))
-	}
-	return gcraLimit{iv, b}
+	return gcraLimit{iv, randSize(rng, int64(3_153_600_000_000_000)/iv)} // MaxRefill
 }
 
 func gcraValue(rng *rand.Rand, nowUs int64, l gcraLimit, usOnly bool) (string, bool) {
