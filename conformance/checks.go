@@ -83,12 +83,13 @@ func checkExactAdmission(c *checker) {
 }
 
 // loadTimeout is the deadline of each call of a check that counts under
-// load. It replaces a client's short read timeout where the adapter lets
-// the deadline decide (redigo, rueidis), and it is long: on a busy 2-core
-// machine running the race detector, an optimistic strategy's call on a key
-// 200 callers contend for may retry for tens of seconds, and an exact check
-// must not turn that into an error. (A client's own read timeout still
-// applies where it ignores deadlines.)
+// load, and it is long: on a busy 2-core machine running the race
+// detector, an optimistic strategy's call on a key 200 callers contend for
+// may retry for tens of seconds, and an exact check must not turn that
+// into an error. A client's own read timeout still bounds a call where
+// the client caps the deadline by it (go-redis without
+// ContextTimeoutEnabled, redigo's DoContext): a store's test gives its
+// connections one that fits a busy machine too.
 const loadTimeout = 2 * time.Minute
 
 // underLoad makes call with a context bounded by loadTimeout, and records

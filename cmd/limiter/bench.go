@@ -43,6 +43,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	callersFlag := fs.String("callers", "1,16,64", "comma-separated numbers of concurrent callers")
 	rounds := fs.Int("rounds", benchkit.RatioRounds, "rounds per level; each runs raw and limiter once")
 	round := fs.Duration("round", benchkit.RatioRoundTime, "how long each variant runs in a round")
+	allocCalls := fs.Int("allocs", benchkit.RatioAllocCalls, "sequential calls of each variant behind the allocations per call")
 	names := fs.String("adapters", "goredis,rueidis,redigo", "comma-separated adapters")
 	asJSON := fs.Bool("json", false, "print the results as one JSON object (the header goes to stderr)")
 	svgFile := fs.String("svg", "", "also write the results as an SVG bar chart to this file")
@@ -60,8 +61,8 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	if err != nil {
 		return 0, err
 	}
-	if *rounds < 1 || *round < time.Millisecond {
-		return 0, fmt.Errorf("%w: -rounds must be at least 1 and -round at least 1ms", errUsage)
+	if *rounds < 1 || *round < time.Millisecond || *allocCalls < 1 {
+		return 0, fmt.Errorf("%w: -rounds and -allocs must be at least 1 and -round at least 1ms", errUsage)
 	}
 	ads, err := selectAdapters(*names)
 	if err != nil {
@@ -129,7 +130,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 		out = stderr
 	}
 	fmt.Fprintf(out, "limiter bench: one limit per call, each strategy against its script's raw EVALSHA through the same client; %s\n", backend)
-	fmt.Fprintf(out, "%d rounds of %s per level, raw and limiter alternating; latency of the limiter's calls; allocations per sequential call\n\n", *rounds, *round)
+	fmt.Fprintf(out, "%d rounds of %s per level, raw and limiter alternating; latency of the limiter's calls; allocations per call over %d sequential calls\n\n", *rounds, *round, *allocCalls)
 	levels := len(strats) * len(workloads) * len(ads) * len(callers)
 	fmt.Fprintf(stderr, "measuring %d levels (about %s each)...\n", levels, time.Duration(*rounds)*2*(*round)+max(*round, benchkit.RatioWarmUp)*2)
 
@@ -141,7 +142,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 				if err != nil {
 					return 0, fmt.Errorf("%s: %w", ad.name, err)
 				}
-				err = benchAdapter(ctx, callers, ad.name, st, sp, wl, *rounds, *round, func(r benchRow) {
+				err = benchAdapter(ctx, callers, ad.name, st, sp, wl, *rounds, *round, *allocCalls, func(r benchRow) {
 					results = append(results, r)
 					fmt.Fprintf(stderr, "[%d/%d] %s %s, %s, %d callers: limiter ÷ raw %.3f\n", len(results), levels, r.Strategy, r.Workload, r.Adapter, r.Callers, r.Ratio)
 				})
@@ -280,7 +281,7 @@ func selectWorkloads(names string) ([]string, error) {
 
 // benchAdapter measures one strategy and workload through one adapter at
 // every level of callers.
-func benchAdapter(ctx context.Context, callers []int, name string, st store.Store, sp benchStrategy, workload string, rounds int, round time.Duration, done func(benchRow)) error {
+func benchAdapter(ctx context.Context, callers []int, name string, st store.Store, sp benchStrategy, workload string, rounds int, round time.Duration, allocCalls int, done func(benchRow)) error {
 	const prefix = "limiter-bench"
 	lim, err := limiter.New(st, sp.s, limiter.WithPrefix(prefix))
 	if err != nil {
@@ -352,11 +353,11 @@ func benchAdapter(ctx context.Context, callers []int, name string, st store.Stor
 		}
 	}
 
-	rawAllocs, _, err := kit.SeqAllocs(rawDecide)
+	rawAllocs, _, err := kit.SeqAllocs(rawDecide, allocCalls)
 	if err != nil {
 		return err
 	}
-	limAllocs, _, err := kit.SeqAllocs(allow)
+	limAllocs, _, err := kit.SeqAllocs(allow, allocCalls)
 	if err != nil {
 		return err
 	}

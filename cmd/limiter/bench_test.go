@@ -21,7 +21,7 @@ import (
 // and no key left behind.
 func TestBenchOnRedisURL(t *testing.T) {
 	s := redistest.StartServer(t)
-	code, out, errOut := runCmd(t, "bench", "-redis", "redis://"+s.Addr(), "-callers", "1,4", "-rounds", "2", "-round", "20ms")
+	code, out, errOut := runCmd(t, "bench", "-allocs", "100", "-redis", "redis://"+s.Addr(), "-callers", "1,4", "-rounds", "2", "-round", "20ms")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -50,7 +50,7 @@ func TestBenchOnRedisURL(t *testing.T) {
 
 // TestBenchEmbedded runs the default backend for one adapter.
 func TestBenchEmbedded(t *testing.T) {
-	code, out, errOut := runCmd(t, "bench", "-adapters", "rueidis", "-callers", "2", "-rounds", "1", "-round", "20ms")
+	code, out, errOut := runCmd(t, "bench", "-allocs", "100", "-adapters", "rueidis", "-callers", "2", "-rounds", "1", "-round", "20ms")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -62,7 +62,7 @@ func TestBenchEmbedded(t *testing.T) {
 func TestBenchUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"bench", "-callers", "0"}, {"bench", "-callers", "16,1"}, {"bench", "-callers", "x"},
-		{"bench", "-adapters", "nope"}, {"bench", "-rounds", "0"}, {"bench", "-redis", "http://x"}, {"bench", "extra"},
+		{"bench", "-adapters", "nope"}, {"bench", "-rounds", "0"}, {"bench", "-allocs", "0"}, {"bench", "-redis", "http://x"}, {"bench", "extra"},
 		{"bench", "-strategies", "bucketed"}, {"bench", "-workloads", "cold"},
 	} {
 		if code, _, _ := runCmd(t, args...); code != 2 {
@@ -106,7 +106,7 @@ func benchRows(t *testing.T, out string) map[string][3]float64 {
 // with latency quantiles and allocations in the JSON rows.
 func TestBenchStrategiesAndWorkloads(t *testing.T) {
 	s := redistest.StartServer(t)
-	code, out, errOut := runCmd(t, "bench", "-json", "-redis", "redis://"+s.Addr(), "-adapters", "rueidis", "-strategies", strings.Join(benchStrategyNames(), ","),
+	code, out, errOut := runCmd(t, "bench", "-allocs", "100", "-json", "-redis", "redis://"+s.Addr(), "-adapters", "rueidis", "-strategies", strings.Join(benchStrategyNames(), ","),
 		"-workloads", "admit,deny,hot", "-callers", "2", "-rounds", "1", "-round", "20ms")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
@@ -130,7 +130,7 @@ func TestBenchStrategiesAndWorkloads(t *testing.T) {
 // adapter and level whose ratio is the quotient of its rates; the progress
 // goes to stderr, a line per level.
 func TestBenchJSON(t *testing.T) {
-	code, out, errOut := runCmd(t, "bench", "-json", "-adapters", "goredis,redigo", "-callers", "1,2", "-rounds", "1", "-round", "20ms")
+	code, out, errOut := runCmd(t, "bench", "-allocs", "100", "-json", "-adapters", "goredis,redigo", "-callers", "1,2", "-rounds", "1", "-round", "20ms")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -158,7 +158,7 @@ func TestBenchJSON(t *testing.T) {
 // adapter and level.
 func TestBenchSVG(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bench.svg")
-	code, out, errOut := runCmd(t, "bench", "-svg", path, "-adapters", "goredis,rueidis", "-callers", "1,2", "-rounds", "1", "-round", "20ms")
+	code, out, errOut := runCmd(t, "bench", "-allocs", "100", "-svg", path, "-adapters", "goredis,rueidis", "-callers", "1,2", "-rounds", "1", "-round", "20ms")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -191,7 +191,7 @@ func TestBenchSVG(t *testing.T) {
 // its results unprinted).
 func TestBenchSVGPathFailsFirst(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "no-such-dir", "bench.svg")
-	code, out, errOut := runCmd(t, "bench", "-svg", path, "-adapters", "goredis", "-callers", "1", "-rounds", "1", "-round", "20ms")
+	code, out, errOut := runCmd(t, "bench", "-allocs", "100", "-svg", path, "-adapters", "goredis", "-callers", "1", "-rounds", "1", "-round", "20ms")
 	if code == 0 || !strings.Contains(errOut, "no-such-dir") || strings.Contains(errOut, "measuring") {
 		t.Errorf("bench -svg %s: exit %d\n%s\n%s; want a failure naming the path, before measuring", path, code, out, errOut)
 	}

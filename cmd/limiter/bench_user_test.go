@@ -43,7 +43,7 @@ func TestUsageListsEveryFlag(t *testing.T) {
 // certificate a private CA signed can be measured.
 func TestBenchOverTLS(t *testing.T) {
 	s := redistest.StartTLSServer(t)
-	code, out, errOut := runCmd(t, "bench", "-redis", "rediss://"+s.Addr(), "-tls-ca", s.TLS().CAFile,
+	code, out, errOut := runCmd(t, "bench", "-allocs", "100", "-redis", "rediss://"+s.Addr(), "-tls-ca", s.TLS().CAFile,
 		"-adapters", "goredis", "-callers", "1", "-rounds", "1", "-round", "20ms", "-json")
 	if code != 0 || !strings.Contains(out, `"ratio"`) || !strings.Contains(errOut, "over TLS") {
 		t.Errorf("bench over TLS: exit %d\n%s\n%s", code, out, errOut)
@@ -72,7 +72,7 @@ func TestBenchSVGKeptOnFailure(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("the directory holds %d files after the failed run; want the chart alone", len(entries))
 	}
-	code, _, errOut := runCmd(t, "bench", "-svg", path, "-callers", "1", "-rounds", "1", "-round", "5ms", "-adapters", "goredis")
+	code, _, errOut := runCmd(t, "bench", "-allocs", "100", "-svg", path, "-callers", "1", "-rounds", "1", "-round", "5ms", "-adapters", "goredis")
 	data, _ = os.ReadFile(path)
 	if code != 0 || !strings.HasPrefix(string(data), "<svg") || string(data) == old {
 		t.Errorf("a run that succeeded: exit %d, chart %d bytes; want a new chart\n%s", code, len(data), errOut)
@@ -91,7 +91,7 @@ func TestBenchSVGThroughASymlink(t *testing.T) {
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
-	code, _, errOut := runCmd(t, "bench", "-svg", link, "-callers", "1", "-rounds", "1", "-round", "5ms", "-adapters", "goredis")
+	code, _, errOut := runCmd(t, "bench", "-allocs", "100", "-svg", link, "-callers", "1", "-rounds", "1", "-round", "5ms", "-adapters", "goredis")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, errOut)
 	}

@@ -49,7 +49,8 @@
 //	limiter bench [-redis URL] [-tls-ca FILE] [-tls-cert FILE -tls-key FILE]
 //	              [-tls-insecure] [-adapters goredis,rueidis,redigo]
 //	              [-strategies fixedwindow,gcra,...] [-workloads admit,deny,hot]
-//	              [-callers 1,16,64] [-rounds 6] [-round 250ms] [-json] [-svg FILE]
+//	              [-callers 1,16,64] [-rounds 6] [-round 250ms] [-allocs 5000]
+//	              [-json] [-svg FILE]
 //
 // bench measures, for each strategy (fixedwindow, alignedwindow, gcra,
 // tokenbucket, slidingwindow, slidinglog), workload (admit: every call admitted, 4
@@ -61,7 +62,7 @@
 // alternate the two (so drift cancels), and prints both rates, their ratio
 // over all rounds, the median and range of the per-round ratios, the
 // Limiter's p50 and p99 latency, and the allocations per call of each (one
-// caller, one call after another). On the embedded miniredis (the default)
+// caller, -allocs calls one after another). On the embedded miniredis (the default)
 // the server runs in the same process, so only the client side is compared
 // and the allocations include the server's; point -redis at a real server,
 // ideally on another machine, for numbers that mean something. It writes

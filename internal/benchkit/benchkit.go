@@ -176,10 +176,9 @@ func (k *Kit) Timed(callers int, d time.Duration, f Decide) (int64, time.Duratio
 	return n, time.Since(start), err
 }
 
-// SeqAllocs returns the heap allocations and bytes per call of
-// RatioAllocCalls sequential calls of f by one caller, after 100 calls of
-// warm-up.
-func (k *Kit) SeqAllocs(f Decide) (allocs, bytes float64, err error) {
+// SeqAllocs returns the heap allocations and bytes per call of calls
+// sequential calls of f by one caller, after 100 calls of warm-up.
+func (k *Kit) SeqAllocs(f Decide, calls int) (allocs, bytes float64, err error) {
 	ctx := context.Background()
 	subjects := k.Subjects[0]
 	for i := range 100 {
@@ -190,13 +189,13 @@ func (k *Kit) SeqAllocs(f Decide) (allocs, bytes float64, err error) {
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	for i := range RatioAllocCalls {
+	for i := range calls {
 		if err := f(ctx, subjects[i%len(subjects)]); err != nil {
 			return 0, 0, err
 		}
 	}
 	runtime.ReadMemStats(&after)
-	n := float64(RatioAllocCalls)
+	n := float64(calls)
 	return float64(after.Mallocs-before.Mallocs) / n, float64(after.TotalAlloc-before.TotalAlloc) / n, nil
 }
 
@@ -288,7 +287,7 @@ func (k *Kit) RunRatio(b *testing.B, raw, lim Variant, extra *Extra) {
 			rounds[li] = append(rounds[li], ratios[limV]...)
 		}
 		for vi, v := range vs[:2] {
-			a, by, err := k.SeqAllocs(v.Decide)
+			a, by, err := k.SeqAllocs(v.Decide, RatioAllocCalls)
 			if err != nil {
 				b.Fatal(err)
 			}
