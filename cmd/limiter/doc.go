@@ -62,8 +62,8 @@
 // alternate the two (so drift cancels), and prints both rates, their ratio
 // over all rounds, the median and range of the per-round ratios, the
 // Limiter's p50 and p99 latency, and the allocations per call of each (one
-// caller, -allocs calls one after another). On the embedded miniredis (the default)
-// the server runs in the same process, so only the client side is compared
+// caller, -allocs calls one after another). On the embedded miniredis (the
+// default) the server runs in the same process, so only the client side is compared
 // and the allocations include the server's; point -redis at a real server,
 // ideally on another machine, for numbers that mean something. It writes
 // only keys under limiter-bench: and deletes them afterwards.
