@@ -93,7 +93,9 @@ func equivalenceServers(t *testing.T) []equivalenceServer {
 func normErr(err error) string {
 	s := err.Error()
 	switch {
-	case strings.Contains(s, "corrupt counter"):
+	case strings.Contains(s, "corrupt counter"), strings.Contains(s, "not an integer"), strings.Contains(s, "would overflow"):
+		// (INCRBY's own refusals, which the strategies report as
+		// ErrCorruptCounter too)
 		return "ERR corrupt"
 	case strings.Contains(s, "WRONGTYPE"):
 		return "ERR WRONGTYPE"
@@ -516,9 +518,12 @@ func TestFastPathTokenBucketPaths(t *testing.T) {
 
 type swLimit struct{ rate, period int64 } // period in ms
 
+// swMaxRate is the largest rate a sliding window's state holds.
+const swMaxRate = 1<<26 - 1
+
 func randSWLimit(rng *rand.Rand) swLimit {
 	period := pick(rng, []int64{1, 2, 10, 999, 1000, 1001, 60_000, 3_600_000, 86_400_000, 31 * 86_400_000})
-	return swLimit{randSize(rng, two51/period), period}
+	return swLimit{randSize(rng, min(two51/period, swMaxRate)), period}
 }
 
 // randSize returns a rate or burst of at most max (and 2^50): max itself,
@@ -534,30 +539,21 @@ func randSize(rng *rand.Rand, max int64) int64 {
 	return 1 + rng.Int63n(min(max, 20))
 }
 
-func swValue(rng *rand.Rand, nowMs int64, l swLimit) (string, bool) {
-	s := pick(rng, []int64{nowMs, nowMs - rng.Int63n(l.period+1), nowMs - l.period - rng.Int63n(l.period+1), nowMs - 2*l.period, nowMs + rng.Int63n(5000), 1})
-	c := pick(rng, []int64{0, 1, rng.Int63n(l.rate + 1), l.rate, l.rate + 1, 999_999_999_999_999, 1_000_000_000_000_000})
-	p := pick(rng, []int64{0, 1, rng.Int63n(l.rate + 1), l.rate, l.rate + 1, 999_999_999_999_999})
-	S, C, P := strconv.FormatInt(s, 10), strconv.FormatInt(c, 10), strconv.FormatInt(p, 10)
-	switch rng.Intn(12) {
+// swValue returns a state previous·2^27 + count, or one that is not a
+// state (a count of 2^26, a value beyond 2^53 - 1, text INCRBY refuses or
+// accepts but the script does not).
+func swValue(rng *rand.Rand, l swLimit) (string, bool) {
+	c := pick(rng, []int64{0, 1, rng.Int63n(l.rate + 1), l.rate, l.rate + 1, swMaxRate, swMaxRate + 1})
+	p := pick(rng, []int64{0, 1, rng.Int63n(l.rate + 1), l.rate, l.rate + 1, swMaxRate})
+	V := strconv.FormatInt(p<<27+c, 10)
+	switch rng.Intn(10) {
 	case 0:
-		return S + ":" + C, false
+		return pick(rng, []string{"0", "0" + V, V + " ", " " + V, "-" + V, "1.5", "1e3", "0x10", "", "x", "1:2:3",
+			"9007199254740991", "9007199254740992", "12345678901234567", "134217727", "134217728"}), false
 	case 1:
-		return "0" + S + ":" + C + ":" + P, false
-	case 2:
-		return S + ":0" + C + ":" + P, false
-	case 3:
-		return S + ":" + C + ":0" + P, false
-	case 4:
-		return "1234" + S + ":" + C + ":" + P, false // 17 digits
-	case 5:
-		return pick(rng, []string{"0:0:0", "0:" + C + ":" + P, S + ":0:0", S + ":00:0", S + ":0:00", "9007199254740992:0:0", "9007199254740991:0:0", S + ":9007199254740992:0"}), false
-	case 6:
-		return pick(rng, []string{"", "x", "1:2:3:4", S + ":" + C + ":" + P + "\n", S + ":1e3:0", "0x1:0:0", S + ":-1:0"}), false
-	case 7:
-		return S + ":" + C + ":" + P, true
+		return V, true
 	}
-	return S + ":" + C + ":" + P, false
+	return V, false
 }
 
 func swArgs(l swLimit, cost int64, peek bool) func(two bool) []string {
@@ -572,36 +568,136 @@ func swArgs(l swLimit, cost int64, peek bool) func(two bool) []string {
 		}
 		a = append(a, strconv.FormatInt(l.rate, 10), strconv.FormatInt(l.period, 10))
 		if two {
-			a = append(a, strconv.FormatInt(two51, 10), "1")
+			// a second limit that never binds (its key is deleted before
+			// every call): any cost up to the first limit's rate fits
+			a = append(a, strconv.FormatInt(swMaxRate, 10), "1")
 		}
 		return a
 	}
 }
 
-// TestFastPathSlidingWindowPaths: as TestFastPathTokenBucketPaths for the
-// sliding window (clock in microseconds: TIME's sub-millisecond part
-// matters to the new rounding).
+// swSubjects: the sliding window's script alone (one limit: its fast path,
+// for a cost it can fit that writes) and with a second limit that never
+// binds (its general path). Its clock is the key's expiry: no TIME.
+func swSubjects(t *testing.T) []subject {
+	t.Helper()
+	src := readSrc(t, "lua/sliding_window.lua")
+	if strings.Contains(src, "TIME") {
+		t.Fatal("the sliding window's script reads TIME")
+	}
+	return []subject{{"one", src, "rv:sw:one", false}, {"two", src, "rv:sw:two", true}}
+}
+
+// TestFastPathSlidingWindowPaths: random steps (clock moves of a
+// millisecond to weeks, rates near 2^26, periods of 1 ms to 31 days, rate
+// and period changes on one key, planted states with and without a TTL,
+// PERSIST, corrupt and foreign values, costs of 0 to rate + 1, peeks); the
+// one-limit fast path and the general path must agree on the reply, the
+// value and its TTL. It runs on miniredis, whose clock (key expiry) moves
+// only through Advance: on a redis-server each subject would read the real
+// clock a moment apart, and a millisecond moves a decision. The named
+// states of TestFastPathCorruptValues (positions that do not depend on the
+// clock) and TestSlidingWindowRealServer run the script on a redis-server.
 func TestFastPathSlidingWindowPaths(t *testing.T) {
-	walk[swLimit]{
-		subs:  pathSubjects(t, "sliding_window", "sw"),
-		never: "rv:sw:never",
-		limit: randSWLimit,
-		rate: func(rng *rand.Rand, l swLimit) swLimit {
-			if r := randSWLimit(rng).rate; r <= two51/l.period {
-				l.rate = r // R * P <= 2^51, as the caller bounds it
+	ctx := context.Background()
+	for k := range packedReplies {
+		delete(packedReplies, k)
+	}
+	defer func() { t.Logf("packed (fast path) replies: %v", packedReplies) }()
+	subs := swSubjects(t)
+	m, _ := newMini(t)
+	mrdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = mrdb.Close() })
+	for _, srv := range []equivalenceServer{{name: "miniredis", rdb: mrdb, spread: new(int64)}} {
+		t.Run(srv.name, func(t *testing.T) {
+			fails := 0
+			for seed := int64(1); seed <= scaled(int64(40)) && fails < 5; seed++ {
+				rng := rand.New(rand.NewSource(seed))
+				delAll(ctx, srv, subs)
+				l := randSWLimit(rng)
+				for step := 0; step < 400 && fails < 5; step++ {
+					switch op := rng.Intn(20); {
+					case op < 3:
+						d := pick(rng, []int64{1, 999, 1000, rng.Int63n(1000), rng.Int63n(1_000_000), rng.Int63n(l.period*1000 + 1), rng.Int63n(l.period*3000 + 1), rng.Int63n(40 * day)})
+						m.Advance(time.Duration(d) * time.Microsecond)
+					case op == 4:
+						l = randSWLimit(rng)
+					case op == 5:
+						if r := randSWLimit(rng).rate; r <= two51/l.period {
+							l.rate = r // R * P <= 2^51, as the caller bounds it
+						}
+					case op == 6:
+						v, wt := swValue(rng, l)
+						if strings.HasPrefix(v, "0") && v != "0" {
+							v = v[1:] // (miniredis's INCRBY reads a leading zero; Redis refuses it)
+						}
+						px := int64(0)
+						switch rng.Intn(4) {
+						case 0:
+							px = 1 + rng.Int63n(100_000_000)
+						case 1, 2:
+							px = 1 + rng.Int63n(2*l.period+1)
+						}
+						setAll(ctx, srv, subs, v, px, wt)
+					case op == 7:
+						_, _ = srv.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+							for _, s := range subs {
+								p.Persist(ctx, s.key)
+							}
+							return nil
+						})
+					default:
+						cost := int64(1)
+						peek := false
+						if op >= 15 {
+							cost = pick(rng, []int64{0, 2, 1 + rng.Int63n(l.rate+1), l.rate, l.rate + 1})
+							peek = op == 19
+						}
+						what := fmt.Sprintf("seed %d step %d limit %+v cost %d peek %v", seed, step, l, cost, peek)
+						if !runCompare(t, ctx, srv, subs, "rv:sw:never", swArgs(l, cost, peek), l.rate, what) {
+							fails++
+							v, _ := srv.rdb.Get(ctx, subs[1].key).Result()
+							setAll(ctx, srv, subs, v, 0, false)
+						}
+					}
+				}
 			}
-			return l
-		},
-		moves: func(rng *rand.Rand, l swLimit) []int64 {
-			return []int64{0, 1, 999, 1000, rng.Int63n(1000), rng.Int63n(1_000_000), rng.Int63n(l.period*1000 + 1), rng.Int63n(40 * day)}
-		},
-		value: func(rng *rand.Rand, nowUs int64, l swLimit) (string, bool) { return swValue(rng, nowUs/1000, l) },
-		costs: func(rng *rand.Rand, l swLimit) []int64 {
-			return []int64{0, 2, 1 + rng.Int63n(l.rate+1), l.rate, l.rate + 1}
-		},
-		args: swArgs,
-		base: func(l swLimit) int64 { return l.rate },
-	}.run(t)
+		})
+	}
+}
+
+// TestFastPathSlidingWindowSmall: small rates and periods, so that the
+// weighting's rounding boundaries are hit often; each call starts from a
+// state planted at a random position in its windows (or none), the same
+// for every subject. On miniredis, as TestFastPathSlidingWindowPaths.
+func TestFastPathSlidingWindowSmall(t *testing.T) {
+	ctx := context.Background()
+	subs := swSubjects(t)
+	m, _ := newMini(t)
+	mrdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = mrdb.Close() })
+	for _, srv := range []equivalenceServer{{name: "miniredis", rdb: mrdb, spread: new(int64)}} {
+		t.Run(srv.name, func(t *testing.T) {
+			rng := rand.New(rand.NewSource(98))
+			fails := 0
+			for i := 0; i < scaled(3000) && fails < 5; i++ {
+				l := swLimit{1 + rng.Int63n(6), pick(rng, []int64{1, 2, 3, 5, 7, 1000})}
+				if rng.Intn(8) > 0 {
+					v := rng.Int63n(l.rate+2)<<27 + rng.Int63n(l.rate+2)
+					setAll(ctx, srv, subs, strconv.FormatInt(v, 10), 1+rng.Int63n(2*l.period+2), false)
+				} else {
+					delAll(ctx, srv, subs)
+				}
+				cost := int64(1)
+				if rng.Intn(4) == 0 {
+					cost = 1 + rng.Int63n(l.rate+1)
+				}
+				if !runCompare(t, ctx, srv, subs, "rv:sw:never", swArgs(l, cost, false), l.rate, fmt.Sprintf("i %d limit %+v cost %d", i, l, cost)) {
+					fails++
+				}
+			}
+		})
+	}
 }
 
 // ---------------------------------------------------------------- GCRA
@@ -759,24 +855,6 @@ func TestFastPathTokenBucketSmall(t *testing.T) {
 	})
 }
 
-// TestFastPathSlidingWindowSmall: as TestFastPathTokenBucketSmall for the
-// sliding window (sub-millisecond clock positions, windows of a few ms).
-func TestFastPathSlidingWindowSmall(t *testing.T) {
-	smallStates(t, "sliding_window", "sw", 98, 1_764_000_000_000_000, 4000, func(ctx context.Context, rng *rand.Rand, srv equivalenceServer, subs []subject, now int64) (func(bool) []string, int64, string) {
-		l := swLimit{1 + rng.Int63n(6), pick(rng, []int64{1, 2, 3, 5, 7, 1000})}
-		if rng.Intn(8) > 0 {
-			setAll(ctx, srv, subs, fmt.Sprintf("%d:%d:%d", now/1000-rng.Int63n(3*l.period+1), rng.Int63n(l.rate+2), rng.Int63n(l.rate+2)), 0, false)
-		} else {
-			delAll(ctx, srv, subs)
-		}
-		cost := int64(1)
-		if rng.Intn(4) == 0 {
-			cost = 1 + rng.Int63n(l.rate+1)
-		}
-		return swArgs(l, cost, false), l.rate, fmt.Sprintf("limit %+v cost %d", l, cost)
-	})
-}
-
 // smallStates runs the script named name on every server, scaled(3000)
 // times (until 5 mismatches), each call after moving the server's clock by
 // up to step µs from start: state sets every subject's key to one state
@@ -817,35 +895,40 @@ func TestFastPathCorruptValues(t *testing.T) {
 	ctx := context.Background()
 	const now = int64(1_764_000_000_123_456) // µs
 	T := strconv.FormatInt(now-5_000, 10)
-	ms := strconv.FormatInt(now/1000-5, 10)
 	type family struct {
 		name   string
 		subs   []subject
 		never  string
 		values []string
-		args   func(cost int64, peek bool) (func(bool) []string, int64)
+		// realOnly: values miniredis's INCRBY reads as integers (a sign,
+		// leading zeros), which Redis refuses
+		realOnly map[string]bool
+		args     func(cost int64, peek bool) (func(bool) []string, int64)
 	}
 	fams := []family{
-		{"TokenBucket", pathSubjects(t, "token_bucket", "tb"), "rv:tb:never", tbCorrupt(T), func(cost int64, peek bool) (func(bool) []string, int64) {
+		{"TokenBucket", pathSubjects(t, "token_bucket", "tb"), "rv:tb:never", tbCorrupt(T), nil, func(cost int64, peek bool) (func(bool) []string, int64) {
 			return tbArgs(tbLimit{3, 1_000_000, 10}, cost, peek), 10
 		}},
-		{"SlidingWindow", pathSubjects(t, "sliding_window", "sw"), "rv:sw:never", []string{
-			ms + ":2:1", "0" + ms + ":2:1", ms + ":02:1", ms + ":2:01", ms + ":00:0", ms + ":0:00", "0:0:0",
-			ms + ":0:0", "1234" + ms + ":2:1", ms + ":1234567890123456:1", ms + ":123456789012345:1", ms + ":2",
-			"9007199254740991:0:0", "9007199254740992:0:0", ms + ":2:1:0", "", "x", "<list>",
-		}, func(cost int64, peek bool) (func(bool) []string, int64) {
+		{"SlidingWindow", swSubjects(t), "rv:sw:never", []string{
+			"0", "00", "3", "03", "1342177281", "01342177281", "1342177281 ", " 1342177281", "+3", "67108863", "67108864",
+			"134217727", "134217728", "9007199120523265", "9007199254740991", "9007199254740992", "12345678901234567",
+			"-1", "1.5", "1e3", "0x10", "", "x", "1:2:3", "<list>",
+		}, map[string]bool{"00": true, "03": true, "01342177281": true, "+3": true}, func(cost int64, peek bool) (func(bool) []string, int64) {
 			return swArgs(swLimit{10, 1000}, cost, peek), 10
 		}},
 		{"GCRA", pathSubjects(t, "gcra", "g"), "rv:g:never", []string{
 			T, "0" + T, "1" + T, "0", "00", "9000000000000000", "9000000000000123", "8999999999999999",
 			"9007199254740993", "99999999999999999", "-1", "1.5", "", "x", "<list>",
-		}, func(cost int64, peek bool) (func(bool) []string, int64) {
+		}, nil, func(cost int64, peek bool) (func(bool) []string, int64) {
 			return gcraArgs(gcraLimit{1002, 10}, cost, peek), 10
 		}},
 	}
 	for _, srv := range equivalenceServers(t) {
 		for _, f := range fams {
 			for _, v := range f.values {
+				if f.realOnly[v] && !srv.real {
+					continue
+				}
 				for _, c := range []struct {
 					cost int64
 					peek bool

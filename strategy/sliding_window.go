@@ -23,6 +23,10 @@ func SlidingWindowScript() *store.Script { return slidingWindowScript }
 // Lua's numbers (below 2^53 with room for a sum of three).
 const maxWindowUnits = 1 << 51
 
+// maxWindowRate bounds a sliding window's Rate: its state packs two counts
+// of up to 2^26 − 1 into one integer below 2^53, which INCRBY updates.
+const maxWindowRate = 1<<26 - 1
+
 // SlidingWindow is the sliding window counter: two fixed-window counts,
 // the current window's and the previous one's, the previous weighted by
 // the part of it that the last Period still covers. At e into a window of
@@ -48,15 +52,21 @@ const maxWindowUnits = 1 << 51
 //   - RetryAfter and ResetAfter are exact to the millisecond (rounded up):
 //     a denied request retried after RetryAfter fits, unless others took
 //     the quota first; a cost above Rate is never admitted (RetryAfter -1);
-//   - state: one string key per limit holding "start:count:previous"; it
-//     expires when the weighted count is zero, at most two Periods after
-//     its last write; a denied call gives a key found without that expiry
-//     its expiry back;
+//   - state: one string key per limit holding one integer,
+//     previous·2^27 + count, and the key's expiry, the end of the window
+//     after the current one (the end of the current one while it counts
+//     nothing), which is the clock: a decision is FixedWindow's INCR and
+//     PTTL, with one more call when a window starts; the key expires when
+//     the weighted count is zero, at most two Periods after its last
+//     write; a writing call gives a key found without that expiry (or with
+//     a longer one) its expiry back, its window starting then;
 //   - a key that holds anything else is limiter.ErrCorruptCounter, and the
 //     call writes nothing to any limit;
-//   - Rate × Period (in ms) above 2^51 is limiter.ErrInvalidLimit,
-//     returned before any I/O; Burst is ignored;
-//   - time source: the Redis server's TIME, never the app server's clock;
+//   - a Rate above 2^26 − 1 (67 108 863) or Rate × Period (in ms) above
+//     2^51 is limiter.ErrInvalidLimit, returned before any I/O; Burst is
+//     ignored;
+//   - time source: the Redis server's clock, as key expiry, never the app
+//     server's clock;
 //   - keys per decision: one per limit, in one Cluster slot;
 //   - Redis 5.0 or later (or a server that runs Lua, such as miniredis).
 type SlidingWindow struct{}
@@ -69,17 +79,21 @@ func (SlidingWindow) Decide(ctx context.Context, st store.Store, req limiter.Req
 	return decideInts(ctx, st, req, slidingWindowScript, "sliding window", slidingWindowParams, bindByRate)
 }
 
-// CheckLimit implements limiter.LimitChecker: Rate × Period in
-// milliseconds is at most 2^51.
+// CheckLimit implements limiter.LimitChecker: Rate is at most 2^26 − 1
+// and Rate × Period in milliseconds at most 2^51.
 func (SlidingWindow) CheckLimit(l limiter.Limit) error {
 	_, _, err := slidingWindowParams(l)
 	return err
 }
 
 // slidingWindowParams returns l's rate and period in milliseconds, or
-// limiter.ErrInvalidLimit when their product is too large to be exact.
+// limiter.ErrInvalidLimit when the rate is too large for its state or
+// their product too large to be exact.
 func slidingWindowParams(l limiter.Limit) (rate, period int64, err error) {
 	ms := l.Period.Milliseconds()
+	if l.Rate > maxWindowRate {
+		return 0, 0, fmt.Errorf("%w: %s: a sliding window counter counts at most 2^26 - 1 per period", limiter.ErrInvalidLimit, l)
+	}
 	if l.Rate > maxWindowUnits/ms {
 		return 0, 0, fmt.Errorf("%w: %s: a sliding window counter holds at most 2^51 units (rate × period in ms)", limiter.ErrInvalidLimit, l)
 	}

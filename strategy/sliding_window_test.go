@@ -3,9 +3,7 @@ package strategy_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -24,8 +22,9 @@ func TestSlidingWindowWeighted(t *testing.T) {
 	ctx := context.Background()
 	l := limiter.PerSecond(10)
 	key, _ := limiter.Key("t", "s", l)
-	start := m.Now().UnixMilli()
-	state := func(s int64, c, p int) string { return fmt.Sprintf("%d:%d:%d", start+s, c, p) }
+	// the state: previous·2^27 + count (the window's position is the key's
+	// expiry)
+	state := func(c, p int) string { return strconv.Itoa(p<<27 + c) }
 	step := func(name string, cost int64, allowed bool, remaining int64, reset, retry time.Duration) {
 		t.Helper()
 		r, err := lim.AllowN(ctx, "s", cost, l)
@@ -34,8 +33,8 @@ func TestSlidingWindowWeighted(t *testing.T) {
 		}
 	}
 	step("fresh", 10, true, 0, 2*time.Second, 0)
-	if v, _ := m.Get(key); v != state(0, 10, 0) {
-		t.Fatalf("state %q, want %q", v, state(0, 10, 0))
+	if v, _ := m.Get(key); v != state(10, 0) {
+		t.Fatalf("state %q, want %q", v, state(10, 0))
 	}
 	if ttl := pttl(t, m, key); ttl != 2*time.Second {
 		t.Errorf("TTL %s, want 2s (the count weighs until the next window ends)", ttl)
@@ -45,8 +44,11 @@ func TestSlidingWindowWeighted(t *testing.T) {
 	step("never", 11, false, 0, 2*time.Second, -1)
 	m.Advance(1100 * time.Millisecond)
 	step("next window at 100ms", 1, true, 0, 1900*time.Millisecond, 0)
-	if v, _ := m.Get(key); v != state(1000, 1, 10) {
-		t.Fatalf("state %q, want %q (window moved, count carried)", v, state(1000, 1, 10))
+	if v, _ := m.Get(key); v != state(1, 10) {
+		t.Fatalf("state %q, want %q (window moved, count carried)", v, state(1, 10))
+	}
+	if ttl := pttl(t, m, key); ttl != 1900*time.Millisecond {
+		t.Errorf("TTL %s, want 1.9s (the end of the window after this one)", ttl)
 	}
 	// 1 + 1 + 10·(1000−e)/1000 ≤ 10 from e = 200 ms.
 	step("weighted", 1, false, 0, 1900*time.Millisecond, 100*time.Millisecond)
@@ -89,17 +91,24 @@ func TestSlidingWindowPeek(t *testing.T) {
 	}
 }
 
-// TestSlidingWindowInvalid: a limit whose rate × period is too large to
-// compare exactly is refused before any I/O.
+// TestSlidingWindowInvalid: a limit whose rate does not fit the state
+// (2^26 or more) or whose rate × period is too large to compare exactly is
+// refused before any I/O; the largest that fit are decided.
 func TestSlidingWindowInvalid(t *testing.T) {
 	m, st := newMini(t)
 	lim := newLim(t, st, strategy.NewSlidingWindow())
-	l := limiter.Per(1<<40, time.Hour)
-	if r, err := lim.Allow(context.Background(), "x", l); !errors.Is(err, limiter.ErrInvalidLimit) {
-		t.Fatalf("%s: %+v, %v; want ErrInvalidLimit", l, r, err)
+	for _, l := range []limiter.Limit{limiter.PerSecond(1 << 26), limiter.Per(1<<25, 1<<27*time.Millisecond)} {
+		if r, err := lim.Allow(context.Background(), "x", l); !errors.Is(err, limiter.ErrInvalidLimit) {
+			t.Fatalf("%s: %+v, %v; want ErrInvalidLimit", l, r, err)
+		}
+		if keys := m.Keys(); len(keys) != 0 {
+			t.Errorf("refused call wrote %q", keys)
+		}
 	}
-	if keys := m.Keys(); len(keys) != 0 {
-		t.Errorf("refused call wrote %q", keys)
+	for _, l := range []limiter.Limit{limiter.PerSecond(1<<26 - 1), limiter.Per(1<<25, 1<<26*time.Millisecond)} {
+		if r, err := lim.AllowN(context.Background(), "ok", l.Rate, l); err != nil || !r.Allowed || r.Remaining != 0 {
+			t.Errorf("%s: AllowN(Rate) = %+v, %v; want admitted, 0 left", l, r, err)
+		}
 	}
 }
 
@@ -112,7 +121,9 @@ func TestSlidingWindowCorrupt(t *testing.T) {
 	a, b := limiter.PerSecond(5), limiter.PerMinute(50)
 	ka, _ := limiter.Key("t", "c", a)
 	kb, _ := limiter.Key("t", "c", b)
-	for _, bad := range []string{"1", "1:2", "1:2:3:4", "1:-2:3", "1:2:03", "a:b:c", "", "1:2:12345678901234567", "1:2:9007199254740993"} {
+	// (a count of 2^26 or more, or one that wraps into the previous count,
+	// is no state this script writes)
+	for _, bad := range []string{"1:2", "1:2:3", "-1", "1.5", "1e3", "0x1", "007", " 3", "3 ", "", "a", "9007199254740992", "12345678901234567", "67108864", "134217727"} {
 		if err := m.Set(kb, bad); err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +146,10 @@ func TestSlidingWindowCorruptOneLimit(t *testing.T) {
 	lim := newLim(t, st, strategy.NewSlidingWindow())
 	l := limiter.PerMinute(50)
 	k, _ := limiter.Key("t", "c", l)
-	for _, bad := range []string{"1:2:03", "1:02:3", "01:2:3", "1:2", "1:2:x", "1:2:12345678901234567", "99999999999999999:1:1"} {
+	// (the values INCR refuses on miniredis too, and those it accepts but
+	// the script does not: below zero, beyond 2^53 - 1, a count of 2^26 or
+	// more, a count of 2^27 - 1 that INCR carries into the previous one)
+	for _, bad := range []string{"1:2", "x", "1.5", "", "123456789012345678901234", "-5", "9007199254740992", "67108864", "134217727"} {
 		if err := m.Set(k, bad); err != nil {
 			t.Fatal(err)
 		}
@@ -149,35 +163,44 @@ func TestSlidingWindowCorruptOneLimit(t *testing.T) {
 }
 
 // TestSlidingWindowRealServer: on a real redis-server the state keeps
-// every digit of large counts (Lua's default number formatting would write
-// 1.0995116277760e+12) and the next call reads it back.
+// every digit of counts near 2^26 packed near 2^53 (Lua's default number
+// formatting would write 9.0071991205233e+15), and the next call reads it
+// back; a window's count becomes the previous one when the window ends.
 func TestSlidingWindowRealServer(t *testing.T) {
 	rdb := realServer(t)
 	lim := newLim(t, goredis.New(rdb), strategy.NewSlidingWindow())
 	ctx := context.Background()
-	l := limiter.Per(1<<41, time.Second) // 2^41 × 1000 ms < 2^51
-	cost := int64(1 << 40)
-	before, err := rdb.Time(ctx).Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r, err := lim.AllowN(ctx, "real", cost, l); err != nil || !r.Allowed || r.Remaining != l.Rate-cost {
-		t.Fatalf("AllowN(2^40) = %+v, %v", r, err)
-	}
-	after, _ := rdb.Time(ctx).Result()
+	const rate = 1<<26 - 1
+	l := limiter.Per(rate, 500*time.Millisecond)
 	key, _ := limiter.Key("t", "real", l)
-	v, err := rdb.Get(ctx, key).Result()
-	parts := strings.Split(v, ":")
-	if err != nil || len(parts) != 3 || parts[1] != strconv.FormatInt(cost, 10) || parts[2] != "0" {
-		t.Fatalf("state %q (%v), want start:%d:0", v, err, cost)
+	if r, err := lim.AllowN(ctx, "real", rate, l); err != nil || !r.Allowed || r.Remaining != 0 {
+		t.Fatalf("AllowN(2^26 - 1) = %+v, %v", r, err)
 	}
-	if s, err := strconv.ParseInt(parts[0], 10, 64); err != nil || s < before.UnixMilli() || s > after.UnixMilli() {
-		t.Fatalf("window start %q, want in [%d, %d]", parts[0], before.UnixMilli(), after.UnixMilli())
+	if v, err := rdb.Get(ctx, key).Result(); err != nil || v != strconv.Itoa(rate) {
+		t.Fatalf("state %q (%v), want %d", v, err, rate)
 	}
-	if r, err := lim.AllowN(ctx, "real", l.Rate-cost+1, l); err != nil || r.Allowed || r.Remaining != l.Rate-cost {
-		t.Fatalf("one unit over = %+v, %v; want denied with %d remaining", r, err, l.Rate-cost)
+	if ttl := rdb.PTTL(ctx, key).Val(); ttl <= 900*time.Millisecond || ttl > time.Second {
+		t.Errorf("PTTL %s, want about 1s (two Periods)", ttl)
 	}
-	if ttl := rdb.PTTL(ctx, key).Val(); ttl <= time.Second || ttl > 2*time.Second {
-		t.Errorf("PTTL %s, want about 2s", ttl)
+	if r, err := lim.Allow(ctx, "real", l); err != nil || r.Allowed || r.Remaining != 0 {
+		t.Fatalf("one unit over = %+v, %v; want denied", r, err)
+	}
+	// The next window: the full count weighs (P-e)/P, so a unit fits from
+	// e = 1 ms on (1·P + R·(P−e) ≤ R·P).
+	time.Sleep(550 * time.Millisecond)
+	r, err := lim.Allow(ctx, "real", l)
+	if err != nil || !r.Allowed {
+		t.Fatalf("Allow in the next window = %+v, %v; want admitted", r, err)
+	}
+	want := strconv.FormatInt(int64(rate)<<27+1, 10) // 9007199120523265
+	if v, err := rdb.Get(ctx, key).Result(); err != nil || v != want {
+		t.Fatalf("state %q (%v), want %s (previous 2^26 - 1, count 1)", v, err, want)
+	}
+	if ttl := rdb.PTTL(ctx, key).Val(); ttl <= 400*time.Millisecond || ttl > time.Second {
+		t.Errorf("PTTL %s, want the end of the window after this one", ttl)
+	}
+	// read back: one more unit is decided on it
+	if _, err := lim.Allow(ctx, "real", l); err != nil {
+		t.Fatalf("Allow on the packed state: %v", err)
 	}
 }

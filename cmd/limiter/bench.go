@@ -241,7 +241,7 @@ func benchStrategies() []benchStrategy {
 		{name: "alignedwindow", s: strategy.NewAlignedWindow(), limit: limiter.PerSecond(benchRate), aligned: true},
 		{name: "gcra", s: strategy.NewGCRA(), limit: limiter.Limit{Rate: 1_000_000, Burst: 1 << 30, Period: time.Second}},
 		{name: "tokenbucket", s: strategy.NewTokenBucket(), limit: limiter.Limit{Rate: 1_000_000, Burst: 1 << 30, Period: time.Second}},
-		{name: "slidingwindow", s: strategy.NewSlidingWindow(), limit: limiter.PerSecond(1 << 40 / 1000)},
+		{name: "slidingwindow", s: strategy.NewSlidingWindow(), limit: limiter.PerSecond(1<<26 - 1)},
 		{name: "slidinglog", s: strategy.NewSlidingLog(), limit: limiter.PerSecond(strategy.SlidingLogMaxRate)},
 	}
 }

@@ -1,14 +1,10 @@
 -- Sliding window counter, several limits decided at once, all or nothing,
 -- on the server's clock, in integers only.
 --
--- KEYS[i]        state of limit i (all keys in one Cluster slot), the
---                string "<start>:<count>:<previous>": the start of the
---                current window in milliseconds since the Unix epoch, the
---                cost admitted in it, and the cost admitted in the window
---                before it
+-- KEYS[i]        state of limit i (all keys in one Cluster slot), below
 -- ARGV[1]        cost, >= 0
 -- ARGV[2]        "1": decide but write nothing (peek); "0": decide and write
--- ARGV[1+2i]     rate R of limit i
+-- ARGV[1+2i]     rate R of limit i, below 2^26
 -- ARGV[2+2i]     period P of limit i, in milliseconds (R * P <= 2^51)
 -- or, for a cost of 1 written (the common call: each argument costs the
 -- server time), the limits' arguments alone: ARGV[2i-1] and ARGV[2i]
@@ -20,6 +16,20 @@
 --     (count + n) * P + previous * (P - e) <= R * P,
 -- compared in integers (every product below 2^53).
 --
+-- The state of a limit is one integer, previous * 2^27 + count (each below
+-- 2^26, so below 2^53), and the key's expiry, which is the clock: the key
+-- expires when the weighted count is zero, at the end of the window after
+-- the current one while the current window counts anything (count > 0),
+-- else at the end of the current window. So its PTTL d tells how far into
+-- its window the limit is, e = 2P - d (count > 0) or e = P - d, and the
+-- common call is FixedWindow's: INCR (INCRBY for another cost), which
+-- refuses a key that is not a string or not an integer before writing,
+-- and PTTL, the count taken back when over. A window that ended since (e
+-- >= P) makes its count the previous one when a count starts in the next
+-- (one SET); a count that starts in a window moves the expiry to the end of
+-- the next one (one PEXPIRE). A window that ended is not written back on
+-- its own: its state, as it was, reads the same.
+--
 -- Returns {allowed, remaining_1, reset_ms_1, retry_ms_1, remaining_2, ...}
 -- (for one limit that admits, reset_ms * (R + 1) + remaining as one
 -- integer when that is below 2^52):
@@ -28,75 +38,21 @@
 -- limit that admits, -1 when the cost can never fit (cost > R), else the
 -- wait until it would fit (at least 1).
 --
--- Every state is read and checked before anything is written: a key that
--- is not a string (WRONGTYPE) or not three decimal integers is an error,
--- and the call writes nothing. A state expires when its weighted count is
--- zero: at the end of the window after the one it last counted in.
-local t = redis.call('TIME')
-local now = t[2] % 1000
-now = t[1] * 1000 + (t[2] - now) / 1000
--- o: where the limits' arguments start (ARGV[o + 2i - 1], ARGV[o + 2i])
-local o, cost, write = 0, 1, true
-if #ARGV ~= 2 * #KEYS then
-  o, cost = 2, tonumber(ARGV[1])
-  write = ARGV[2] == '0' and cost > 0
-end
+-- A key that is not a string (WRONGTYPE) or whose value is not a decimal
+-- integer as INCRBY reads it (no sign, spaces, fraction, exponent or
+-- leading zero), at most 2^53 - 1, whose count is below 2^26, is an error,
+-- and the call leaves every key as it found it. A key found without a TTL
+-- (a leak from elsewhere), or with one beyond its window (the limit's
+-- period was shortened), is read as a window that starts now, its counts
+-- kept, and a writing call gives it its expiry.
+local M, MAXC = 134217728, 67108864 -- 2^27, 2^26
 local n = #KEYS
-
--- The common call, one limit whose state is fresh or plain and that
--- admits, without tables. Anything else takes the general path below,
--- which reuses the value read here (false: no key; nil: not read).
-local first
-if n == 1 and write then
-  local rate, period = ARGV[o + 1] + 0, ARGV[o + 2] + 0
-  first = redis.call('GET', KEYS[1])
-  local s, c, p = now, 0, 0
-  local ok = not first
-  if first then
-    local a, b, d = string.match(first, '^([1-9]%d*):(%d+):(%d+)$')
-    -- (counts of at most 15 digits without a leading zero; anything else
-    -- is left to the general path's checks, which come before arithmetic
-    -- on a field: miniredis's Lua reads a leading zero as octal)
-    if a and #a <= 16 and #b <= 15 and #d <= 15 and (#b == 1 or string.byte(b) ~= 48) and (#d == 1 or string.byte(d) ~= 48) then
-      s, c, p = a + 0, b + 0, d + 0
-      ok = s <= now
-      if now - s >= 2 * period then
-        s, c, p = now, 0, 0
-      elseif now - s >= period then
-        p = c
-        c = 0
-        s = s + period
-      end
-    end
-  end
-  if ok and cost <= rate and (c + cost) * period + p * (period - (now - s)) <= rate * period then
-    c = c + cost
-    local reset = s + 2 * period - now
-    redis.call('SET', KEYS[1], string.format('%d:%d:%d', s, c, p), 'PX', reset)
-    -- {1, remaining, reset_ms, 0} as one integer when it fits below 2^52
-    -- (no table to build): reset_ms * (R + 1) + remaining
-    local remaining = rate * period - c * period - p * (period - (now - s))
-    remaining = (remaining - remaining % period) / period
-    local v = reset * (rate + 1) + remaining
-    if v < 4503599627370496 then
-      return v
-    end
-    return {1, remaining, reset, 0}
-  end
-end
-
-local starts, counts, prevs, exists = {}, {}, {}, {}
-local allowed = 1
-
-local function num(s)
-  if #s > 16 or (#s > 1 and string.sub(s, 1, 1) == '0') then
-    return nil
-  end
-  local v = tonumber(s)
-  if v > 9007199254740991 then
-    return nil
-  end
-  return v
+-- o: where the limits' arguments start (ARGV[o + 2i - 1], ARGV[o + 2i])
+local o, cost, costarg, write = 0, 1, '1', true
+if #ARGV ~= 2 * n then
+  o, costarg = 2, ARGV[1]
+  cost = tonumber(costarg)
+  write = ARGV[2] == '0' and cost > 0
 end
 
 -- floor(a / b) of non-negative integers, exact
@@ -108,44 +64,164 @@ local function div(a, b)
   return q
 end
 
-for i = 1, n do
-  local rate, period = tonumber(ARGV[o - 1 + 2 * i]), tonumber(ARGV[o + 2 * i])
-  local s, c, p = now, 0, 0
-  local v = first
-  if i > 1 or v == nil then
-    v = redis.call('GET', KEYS[i])
+-- the cost that fits, the time until the weighted count is zero and the
+-- wait until cost fits (0: it does), for count c, previous p, e ms into
+-- the window; added: whether c already includes cost (admitted, written)
+local function answer(rate, period, c, p, e, added)
+  local retry = 0
+  local before = c
+  if added then
+    before = c - cost
   end
-  if v then
-    local a, b, d = string.match(v, '^(%d+):(%d+):(%d+)$')
-    if a then
-      a = num(a)
-      b = num(b)
-      d = num(d)
-    end
-    if not (a and b and d) then
-      return redis.error_reply('ERR limiter corrupt counter: the key of limit ' .. i .. ' holds no sliding window')
-    end
-    exists[i] = true
-    s, c, p = a, b, d
-    -- A window start ahead of the clock (written by a server whose clock
-    -- ran ahead: a failover) starts now, its counts kept: the key's TTL,
-    -- s + 2 * period - now, stays within two periods, and no denial waits
-    -- for a start that may be days ahead.
-    if s > now then
-      s = now
-    end
-    if now - s >= 2 * period then
-      s, c, p = now, 0, 0
-    elseif now - s >= period then
+  if cost > rate then
+    retry = -1
+  elseif before + cost > rate then
+    -- fits in the next window once the count carried into it weighs
+    -- little enough: c * (P - e') <= (R - cost) * P
+    retry = period - e + math.max(period - div((rate - cost) * period, before), 0)
+  elseif (before + cost) * period + p * (period - e) > rate * period then
+    -- fits later in this window: p * (P - e') <= (R - c - cost) * P
+    retry = period - div((rate - before - cost) * period, p) - e
+  end
+  if retry > 0 then
+    retry = math.max(retry, 1)
+  end
+  local reset = 0
+  if c > 0 then
+    reset = 2 * period - e
+  elseif p > 0 then
+    reset = period - e
+  end
+  return math.max(div(math.max(rate * period - c * period - p * (period - e), 0), period), 0), reset, retry
+end
+
+-- {1, remaining, reset_ms, 0} as one integer when it fits below 2^52 (no
+-- table to build): reset_ms * (R + 1) + remaining
+local function admitted(rate, remaining, reset)
+  local v = reset * (rate + 1) + remaining
+  if v < 4503599627370496 then
+    return v
+  end
+  return {1, remaining, reset, 0}
+end
+
+local function corrupt(i)
+  return redis.error_reply('ERR limiter corrupt counter: the key of limit ' .. i .. ' holds no sliding window')
+end
+
+-- The common call, one limit that writes a cost it can fit, counts first
+-- and asks questions after. Anything unusual (a key without a TTL or with
+-- one beyond its window) is taken back and left to the general path.
+local rate = n == 1 and write and ARGV[o + 1] + 0
+if rate and cost <= rate and rate < MAXC then
+  local key = KEYS[1]
+  local period = ARGV[o + 2] + 0
+  local v
+  if o == 0 then
+    v = redis.call('INCR', key)
+  else
+    v = redis.call('INCRBY', key, costarg)
+  end
+  local c = v % M
+  local before = c - cost
+  if v < cost or v > 9007199254740991 or before < 0 or before >= MAXC then
+    -- negative, beyond 2^53 - 1 or a count of 2^26 or more before this
+    -- call: not a state
+    redis.call('DECRBY', key, costarg)
+    return corrupt(1)
+  end
+  local p = (v - c) / M
+  if v == cost then
+    -- a new limit (or one that held 0): its window starts now
+    redis.call('PEXPIRE', key, 2 * period)
+    return admitted(rate, rate - cost, 2 * period)
+  end
+  local d = redis.call('PTTL', key)
+  local e = period - d
+  if before > 0 then
+    e = e + period
+  end
+  if d >= 0 and e >= 0 then
+    if e >= period then
+      -- the window ended: its count is the previous one, and this cost
+      -- the first of the next window
       -- (one assignment each: gopher-lua, miniredis' Lua, may assign a
       -- multiple assignment's targets before it reads all its values)
+      p = before
+      c = cost
+      e = e - period
+      if c * period + p * (period - e) <= rate * period then
+        redis.call('SET', key, string.format('%d', p * M + c), 'PX', 2 * period - e)
+        return admitted(rate, div(rate * period - c * period - p * (period - e), period), 2 * period - e)
+      end
+      -- denied: the state as it was describes the same (its expiry is
+      -- the end of the window its count weighs in)
+      redis.call('DECRBY', key, costarg)
+      c = 0
+    elseif c * period + p * (period - e) <= rate * period then
+      if before == 0 then
+        -- the first count of this window: the key lives until the end of
+        -- the next one
+        redis.call('PEXPIRE', key, 2 * period - e)
+      end
+      return admitted(rate, div(rate * period - c * period - p * (period - e), period), 2 * period - e)
+    else
+      redis.call('DECRBY', key, costarg)
+      c = before
+    end
+    local remaining, reset, retry = answer(rate, period, c, p, e, false)
+    return {0, remaining, reset, retry}
+  end
+  redis.call('DECRBY', key, costarg)
+end
+
+-- The general path: several limits, a peek, a cost of 0 or above a rate,
+-- a key without a TTL or with one beyond its window. Every state is read
+-- and checked before anything is written.
+-- moved: the key's expiry is to be written (no key, a count that starts in
+-- a window, a window that ended, a repair); else an admission adds its cost
+-- with INCRBY, the expiry as it was
+local counts, prevs, es, exists, repair, moved = {}, {}, {}, {}, {}, {}
+local allowed = 1
+for i = 1, n do
+  local rate, period = tonumber(ARGV[o - 1 + 2 * i]), tonumber(ARGV[o + 2 * i])
+  if rate >= MAXC then
+    return redis.error_reply('ERR limiter: the rate of limit ' .. i .. ' is 2^26 or more')
+  end
+  local c, p, e = 0, 0, 0
+  local v = redis.call('GET', KEYS[i])
+  if v then
+    -- (checked before it is converted: miniredis's Lua reads a leading
+    -- zero as octal)
+    if not (#v <= 16 and (v == '0' or string.match(v, '^[1-9]%d*$'))) then
+      return corrupt(i)
+    end
+    local x = v + 0
+    c = x % M
+    if x > 9007199254740991 or c >= MAXC then
+      return corrupt(i)
+    end
+    p = (x - c) / M
+    exists[i] = true
+    local d = redis.call('PTTL', KEYS[i])
+    e = period - d
+    if c > 0 then
+      e = e + period
+    end
+    if c == 0 and p == 0 then
+      e = 0
+    elseif d < 0 or e < 0 then
+      -- no TTL, or one beyond its window: the window starts now
+      e = 0
+      repair[i] = true
+    elseif e >= period then
       p = c
       c = 0
-      s = s + period
+      e = e - period
     end
   end
-  starts[i], counts[i], prevs[i] = s, c, p
-  local e = math.max(now - s, 0)
+  moved[i] = c == 0 or repair[i]
+  counts[i], prevs[i], es[i] = c, p, e
   if cost > rate or (c + cost) * period + p * (period - e) > rate * period then
     allowed = 0
   end
@@ -154,49 +230,31 @@ end
 local out = {allowed}
 for i = 1, n do
   local rate, period = tonumber(ARGV[o - 1 + 2 * i]), tonumber(ARGV[o + 2 * i])
-  local s, c, p = starts[i], counts[i], prevs[i]
-  local e = math.max(now - s, 0)
-  local retry = 0
-  if cost > rate then
-    retry = -1
-  elseif c + cost > rate then
-    -- fits in the next window once the count carried into it weighs
-    -- little enough: c * (P - e') <= (R - cost) * P
-    local e2 = period - div((rate - cost) * period, c)
-    retry = s + period - now + math.max(e2, 0)
-  elseif (c + cost) * period + p * (period - e) > rate * period then
-    -- fits later in this window: p * (P - e') <= (R - c - cost) * P
-    retry = s + period - div((rate - c - cost) * period, p) - now
-  end
-  if allowed == 1 and write then
+  local c, p, e = counts[i], prevs[i], es[i]
+  local added = allowed == 1 and write
+  if added then
     c = c + cost
-  end
-  -- until the weighted count is zero
-  local reset = 0
-  if c > 0 then
-    reset = s + 2 * period - now
-  elseif p > 0 then
-    reset = s + period - now
-  end
-  if allowed == 1 and write then
-    redis.call('SET', KEYS[i], string.format('%d:%d:%d', s, c, p), 'PX', reset)
-  elseif write and exists[i] then
-    -- a denial keeps the state (advanced to now it is the same), but
-    -- gives one found without its expiry, or with a longer one, its own
-    if reset <= 0 then
-      redis.call('DEL', KEYS[i])
+    if moved[i] then
+      redis.call('SET', KEYS[i], string.format('%d', p * M + c), 'PX', 2 * period - e)
     else
-      local ttl = redis.call('PTTL', KEYS[i])
-      if ttl == -1 or ttl > reset then
-        redis.call('PEXPIRE', KEYS[i], reset)
+      redis.call('INCRBY', KEYS[i], costarg)
+    end
+  elseif write and exists[i] then
+    -- a denial keeps the state (as read, it is the same), but gives one
+    -- found without its expiry, or with a longer one, its own
+    if c == 0 and p == 0 then
+      redis.call('DEL', KEYS[i])
+    elseif repair[i] then
+      local ttl = period - e
+      if c > 0 then
+        ttl = ttl + period
       end
+      redis.call('SET', KEYS[i], string.format('%d', p * M + c), 'PX', ttl)
     end
   end
-  if retry > 0 then
-    retry = math.max(retry, 1)
-  end
-  out[#out + 1] = math.max(div(math.max(rate * period - c * period - p * (period - e), 0), period), 0)
-  out[#out + 1] = math.max(reset, 0)
+  local remaining, reset, retry = answer(rate, period, c, p, e, added)
+  out[#out + 1] = remaining
+  out[#out + 1] = reset
   out[#out + 1] = retry
 end
 return out
