@@ -275,6 +275,9 @@ func BenchmarkStrategies(b *testing.B) {
 					// a bucket no run empties (burst × period in µs
 					// within 2^51)
 					l = limiter.PerSecond(1_000_000)
+				case "SlidingWindow":
+					// its largest rate
+					l = limiter.PerSecond(1<<26 - 1)
 				case "SlidingLog":
 					// its largest rate, in a window each key's log
 					// holds a few hundred units of
@@ -345,7 +348,7 @@ func BenchmarkStrategyRatios(b *testing.B) {
 		{"GCRA", strategy.NewGCRA(), limiter.Limit{Rate: 1000, Period: time.Second, Burst: 1 << 30}},
 		{"GCRA-us", strategy.NewGCRA(), limiter.Per(1<<30, limiter.MaxPeriod)},
 		{"TokenBucket", strategy.NewTokenBucket(), limiter.PerSecond(1_000_000)},
-		{"SlidingWindow", strategy.NewSlidingWindow(), limiter.PerSecond(e.rate)},
+		{"SlidingWindow", strategy.NewSlidingWindow(), limiter.PerSecond(1<<26 - 1)}, // its largest rate
 		{"SlidingLog", strategy.NewSlidingLog(), limiter.PerSecond(strategy.SlidingLogMaxRate)},
 	}
 	ctx := context.Background()
