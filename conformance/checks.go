@@ -456,6 +456,10 @@ func (h *hookStore) Eval(ctx context.Context, src string, keys []string, args []
 
 // Property 9: the window never slides.
 func checkNeverSlides(c *checker) {
+	if c.spec.Weighted && !c.spec.Window {
+		checkWeightedNeverSlides(c)
+		return
+	}
 	if !c.spec.Window {
 		c.t.Skip("the strategy declares no fixed window")
 	}
@@ -481,6 +485,99 @@ func checkNeverSlides(c *checker) {
 		}
 		c.t.Logf("property 9: run %d void, %s; running again", run, late)
 	}
+}
+
+// checkWeightedNeverSlides is property 9 for a sliding window counter:
+// its windows follow each other every Period from an idle limit's first
+// request, whatever the requests in between. At 10 per Period, 5 units at
+// 0 and 5 at 0.9·Period fill the first window; at 1.6·Period the first
+// window's 10 weigh 4, so 5 more fit (on a virtual clock exactly 6: 5,
+// then 1 left). A window restarted by the admission at 0.9·Period (an
+// expiry moved on every call) still counts 10 there and admits nothing; a
+// previous window that does not weigh admits 10. On a real clock a run
+// whose calls came too late to prove either is void and runs again with
+// every time doubled.
+func checkWeightedNeverSlides(c *checker) {
+	virtual := c.h.Caps().VirtualClock
+	const runs = 3
+	for run := 1; ; run++ {
+		scale := time.Duration(1) << (run - 1)
+		l := limiter.Per(10, scale*time.Second)
+		c.window(l)
+		problem, late := c.weightedRun(l, fmt.Sprintf("p9w-%d", run), virtual)
+		if late == "" {
+			if problem != "" {
+				c.t.Error(problem)
+			}
+			return
+		}
+		if run == runs {
+			c.t.Errorf("property 9: %d runs had a late call (the last: %s); the machine is too busy to time the check", runs, late)
+			return
+		}
+		c.t.Logf("property 9: run %d void, %s; running again", run, late)
+	}
+}
+
+// weightedRun is one run of checkWeightedNeverSlides on subject. It
+// returns what it found wrong, or, on a real clock, why the run is void.
+func (c *checker) weightedRun(l limiter.Limit, subject string, virtual bool) (problem, late string) {
+	lim := c.limiter(nil)
+	P := l.Period
+	start := time.Now()
+	var clock time.Duration // virtual: the time since start
+	at := func(t time.Duration) {
+		if virtual {
+			c.h.Advance(t - clock)
+			clock = t
+			return
+		}
+		time.Sleep(time.Until(start.Add(t)))
+	}
+	call := func(when string, n int64) limiter.Result {
+		r, err := lim.AllowN(c.ctx, subject, n, l)
+		if err != nil {
+			c.t.Fatalf("property 9: %s: AllowN(%d): %v", when, n, err)
+		}
+		return r
+	}
+	// The first window starts while the first call runs, in [0, first].
+	if r := call("at 0", 5); !r.Allowed {
+		return fmt.Sprintf("property 9: the first 5 of 10 per %s on a fresh limit: %+v; want admitted", P, r), ""
+	}
+	first := time.Since(start)
+	at(P * 9 / 10)
+	if r := call("at 0.9 Period", 5); !r.Allowed {
+		return fmt.Sprintf("property 9: 5 more of 10 per %s at 0.9·Period, in the first window: %+v; want admitted", P, r), ""
+	}
+	if !virtual {
+		if d := time.Since(start); d >= P-first {
+			return "", fmt.Sprintf("the call due at 0.9·Period ended at %s, maybe in the next window", d.Round(time.Millisecond))
+		}
+	}
+	at(P * 16 / 10)
+	began := time.Since(start)
+	r := call("at 1.6 Period", 5)
+	if !virtual {
+		// e, the time into the second window, must be at least P/2 (the
+		// first window's 10 then weigh at most 5) and below P
+		if d := time.Since(start); began-first < P*3/2 || d >= 2*P {
+			return "", fmt.Sprintf("the call due at 1.6·Period ran in [%s, %s] since the start, the first window's start in [0, %s]", began.Round(time.Millisecond), d.Round(time.Millisecond), first.Round(time.Millisecond))
+		}
+	}
+	if !r.Allowed {
+		return fmt.Sprintf("property 9: 10 per %s, 5 admitted at 0 and 5 at 0.9·Period: at 1.6·Period 5 more = %+v; want admitted (the first window's 10 weigh 4 there): did the admission at 0.9·Period start a new window (its expiry moved)?", P, r), ""
+	}
+	if !virtual {
+		return "", ""
+	}
+	if r.Remaining != 1 {
+		return fmt.Sprintf("property 9: 10 per %s, 5 admitted at 0, 0.9·Period and 1.6·Period: Remaining %d, want 1 (5 counted, the first window's 10 weighing 4)", P, r.Remaining), ""
+	}
+	if r := call("at 1.6 Period, one over", 2); r.Allowed {
+		return fmt.Sprintf("property 9: 10 per %s, 5 admitted at 0, 0.9·Period and 1.6·Period: 2 more admitted (%+v), one fits", P, r), ""
+	}
+	return "", ""
 }
 
 // neverSlidesRun is one run of property 9 on subject: 5 calls every 200ms

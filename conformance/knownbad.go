@@ -138,6 +138,12 @@ func KnownBad() []Control {
 			MustFail: []string{"corrupt-counter"}},
 		{Spec: floatTokenBucket(),
 			MustFail: []string{"refill-exact"}, VirtualOnly: []string{"refill-exact"}},
+		{Spec: func() Spec {
+			spec := SlidingWindow()
+			spec.Name, spec.Strategy = "SlidingExpiry", knownbad.SlidingExpiry{}
+			return spec
+		}(),
+			MustFail: []string{"window-never-slides"}},
 		{Spec: claims("BlindReturn", knownbad.BlindReturn{}),
 			MustFail: []string{"lease-return-own-window"}},
 		{Spec: claimsBucketed("BlindBucketReturn", func(now func() time.Time) limiter.Strategy {

@@ -41,6 +41,11 @@ type Spec struct {
 	// and is never extended. It starts with its first request, or, when
 	// Aligned, at a multiple of the Period since the Unix epoch.
 	Window bool
+	// Weighted: a sliding window counter: windows of a Period follow each
+	// other from an idle limit's first request, and at e into one the
+	// previous window's count weighs (Period − e)/Period. Property 9 then
+	// checks that its windows never slide.
+	Weighted bool
 	// Aligned: windows are [b·Period, (b+1)·Period) since the Unix epoch by
 	// the server's TIME, not first-request windows; the checks compute
 	// their expectations from TIME.
@@ -309,11 +314,14 @@ func SlidingWindow() Spec {
 		Strategy:   strategy.NewSlidingWindow(),
 		Exact:      true,
 		Refills:    true,
+		Weighted:   true,
 		KeyPeriods: 2,
-		Commit:     "EVALSHA",
-		RoundTrips: 1,
-		Scripts:    true,
-		Bound:      WindowBound,
+		// its state is the key's expiry
+		MillisecondClock: true,
+		Commit:           "EVALSHA",
+		RoundTrips:       1,
+		Scripts:          true,
+		Bound:            WindowBound,
 	}
 }
 

@@ -52,6 +52,10 @@
 //     member, so the log undercounts and admits too many.
 //   - FloatTokenBucket: tokens kept as a float, refilled by a fraction on
 //     every call: the fractions drift, and a unit that is due is denied.
+//   - SlidingExpiry: a sliding window counter whose admissions set the
+//     key's expiry (its clock) two Periods ahead in a second round trip:
+//     every admission starts the window again, and the previous window's
+//     count never weighs less for a subject asked steadily.
 //   - BlindReturn: a quota lease's unused units given back with DECRBY on
 //     whatever counter holds the key: a window deleted and counted anew
 //     meanwhile gets units it never counted.

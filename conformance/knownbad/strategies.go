@@ -510,3 +510,26 @@ func (BlindExpiryGCRA) Decide(ctx context.Context, st store.Store, req limiter.R
 		return []any{l.Period.Milliseconds() / l.Rate, burstOf(l), cost}
 	})
 }
+
+// SlidingExpiry is a sliding window counter that sets its keys' expiry two
+// Periods ahead after every admitted call, in a second round trip ("EXPIRE
+// on every call"): its state's clock is that expiry, so every admission
+// starts its window again, and a subject asked steadily never sees its
+// previous window's count weigh less.
+type SlidingExpiry struct{}
+
+// Decide implements limiter.Strategy, wrongly.
+func (SlidingExpiry) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	r, err := strategy.NewSlidingWindow().Decide(ctx, st, req)
+	if err != nil || !r.Allowed || req.DryRun || req.Cost == 0 {
+		return r, err
+	}
+	cmds := make([]store.Cmd, len(req.Keys))
+	for i, k := range req.Keys {
+		cmds[i] = store.Cmd{Name: "PEXPIRE", Args: []any{k, 2 * req.Limits[i].Period.Milliseconds()}}
+	}
+	if _, err := st.Do(ctx, cmds...); err != nil {
+		return limiter.Result{}, err
+	}
+	return r, nil
+}
