@@ -75,6 +75,9 @@ type equivalenceServer struct {
 	// may differ by as much as the MULTI that last wrote them took (on a
 	// loaded machine, more than a few ms).
 	spread *int64
+	// setSpread is the same for the MULTIs that plant states (setAll):
+	// keys set one after another there differ in TTL by as much again.
+	setSpread *int64
 	// looseReset lets the subjects' reset_ms differ by as much as their
 	// TTLs may (a script that reads its reply's reset off a PTTL on the
 	// real clock)
@@ -85,7 +88,7 @@ func equivalenceServers(t *testing.T) []equivalenceServer {
 	m, _ := newMini(t)
 	mrdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { _ = mrdb.Close() })
-	return []equivalenceServer{{name: "miniredis", rdb: mrdb, spread: new(int64)}, {name: "redis-server", rdb: realServer(t), real: true, spread: new(int64)}}
+	return []equivalenceServer{{name: "miniredis", rdb: mrdb, spread: new(int64)}, {name: "redis-server", rdb: realServer(t), real: true, spread: new(int64), setSpread: new(int64)}}
 }
 
 // normErr maps a script error to what it means (error texts carry line
@@ -200,6 +203,9 @@ func runCompare(t *testing.T, ctx context.Context, srv equivalenceServer, subs [
 		}
 		*srv.spread = max(*srv.spread, (t1.Sub(t0)+time.Millisecond-1).Milliseconds()+2)
 		tol = *srv.spread
+		if srv.setSpread != nil {
+			tol += *srv.setSpread
+		}
 	}
 	for i := range subs {
 		var res string
@@ -282,11 +288,29 @@ func sameButReset(a, b string, tol int64) bool {
 	return err1 == nil && err2 == nil && ra-rb <= tol && rb-ra <= tol
 }
 
+// setAll sets every subject's key to v (a list holding v when wrongType),
+// with a TTL of px ms when px > 0. On a real server the subjects' TTLs may
+// differ by as much as its MULTI took, which srv.spread takes in.
 func setAll(ctx context.Context, srv equivalenceServer, subs []subject, v string, px int64, wrongType bool) {
 	if srv.real && px > 0 {
 		px += ttlOffset
 	}
+	var start, end *redis.TimeCmd
+	defer func() {
+		if start == nil {
+			return
+		}
+		t0, err0 := start.Result()
+		t1, err1 := end.Result()
+		if err0 == nil && err1 == nil {
+			*srv.setSpread = max(*srv.setSpread, (t1.Sub(t0)+time.Millisecond-1).Milliseconds()+1)
+		}
+	}()
 	_, _ = srv.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		if srv.setSpread != nil {
+			start = p.Time(ctx)
+			defer func() { end = p.Time(ctx) }()
+		}
 		for _, s := range subs {
 			p.Del(ctx, s.key)
 			if wrongType {
@@ -768,7 +792,7 @@ func TestFastPathGCRAPaths(t *testing.T) {
 	m, _ := newMini(t)
 	mrdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { _ = mrdb.Close() })
-	for _, srv := range []equivalenceServer{{name: "miniredis", rdb: mrdb, spread: new(int64)}, {name: "redis-server", rdb: realServer(t), real: true, spread: new(int64)}} {
+	for _, srv := range []equivalenceServer{{name: "miniredis", rdb: mrdb, spread: new(int64)}, {name: "redis-server", rdb: realServer(t), real: true, spread: new(int64), setSpread: new(int64)}} {
 		t.Run(srv.name, func(t *testing.T) {
 			usOnly := srv.real
 			fails := 0
