@@ -251,15 +251,17 @@ func (s *lossy) EvalSha(ctx context.Context, sha string, keys []string, args []a
 }
 
 // Property 1 counts calls whose outcome is unknown apart: a few of them
-// (here 1 in 1000 calls: a busy machine's timeouts) leave the check exact
-// (admitted <= counter <= admitted + unknown), and more than 1% fail it,
-// saying that the machine is too busy, not that denied requests consumed.
+// (here 1 in 200 script calls: a busy machine's timeouts) leave the check
+// exact (admitted <= counter <= admitted + unknown), and more than 1% (1
+// in 20) fail it, saying that the machine is too busy, not that denied
+// requests consumed. (Under the race detector the check makes 400 calls on
+// miniredis, so 1 in 200 still loses some.)
 func TestExactCheckCountsUnknownApart(t *testing.T) {
 	p1, ok := conformance.CheckByName("exact-admission")
 	if !ok {
 		t.Fatal("no exact-admission check")
 	}
-	for every, pass := range map[int64]bool{1000: true, 50: false} {
+	for every, pass := range map[int64]bool{200: true, 20: false} {
 		wrap := func(st store.Store) store.Store { return &lossy{Store: st, every: every} }
 		mk := conformance.Miniredis(conformance.WrapDialer(dial, wrap))
 		outcomes := conformance.Run(context.Background(), mk, []conformance.Spec{conformance.FixedWindow()}, []conformance.Check{p1}, false)
