@@ -55,6 +55,91 @@ if #ARGV ~= 2 * n then
   write = ARGV[2] == '0' and cost > 0
 end
 
+-- The common call, one limit that writes a cost it can fit, counts first
+-- and asks questions after. Anything unusual (a key without a TTL or with
+-- one beyond its window) is taken back and left to the general path. (No
+-- functions before it: each definition costs every call a closure.) An
+-- admission replies {1, remaining, reset_ms, 0} as one integer when it
+-- fits below 2^52 (no table to build): reset_ms * (R + 1) + remaining; a
+-- denial's reply is built below, from dc, dp, de.
+local rate = n == 1 and write and ARGV[o + 1] + 0
+local dc, dp, de, dperiod
+if rate and cost <= rate and rate < MAXC then
+  local key = KEYS[1]
+  local period = ARGV[o + 2] + 0
+  local v
+  if o == 0 then
+    v = redis.call('INCR', key)
+  else
+    v = redis.call('INCRBY', key, costarg)
+  end
+  local c = v % M
+  local before = c - cost
+  if v < cost or v > 9007199254740991 or before < 0 or before >= MAXC then
+    -- negative, beyond 2^53 - 1 or a count of 2^26 or more before this
+    -- call: not a state
+    redis.call('DECRBY', key, costarg)
+    return redis.error_reply('ERR limiter corrupt counter: the key of limit 1 holds no sliding window')
+  end
+  local p = (v - c) / M
+  if v == cost then
+    -- a new limit (or one that held 0): its window starts now
+    redis.call('PEXPIRE', key, 2 * period)
+    local v = 2 * period * (rate + 1) + rate - cost
+    if v < 4503599627370496 then
+      return v
+    end
+    return {1, rate - cost, 2 * period, 0}
+  end
+  local d = redis.call('PTTL', key)
+  local e = period - d
+  if before > 0 then
+    e = e + period
+  end
+  if d >= 0 and e >= 0 then
+    local ok
+    if e >= period then
+      -- the window ended: its count is the previous one, and this cost
+      -- the first of the next window
+      -- (one assignment each: gopher-lua, miniredis' Lua, may assign a
+      -- multiple assignment's targets before it reads all its values)
+      p = before
+      c = cost
+      e = e - period
+      ok = c * period + p * (period - e) <= rate * period
+      if ok then
+        redis.call('SET', key, string.format('%d', p * M + c), 'PX', 2 * period - e)
+      else
+        -- denied: the state as it was describes the same (its expiry is
+        -- the end of the window its count weighs in)
+        c = 0
+      end
+    else
+      ok = c * period + p * (period - e) <= rate * period
+      if ok and before == 0 then
+        -- the first count of this window: the key lives until the end of
+        -- the next one
+        redis.call('PEXPIRE', key, 2 * period - e)
+      elseif not ok then
+        c = before
+      end
+    end
+    if ok then
+      local r = rate * period - c * period - p * (period - e)
+      r = (r - r % period) / period
+      local v = (2 * period - e) * (rate + 1) + r
+      if v < 4503599627370496 then
+        return v
+      end
+      return {1, r, 2 * period - e, 0}
+    end
+    redis.call('DECRBY', key, costarg)
+    dc, dp, de, dperiod = c, p, e, period
+  else
+    redis.call('DECRBY', key, costarg)
+  end
+end
+
 -- floor(a / b) of non-negative integers, exact
 local function div(a, b)
   local q = math.floor(a / b)
@@ -95,84 +180,13 @@ local function answer(rate, period, c, p, e, added)
   return math.max(div(math.max(rate * period - c * period - p * (period - e), 0), period), 0), reset, retry
 end
 
--- {1, remaining, reset_ms, 0} as one integer when it fits below 2^52 (no
--- table to build): reset_ms * (R + 1) + remaining
-local function admitted(rate, remaining, reset)
-  local v = reset * (rate + 1) + remaining
-  if v < 4503599627370496 then
-    return v
-  end
-  return {1, remaining, reset, 0}
-end
-
 local function corrupt(i)
   return redis.error_reply('ERR limiter corrupt counter: the key of limit ' .. i .. ' holds no sliding window')
 end
 
--- The common call, one limit that writes a cost it can fit, counts first
--- and asks questions after. Anything unusual (a key without a TTL or with
--- one beyond its window) is taken back and left to the general path.
-local rate = n == 1 and write and ARGV[o + 1] + 0
-if rate and cost <= rate and rate < MAXC then
-  local key = KEYS[1]
-  local period = ARGV[o + 2] + 0
-  local v
-  if o == 0 then
-    v = redis.call('INCR', key)
-  else
-    v = redis.call('INCRBY', key, costarg)
-  end
-  local c = v % M
-  local before = c - cost
-  if v < cost or v > 9007199254740991 or before < 0 or before >= MAXC then
-    -- negative, beyond 2^53 - 1 or a count of 2^26 or more before this
-    -- call: not a state
-    redis.call('DECRBY', key, costarg)
-    return corrupt(1)
-  end
-  local p = (v - c) / M
-  if v == cost then
-    -- a new limit (or one that held 0): its window starts now
-    redis.call('PEXPIRE', key, 2 * period)
-    return admitted(rate, rate - cost, 2 * period)
-  end
-  local d = redis.call('PTTL', key)
-  local e = period - d
-  if before > 0 then
-    e = e + period
-  end
-  if d >= 0 and e >= 0 then
-    if e >= period then
-      -- the window ended: its count is the previous one, and this cost
-      -- the first of the next window
-      -- (one assignment each: gopher-lua, miniredis' Lua, may assign a
-      -- multiple assignment's targets before it reads all its values)
-      p = before
-      c = cost
-      e = e - period
-      if c * period + p * (period - e) <= rate * period then
-        redis.call('SET', key, string.format('%d', p * M + c), 'PX', 2 * period - e)
-        return admitted(rate, div(rate * period - c * period - p * (period - e), period), 2 * period - e)
-      end
-      -- denied: the state as it was describes the same (its expiry is
-      -- the end of the window its count weighs in)
-      redis.call('DECRBY', key, costarg)
-      c = 0
-    elseif c * period + p * (period - e) <= rate * period then
-      if before == 0 then
-        -- the first count of this window: the key lives until the end of
-        -- the next one
-        redis.call('PEXPIRE', key, 2 * period - e)
-      end
-      return admitted(rate, div(rate * period - c * period - p * (period - e), period), 2 * period - e)
-    else
-      redis.call('DECRBY', key, costarg)
-      c = before
-    end
-    local remaining, reset, retry = answer(rate, period, c, p, e, false)
-    return {0, remaining, reset, retry}
-  end
-  redis.call('DECRBY', key, costarg)
+if dc then
+  local remaining, reset, retry = answer(rate, dperiod, dc, dp, de, false)
+  return {0, remaining, reset, retry}
 end
 
 -- The general path: several limits, a peek, a cost of 0 or above a rate,
