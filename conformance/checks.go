@@ -470,16 +470,24 @@ func checkNeverSlides(c *checker) {
 	if !c.spec.Window {
 		c.t.Skip("the strategy declares no fixed window")
 	}
-	// On a real clock the ticks must come on time: a run with a late tick
-	// (a busy machine) proves nothing either way and is run again, on a
-	// fresh subject, with every time in it twice as long (windows of 2 s,
-	// then 4 s), so that a tick has twice the time to do its calls.
+	c.timedRuns("tick", func(l limiter.Limit, run int, scale time.Duration) ([]string, string) {
+		return c.neverSlidesRun(l, fmt.Sprintf("p9-%d", run), scale)
+	})
+}
+
+// timedRuns runs property 9 at 10 per second: on a real clock the calls
+// must come on time, and a run with a late one (a busy machine) proves
+// nothing either way, so it is run again, on a fresh subject, with every
+// time in it twice as long (windows of 2 s, then 4 s), so that a call has
+// twice the time. Three late runs fail as too busy; else the problems of
+// the run that came on time are the check's.
+func (c *checker) timedRuns(what string, one func(l limiter.Limit, run int, scale time.Duration) (problems []string, late string)) {
 	const runs = 3
 	for run := 1; ; run++ {
 		scale := time.Duration(1) << (run - 1)
 		l := limiter.Per(10, scale*time.Second)
 		c.window(l)
-		problems, late := c.neverSlidesRun(l, fmt.Sprintf("p9-%d", run), scale)
+		problems, late := one(l, run, scale)
 		if late == "" {
 			for _, p := range problems {
 				c.t.Error(p)
@@ -487,7 +495,7 @@ func checkNeverSlides(c *checker) {
 			return
 		}
 		if run == runs {
-			c.t.Errorf("property 9: %d runs had a late tick (the last: %s); the machine is too busy to time the check", runs, late)
+			c.t.Errorf("property 9: %d runs had a late %s (the last: %s); the machine is too busy to time the check", runs, what, late)
 			return
 		}
 		c.t.Logf("property 9: run %d void, %s; running again", run, late)
@@ -506,24 +514,13 @@ func checkNeverSlides(c *checker) {
 // every time doubled.
 func checkWeightedNeverSlides(c *checker) {
 	virtual := c.h.Caps().VirtualClock
-	const runs = 3
-	for run := 1; ; run++ {
-		scale := time.Duration(1) << (run - 1)
-		l := limiter.Per(10, scale*time.Second)
-		c.window(l)
+	c.timedRuns("call", func(l limiter.Limit, run int, _ time.Duration) ([]string, string) {
 		problem, late := c.weightedRun(l, fmt.Sprintf("p9w-%d", run), virtual)
-		if late == "" {
-			if problem != "" {
-				c.t.Error(problem)
-			}
-			return
+		if problem == "" {
+			return nil, late
 		}
-		if run == runs {
-			c.t.Errorf("property 9: %d runs had a late call (the last: %s); the machine is too busy to time the check", runs, late)
-			return
-		}
-		c.t.Logf("property 9: run %d void, %s; running again", run, late)
-	}
+		return []string{problem}, late
+	})
 }
 
 // weightedRun is one run of checkWeightedNeverSlides on subject. It

@@ -28,6 +28,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/quotagate/limiter/internal/redistest"
 )
 
 // fullEquivalence runs the random comparisons at about ten times the
@@ -84,11 +86,18 @@ type equivalenceServer struct {
 	looseReset bool
 }
 
-func equivalenceServers(t *testing.T) []equivalenceServer {
+// miniEquivalence starts a miniredis for one test and returns it and a
+// client of it as a server of the comparisons.
+func miniEquivalence(t *testing.T) (*redistest.Mini, equivalenceServer) {
 	m, _ := newMini(t)
 	mrdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { _ = mrdb.Close() })
-	return []equivalenceServer{{name: "miniredis", rdb: mrdb, spread: new(int64)}, {name: "redis-server", rdb: realServer(t), real: true, spread: new(int64), setSpread: new(int64)}}
+	return m, equivalenceServer{name: "miniredis", rdb: mrdb, spread: new(int64)}
+}
+
+func equivalenceServers(t *testing.T) []equivalenceServer {
+	_, msrv := miniEquivalence(t)
+	return []equivalenceServer{msrv, {name: "redis-server", rdb: realServer(t), real: true, spread: new(int64), setSpread: new(int64)}}
 }
 
 // normErr maps a script error to what it means (error texts carry line
@@ -485,12 +494,7 @@ func (w walk[L]) run(t *testing.T) {
 						}
 						setAll(ctx, srv, w.subs, v, px, wt)
 					case op == 7:
-						_, _ = srv.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-							for _, s := range w.subs {
-								p.Persist(ctx, s.key)
-							}
-							return nil
-						})
+						persistAll(ctx, srv, w.subs)
 					default:
 						cost := int64(1)
 						peek := false
@@ -629,10 +633,8 @@ func TestFastPathSlidingWindowPaths(t *testing.T) {
 	}
 	defer func() { t.Logf("packed (fast path) replies: %v", packedReplies) }()
 	subs := swSubjects(t)
-	m, _ := newMini(t)
-	mrdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
-	t.Cleanup(func() { _ = mrdb.Close() })
-	for _, srv := range []equivalenceServer{{name: "miniredis", rdb: mrdb, spread: new(int64)}} {
+	m, msrv := miniEquivalence(t)
+	for _, srv := range []equivalenceServer{msrv} {
 		t.Run(srv.name, func(t *testing.T) {
 			fails := 0
 			for seed := int64(1); seed <= scaled(int64(40)) && fails < 5; seed++ {
@@ -664,12 +666,7 @@ func TestFastPathSlidingWindowPaths(t *testing.T) {
 						}
 						setAll(ctx, srv, subs, v, px, wt)
 					case op == 7:
-						_, _ = srv.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-							for _, s := range subs {
-								p.Persist(ctx, s.key)
-							}
-							return nil
-						})
+						persistAll(ctx, srv, subs)
 					default:
 						cost := int64(1)
 						peek := false
@@ -697,10 +694,8 @@ func TestFastPathSlidingWindowPaths(t *testing.T) {
 func TestFastPathSlidingWindowSmall(t *testing.T) {
 	ctx := context.Background()
 	subs := swSubjects(t)
-	m, _ := newMini(t)
-	mrdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
-	t.Cleanup(func() { _ = mrdb.Close() })
-	for _, srv := range []equivalenceServer{{name: "miniredis", rdb: mrdb, spread: new(int64)}} {
+	_, msrv := miniEquivalence(t)
+	for _, srv := range []equivalenceServer{msrv} {
 		t.Run(srv.name, func(t *testing.T) {
 			rng := rand.New(rand.NewSource(98))
 			fails := 0
@@ -789,10 +784,8 @@ func TestFastPathGCRAPaths(t *testing.T) {
 	}
 	defer func() { t.Logf("packed (fast path) replies: %v", packedReplies) }()
 	subs := pathSubjects(t, "gcra", "g")
-	m, _ := newMini(t)
-	mrdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
-	t.Cleanup(func() { _ = mrdb.Close() })
-	for _, srv := range []equivalenceServer{{name: "miniredis", rdb: mrdb, spread: new(int64)}, {name: "redis-server", rdb: realServer(t), real: true, spread: new(int64), setSpread: new(int64)}} {
+	m, msrv := miniEquivalence(t)
+	for _, srv := range []equivalenceServer{msrv, {name: "redis-server", rdb: realServer(t), real: true, spread: new(int64), setSpread: new(int64)}} {
 		t.Run(srv.name, func(t *testing.T) {
 			usOnly := srv.real
 			fails := 0
@@ -831,12 +824,7 @@ func TestFastPathGCRAPaths(t *testing.T) {
 						}
 						setAll(ctx, srv, subs, v, px, wt)
 					case op == 7:
-						_, _ = srv.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-							for _, s := range subs {
-								p.Persist(ctx, s.key)
-							}
-							return nil
-						})
+						persistAll(ctx, srv, subs)
 					default:
 						cost := int64(1)
 						peek := false
@@ -902,6 +890,16 @@ func smallStates(t *testing.T, name, short string, seed, start, step int64, stat
 			}
 		})
 	}
+}
+
+// persistAll strips every subject's key of its TTL.
+func persistAll(ctx context.Context, srv equivalenceServer, subs []subject) {
+	_, _ = srv.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for _, s := range subs {
+			p.Persist(ctx, s.key)
+		}
+		return nil
+	})
 }
 
 // delAll deletes every subject's key.
@@ -1076,12 +1074,7 @@ func TestFastPathSlidingLog(t *testing.T) {
 						// a key of another type, with or without a TTL
 						setAll(ctx, srv, subs, "x", pick(rng, []int64{0, 3_600_000}), false)
 					case op == 6:
-						_, _ = srv.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-							for _, s := range subs {
-								p.Persist(ctx, s.key)
-							}
-							return nil
-						})
+						persistAll(ctx, srv, subs)
 					default:
 						cost := int64(1)
 						peek := "0"
