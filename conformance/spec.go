@@ -287,6 +287,9 @@ func TokenBucket() Spec {
 		Commit:     "EVALSHA",
 		RoundTrips: 1,
 		Scripts:    true,
+		// a limit of whole milliseconds keeps its state in its key's
+		// expiry
+		MillisecondClock: true,
 	}
 }
 

@@ -71,6 +71,9 @@ type equivalenceServer struct {
 	name string
 	rdb  *redis.Client
 	real bool
+	// mini is the miniredis (nil for a redis-server): walks move its key
+	// expiry with their clock
+	mini *redistest.Mini
 	// spread is, on a real server, the longest a comparison's MULTI has
 	// taken so far (ms, rounded up, plus 2): the subjects' keys are
 	// written and read one after another on the real clock, so their TTLs
@@ -92,7 +95,7 @@ func miniEquivalence(t *testing.T) (*redistest.Mini, equivalenceServer) {
 	m, _ := newMini(t)
 	mrdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { _ = mrdb.Close() })
-	return m, equivalenceServer{name: "miniredis", rdb: mrdb, spread: new(int64)}
+	return m, equivalenceServer{name: "miniredis", rdb: mrdb, mini: m, spread: new(int64)}
 }
 
 func equivalenceServers(t *testing.T) []equivalenceServer {
@@ -370,7 +373,40 @@ func randTBLimit(rng *rand.Rand) tbLimit {
 	return tbLimit{rate, period, c}
 }
 
-func tbValue(rng *rand.Rand, now int64, l tbLimit) (v string, wrongType bool) {
+// msForm reports whether l's interval (Period/Rate) is whole
+// milliseconds: its bucket is "<d>/<i>/<B>", read off the key's PTTL.
+func (l tbLimit) msForm() bool { return l.period%(l.rate*1000) == 0 }
+
+// tbMsValue returns a bucket in the millisecond form, "<d>/<i>/<B>", of
+// l's scale or another, or one that is not a bucket.
+func tbMsValue(rng *rand.Rand, l tbLimit) string {
+	i, b := l.period/1000, l.cap
+	if l.msForm() {
+		i = l.period / l.rate / 1000
+	}
+	switch rng.Intn(4) {
+	case 0:
+		i = pick(rng, []int64{1, 7, 1000, 86_400_000, 2_678_400_000})
+	case 1:
+		b = pick(rng, []int64{1, b + 1, max(b-1, 1), 1 << 30, two51})
+	}
+	d := pick(rng, []int64{1, i, i * b, i*b + 1, 1 + rng.Int63n(i*min(b, 1<<20)), 999_999_999_999_999})
+	D, I, B := strconv.FormatInt(d, 10), strconv.FormatInt(i, 10), strconv.FormatInt(b, 10)
+	if rng.Intn(6) == 0 {
+		return pick(rng, []string{"0/" + I + "/" + B, D + "/0/" + B, D + "/" + I + "/0", "0" + D + "/" + I + "/" + B, D + "/0" + I + "/" + B,
+			D + "/" + I, D + "/" + I + "/" + B + "/1", D + "/2678400001/" + B, D + "/" + I + "/2251799813685249", D + "/" + I + "/" + B + " ",
+			strings.Repeat("1", 50) + "/" + I + "/" + B, strings.Repeat("1", 70) + "/1/1", "-" + D + "/" + I + "/" + B, D + "/" + I + "/1e3"})
+	}
+	return D + "/" + I + "/" + B
+}
+
+// tbValue returns a bucket state to plant: one in either form (on a
+// redis-server, real, none in the millisecond form: its PTTL would be read
+// on the real clock), of l's scale or another, or one that is not a bucket.
+func tbValue(rng *rand.Rand, now int64, l tbLimit, real bool) (v string, wrongType bool) {
+	if !real && rng.Intn(3) == 0 {
+		return tbMsValue(rng, l), false
+	}
 	ts := pick(rng, []int64{now, now - rng.Int63n(10_000_000), now + rng.Int63n(10_000_000), now - rng.Int63n(40*day), 1, now - 1})
 	full := l.cap * l.period
 	sv := pick(rng, []int64{0, rng.Int63n(full + 1), full, full - 1, full + 1, two51, two51 + 1, two51 - 1, two52, l.period})
@@ -419,6 +455,15 @@ func tbArgs(l tbLimit, cost int64, peek bool) func(two bool) []string {
 	}
 }
 
+// tbSubjects: the token bucket's script alone (one limit: its fast path,
+// for a cost it can fit that writes) and with a second limit that never
+// binds (its general path).
+func tbSubjects(t *testing.T) []subject {
+	t.Helper()
+	src := fixedClock(t, readSrc(t, "lua/token_bucket.lua"))
+	return []subject{{"one", src, "rv:tb:one", false}, {"two", src, "rv:tb:two", true}}
+}
+
 // pathSubjects returns the four subjects a comparison runs on for the
 // script lua/<name>.lua: it and testdata/<name>_before_fastpath.lua, each
 // alone (one limit) and with a second limit that never binds, keys named
@@ -443,9 +488,16 @@ type walk[L any] struct {
 	never string // the second limit's key, which never binds
 	limit func(rng *rand.Rand) L
 	// rate returns l with another rate (same key), or l as it is
-	rate  func(rng *rand.Rand, l L) L
-	moves func(rng *rand.Rand, l L) []int64 // forward clock moves, µs
-	value func(rng *rand.Rand, nowUs int64, l L) (v string, wrongType bool)
+	rate func(rng *rand.Rand, l L) L
+	// realLimit reports whether l runs on a redis-server: limits it
+	// refuses are drawn again there (those whose states are read off a
+	// PTTL, which each subject would read on the real clock a moment
+	// apart)
+	realLimit func(l L) bool
+	moves     func(rng *rand.Rand, l L) []int64 // forward clock moves, µs
+	// value returns a state to plant (on a redis-server, real: none read
+	// off a PTTL)
+	value func(rng *rand.Rand, nowUs int64, l L, real bool) (v string, wrongType bool)
 	costs func(rng *rand.Rand, l L) []int64 // other than 1
 	args  func(l L, cost int64, peek bool) func(two bool) []string
 	base  func(l L) int64 // the packed reply's base
@@ -454,7 +506,8 @@ type walk[L any] struct {
 // run makes random steps (costs, peeks, clock moves back and forth, limit
 // and rate changes on the same key, planted states with and without a TTL,
 // PERSIST) on every server: every subject must agree on the reply, the
-// value and its TTL at each call.
+// value and its TTL at each call. On miniredis a forward move of the
+// scripts' clock moves key expiry too.
 func (w walk[L]) run(t *testing.T) {
 	ctx := context.Background()
 	for k := range packedReplies {
@@ -475,19 +528,31 @@ func (w walk[L]) run(t *testing.T) {
 				for _, s := range w.subs {
 					srv.rdb.Del(ctx, s.key)
 				}
-				l := w.limit(rng)
+				draw := func(next func() L) L {
+					l := next()
+					for srv.real && !w.realLimit(l) {
+						l = next()
+					}
+					return l
+				}
+				l := draw(func() L { return w.limit(rng) })
 				for step := 0; step < steps && fails < 5; step++ {
 					switch op := rng.Intn(20); {
 					case op < 3:
-						now += pick(rng, w.moves(rng, l))
+						d := pick(rng, w.moves(rng, l))
+						now += d
+						if srv.mini != nil {
+							srv.mini.Advance(time.Duration(d) * time.Microsecond)
+						}
 					case op == 3:
 						now -= rng.Int63n(2_000_000) // clock steps back
 					case op == 4:
-						l = w.limit(rng)
+						l = draw(func() L { return w.limit(rng) })
 					case op == 5:
-						l = w.rate(rng, l)
+						l0 := l
+						l = draw(func() L { return w.rate(rng, l0) })
 					case op == 6:
-						v, wt := w.value(rng, now, l)
+						v, wt := w.value(rng, now, l, srv.real)
 						px := int64(0)
 						if rng.Intn(2) == 0 {
 							px = 1 + rng.Int63n(100_000_000)
@@ -506,8 +571,8 @@ func (w walk[L]) run(t *testing.T) {
 						what := fmt.Sprintf("seed %d step %d now %dus limit %+v cost %d peek %v", seed, step, now, l, cost, peek)
 						if !runCompare(t, ctx, srv, w.subs, w.never, w.args(l, cost, peek), w.base(l), what) {
 							fails++
-							// resynchronise from the old general path's state
-							v, _ := srv.rdb.Get(ctx, w.subs[3].key).Result()
+							// resynchronise from the general path's state
+							v, _ := srv.rdb.Get(ctx, w.subs[len(w.subs)-1].key).Result()
 							setAll(ctx, srv, w.subs, v, 0, false)
 						}
 					}
@@ -518,18 +583,22 @@ func (w walk[L]) run(t *testing.T) {
 }
 
 // TestFastPathTokenBucketPaths: random steps (clock moves of microseconds
-// to weeks, buckets near 2^51, periods up to 31 days, corrupt and foreign
-// values); the new fast path, the new general path and both paths of the
-// script before the change must agree on the reply, the value and its TTL.
+// to weeks, buckets near 2^51, periods up to 31 days, intervals of whole
+// milliseconds or not, rule changes on one key, corrupt and foreign
+// values); the fast path and the general path must agree on the reply,
+// the value and its TTL. On a redis-server only limits of the microsecond
+// form run, and no state in the millisecond form is planted (each subject
+// would read its PTTL on the real clock a moment apart).
 func TestFastPathTokenBucketPaths(t *testing.T) {
 	walk[tbLimit]{
-		subs:  pathSubjects(t, "token_bucket", "tb"),
+		subs:  tbSubjects(t),
 		never: "rv:tb:never",
 		limit: randTBLimit,
 		rate: func(rng *rand.Rand, l tbLimit) tbLimit {
 			l.rate = randTBLimit(rng).rate
 			return l
 		},
+		realLimit: func(l tbLimit) bool { return !l.msForm() },
 		moves: func(rng *rand.Rand, l tbLimit) []int64 {
 			return []int64{0, 1, rng.Int63n(1000), rng.Int63n(1_000_000), rng.Int63n(l.period + 1), rng.Int63n(40 * day)}
 		},
@@ -848,13 +917,22 @@ func TestFastPathGCRAPaths(t *testing.T) {
 
 // TestFastPathTokenBucketSmall: small rates, periods and bursts, so that the
 // rounding boundaries (d % rate, us % 1000) are hit often; each call starts
-// from a bucket "<now - e>:<s>:<P>" (or none), the same for every subject.
+// from a bucket "<now - e>:<s>:<P>", "<d>/<i>/<B>" (on miniredis; without
+// a TTL on a redis-server) or none, the same for every subject.
 func TestFastPathTokenBucketSmall(t *testing.T) {
-	smallStates(t, "token_bucket", "tb", 99, 1_764_000_000_123_456, 5000, func(ctx context.Context, rng *rand.Rand, srv equivalenceServer, subs []subject, now int64) (func(bool) []string, int64, string) {
+	smallStates(t, tbSubjects(t), "tb", 99, 1_764_000_000_123_456, 5000, func(ctx context.Context, rng *rand.Rand, srv equivalenceServer, subs []subject, now int64) (func(bool) []string, int64, string) {
 		l := tbLimit{pick(rng, []int64{1, 2, 3, 7, 999, 1000, 1001, 3000}), pick(rng, []int64{1000, 2000, 3000, 7000}), 1 + rng.Int63n(5)}
 		full := l.cap * l.period
-		if rng.Intn(8) > 0 {
+		if k := rng.Intn(8); k > 2 {
 			setAll(ctx, srv, subs, fmt.Sprintf("%d:%d:%d", now-rng.Int63n(5000), rng.Int63n(full+2), l.period), 0, false)
+		} else if k > 0 {
+			i := pick(rng, []int64{1, 2, 3, 7})
+			b := 1 + rng.Int63n(5)
+			px := int64(0)
+			if !srv.real {
+				px = 1 + rng.Int63n(i*b+2)
+			}
+			setAll(ctx, srv, subs, fmt.Sprintf("%d/%d/%d", 1+rng.Int63n(i*b+2), i, b), px, false)
 		} else {
 			setAll(ctx, srv, subs, "", 1, false)
 			delAll(ctx, srv, subs)
@@ -867,14 +945,13 @@ func TestFastPathTokenBucketSmall(t *testing.T) {
 	})
 }
 
-// smallStates runs the script named name on every server, scaled(3000)
+// smallStates runs a script's subjects on every server, scaled(3000)
 // times (until 5 mismatches), each call after moving the server's clock by
 // up to step µs from start: state sets every subject's key to one state
 // and returns the call's arguments, its base and a description, which
-// runCompare compares on the four subjects.
-func smallStates(t *testing.T, name, short string, seed, start, step int64, state func(ctx context.Context, rng *rand.Rand, srv equivalenceServer, subs []subject, now int64) (func(bool) []string, int64, string)) {
+// runCompare compares on the subjects.
+func smallStates(t *testing.T, subs []subject, short string, seed, start, step int64, state func(ctx context.Context, rng *rand.Rand, srv equivalenceServer, subs []subject, now int64) (func(bool) []string, int64, string)) {
 	ctx := context.Background()
-	subs := pathSubjects(t, name, short)
 	for _, srv := range equivalenceServers(t) {
 		t.Run(srv.name, func(t *testing.T) {
 			rng := rand.New(rand.NewSource(seed))
@@ -928,8 +1005,12 @@ func TestFastPathCorruptValues(t *testing.T) {
 		args     func(cost int64, peek bool) (func(bool) []string, int64)
 	}
 	fams := []family{
-		{"TokenBucket", pathSubjects(t, "token_bucket", "tb"), "rv:tb:never", tbCorrupt(T), nil, func(cost int64, peek bool) (func(bool) []string, int64) {
+		{"TokenBucket", tbSubjects(t), "rv:tb:never", tbCorrupt(T), nil, func(cost int64, peek bool) (func(bool) []string, int64) {
 			return tbArgs(tbLimit{3, 1_000_000, 10}, cost, peek), 10
+		}},
+		// a limit of whole milliseconds (a token every 100 ms)
+		{"TokenBucket-ms", tbSubjects(t), "rv:tb:never", tbCorrupt(T), nil, func(cost int64, peek bool) (func(bool) []string, int64) {
+			return tbArgs(tbLimit{10, 1_000_000, 10}, cost, peek), 10
 		}},
 		{"SlidingWindow", swSubjects(t), "rv:sw:never", []string{
 			"0", "00", "3", "03", "1342177281", "01342177281", "1342177281 ", " 1342177281", "+3", "67108863", "67108864",
@@ -956,6 +1037,11 @@ func TestFastPathCorruptValues(t *testing.T) {
 					peek bool
 				}{{1, false}, {2, false}, {1, true}} {
 					for _, px := range []int64{0, 5000} {
+						if px > 0 && srv.real && strings.HasPrefix(f.name, "TokenBucket") && strings.Contains(v, "/") {
+							// (read off its PTTL: on the real clock the
+							// subjects would read it a moment apart)
+							continue
+						}
 						setAll(ctx, srv, f.subs, v, px, v == "<list>")
 						setClock(ctx, srv.rdb, now)
 						args, base := f.args(c.cost, c.peek)
@@ -968,8 +1054,24 @@ func TestFastPathCorruptValues(t *testing.T) {
 }
 
 // tbCorrupt: named bucket states, with 5 tokens of 1000000 units (enough
-// to admit) and with 5000 units (too few), refill time T.
+// to admit) and with 5000 units (too few), refill time T; and in the
+// millisecond form, of a token every 100 ms and a capacity of 10 (the
+// limit of 10/s) or of another scale, missing 500 ms (enough) or 999 ms (too
+// many), or not a bucket.
 func tbCorrupt(T string) []string {
+	var out []string
+	for _, D := range []string{"500", "999"} {
+		out = append(out,
+			D+"/100/10", D+"/100/11", D+"/100/9", D+"/50/10", D+"/333/10", D+"/1/1", D+"/2678400000/10", D+"/100/2251799813685248",
+			"0/100/10", D+"/0/10", D+"/100/0", "0"+D+"/100/10", D+"/0100/10", D+"/100/010", D+"/100", D+"/100/10/1",
+			D+"/2678400001/10", D+"/100/2251799813685249", D+"/100/10 ", " "+D+"/100/10", "-"+D+"/100/10", D+"/100/1e1",
+			strings.Repeat("9", 50)+"/100/10", strings.Repeat("9", 60)+"/100/10", D+"/100/"+strings.Repeat("1", 17))
+	}
+	return append(out, tbOldForms(T)...)
+}
+
+// tbOldForms: the buckets "<t>:<s>:<P>" of tbCorrupt.
+func tbOldForms(T string) []string {
 	var out []string
 	for _, S := range []string{"5000000", "5000"} {
 		out = append(out,
@@ -991,7 +1093,7 @@ func tbCorrupt(T string) []string {
 // buckets (up to 2^51 units, periods up to 31 days, rates up to 2^50).
 func TestFastPathTokenBucketRounding(t *testing.T) {
 	ctx := context.Background()
-	subs := pathSubjects(t, "token_bucket", "tb")
+	subs := tbSubjects(t)
 	const now = int64(1_764_000_000_123_456)
 	type lim struct{ period, cap int64 }
 	for _, srv := range equivalenceServers(t) {

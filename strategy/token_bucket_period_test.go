@@ -49,3 +49,35 @@ func TestTokenBucketPeriodChangeKeepsTokens(t *testing.T) {
 		})
 	}
 }
+
+// TestTokenBucketRuleChangeDenied: a bucket emptied under a fast rule
+// (its key expiring when that rule would have refilled it) and then
+// denied under a slow one for the same key stays empty after the fast
+// rule's refill time: the denial stores it in the slow rule's scale and
+// expiry. Kept in the fast rule's expiry, the key expired and the slow
+// rule found a full bucket. Every pair of the two forms: intervals of
+// whole milliseconds (10/s, 10/day) and not (3 per 7s, 7/day).
+func TestTokenBucketRuleChangeDenied(t *testing.T) {
+	ctx := context.Background()
+	fast := []limiter.Limit{{Rate: 10, Period: time.Second, Name: "q"}, {Rate: 3, Period: 7 * time.Second, Name: "q"}}
+	slow := []limiter.Limit{{Rate: 10, Period: 24 * time.Hour, Name: "q"}, {Rate: 7, Period: 24 * time.Hour, Name: "q"}}
+	for _, from := range fast {
+		for _, to := range slow {
+			t.Run(fmt.Sprintf("%s to %s", from, to), func(t *testing.T) {
+				m, st := newMini(t)
+				lim := newLim(t, st, strategy.NewTokenBucket())
+				if r, err := lim.AllowN(ctx, "u", from.Rate, from); err != nil || !r.Allowed || r.Remaining != 0 {
+					t.Fatalf("AllowN(%d) under %s = %+v, %v; want admitted, 0 left", from.Rate, from, r, err)
+				}
+				if r, err := lim.Allow(ctx, "u", to); err != nil || r.Allowed {
+					t.Fatalf("first call under %s = %+v, %v; want denied: the bucket is empty", to, r, err)
+				}
+				// past the time the fast rule's bucket is full again
+				m.Advance(from.Period + time.Millisecond)
+				if r, err := lim.Allow(ctx, "u", to); err != nil || r.Allowed {
+					t.Errorf("under %s, %s after emptying = %+v, %v; want denied: a token takes %s", to, from.Period+time.Millisecond, r, err, to.Period/time.Duration(to.Rate))
+				}
+			})
+		}
+	}
+}

@@ -16,7 +16,9 @@ import (
 
 // TestTokenBucketExact walks a bucket of 3 tokens refilled 1 per 300 ms on
 // miniredis' virtual clock: exact RetryAfter, ResetAfter, Remaining, the
-// integer state and the expiry when full.
+// state (an interval of whole milliseconds: "<ms missing>/<interval
+// ms>/<burst>", the key's expiry the time until full) and the expiry when
+// full.
 func TestTokenBucketExact(t *testing.T) {
 	m, st := newMini(t)
 	lim := newLim(t, st, strategy.NewTokenBucket())
@@ -29,8 +31,8 @@ func TestTokenBucketExact(t *testing.T) {
 	if ttl := pttl(t, m, key); ttl != 900*time.Millisecond {
 		t.Errorf("TTL %s, want 900ms (until full)", ttl)
 	}
-	if v, _ := m.Get(key); !strings.HasSuffix(v, ":0:3000000") {
-		t.Errorf("state %q, want the scaled tokens 0 and the period in µs", v)
+	if v, _ := m.Get(key); v != "900/300/3" {
+		t.Errorf("state %q, want 900/300/3: 900 ms missing, a token every 300 ms, 3 at most", v)
 	}
 	r, err := lim.Allow(ctx, "b", l)
 	if err != nil || r.Allowed || r.RetryAfter != 300*time.Millisecond {
@@ -55,13 +57,53 @@ func TestTokenBucketExact(t *testing.T) {
 	if r, err := lim.AllowN(ctx, "b", 3, l); err != nil || !r.Allowed {
 		t.Fatalf("a full bucket = %+v, %v", r, err)
 	}
-	v, _ := m.Get(key)
-	if last, _ := strconv.ParseInt(strings.Split(v, ":")[0], 10, 64); last != m.Now().UnixMicro() {
-		t.Errorf("state %q: want the last refill at the server time %d in µs", v, m.Now().UnixMicro())
+	if v, _ := m.Get(key); v != "900/300/3" {
+		t.Errorf("state %q, want 900/300/3", v)
+	}
+	if ttl := pttl(t, m, key); ttl != 900*time.Millisecond {
+		t.Errorf("TTL %s, want 900ms (until full)", ttl)
 	}
 	m.Advance(900 * time.Millisecond)
 	if m.Exists(key) {
 		t.Errorf("a full bucket's key outlived its expiry")
+	}
+}
+
+// TestTokenBucketMicrosecondForm walks a bucket of 3 tokens refilled 3 per
+// second (a token every 333 333.3 µs: no whole milliseconds) on miniredis'
+// virtual clock: the state is the last refill on the server's TIME and the
+// tokens in units of 1/10^6 of a token, the RetryAfter and ResetAfter
+// rounded up to the millisecond.
+func TestTokenBucketMicrosecondForm(t *testing.T) {
+	m, st := newMini(t)
+	lim := newLim(t, st, strategy.NewTokenBucket())
+	ctx := context.Background()
+	l := limiter.Limit{Rate: 3, Period: time.Second}
+	key, _ := limiter.Key("t", "b", l)
+	if r, err := lim.AllowN(ctx, "b", 3, l); err != nil || !r.Allowed || r.Remaining != 0 || r.ResetAfter != time.Second {
+		t.Fatalf("AllowN(3) = %+v, %v; want admitted, 0 left, full in 1s", r, err)
+	}
+	want := strconv.FormatInt(m.Now().UnixMicro(), 10) + ":0:1000000"
+	if v, _ := m.Get(key); v != want {
+		t.Errorf("state %q, want %q: the refill time in µs, no token, the period in µs", v, want)
+	}
+	if ttl := pttl(t, m, key); ttl != time.Second {
+		t.Errorf("TTL %s, want 1s (until full)", ttl)
+	}
+	// 333 ms: 999 000 of the 1 000 000 units a token needs, the rest in
+	// 334 µs: 1 ms
+	m.Advance(333 * time.Millisecond)
+	if r, err := lim.Allow(ctx, "b", l); err != nil || r.Allowed || r.RetryAfter != time.Millisecond || r.ResetAfter != 667*time.Millisecond {
+		t.Fatalf("after 333ms = %+v, %v; want denied, retry after 1ms, full in 667ms", r, err)
+	}
+	m.Advance(time.Millisecond)
+	if r, err := lim.Allow(ctx, "b", l); err != nil || !r.Allowed || r.Remaining != 0 || r.ResetAfter != time.Second {
+		t.Fatalf("after 334ms = %+v, %v; want admitted, full in 1s (999 999.3 µs, rounded up)", r, err)
+	}
+	// the 2000 units over a token that came back are kept
+	want = strconv.FormatInt(m.Now().UnixMicro(), 10) + ":2000:1000000"
+	if v, _ := m.Get(key); v != want {
+		t.Errorf("state %q, want %q", v, want)
 	}
 }
 

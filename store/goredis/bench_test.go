@@ -347,7 +347,10 @@ func BenchmarkStrategyRatios(b *testing.B) {
 		// have (its state is the key's expiry), and a burst no run uses
 		{"GCRA", strategy.NewGCRA(), limiter.Limit{Rate: 1000, Period: time.Second, Burst: 1 << 30}},
 		{"GCRA-us", strategy.NewGCRA(), limiter.Per(1<<30, limiter.MaxPeriod)},
-		{"TokenBucket", strategy.NewTokenBucket(), limiter.PerSecond(1_000_000)},
+		// as GCRA's: an interval of whole milliseconds (its state is
+		// the key's expiry), and one of a microsecond (TIME)
+		{"TokenBucket", strategy.NewTokenBucket(), limiter.Limit{Rate: 1000, Period: time.Second, Burst: 1 << 30}},
+		{"TokenBucket-us", strategy.NewTokenBucket(), limiter.PerSecond(1_000_000)},
 		{"SlidingWindow", strategy.NewSlidingWindow(), limiter.PerSecond(1<<26 - 1)}, // its largest rate
 		{"SlidingLog", strategy.NewSlidingLog(), limiter.PerSecond(strategy.SlidingLogMaxRate)},
 	}
