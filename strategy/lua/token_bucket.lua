@@ -84,8 +84,9 @@ if n == 1 and write then
       local m = d + cost * t
       local full = cap * t
       if cost <= cap and m <= full then
-        -- (m at most B * t, below 10^14)
-        redis.call('SET', KEYS[1], m .. tail, 'PX', m)
+        -- (m formatted once, for the value and the expiry)
+        local sm = string.format('%d', m)
+        redis.call('SET', KEYS[1], sm .. tail, 'PX', sm)
         local remaining = full - m
         remaining = (remaining - remaining % t) / t
         local v = m * (cap + 1) + remaining
@@ -341,7 +342,8 @@ for i = 1, n do
     reset = m
     if write and (take > 0 or redo[i]) then
       if m > 0 then
-        redis.call('SET', KEYS[i], m .. '/' .. t .. '/' .. cap, 'PX', m)
+        local sm = string.format('%d', m)
+        redis.call('SET', KEYS[i], sm .. '/' .. t .. '/' .. ARGV[o + 3 * i], 'PX', sm)
       else
         redis.call('DEL', KEYS[i])
       end
