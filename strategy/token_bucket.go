@@ -25,30 +25,44 @@ const maxBucketUnits = 1 << 51
 
 // TokenBucket is the token bucket: a bucket of Burst tokens (Rate when
 // Burst is 0) that refills Rate tokens per Period, continuously; a request
-// takes its cost in tokens or is denied. It admits as GCRA does; it keeps
-// the tokens and the time of the last refill (one string per limit) instead
-// of a theoretical arrival time.
+// takes its cost in tokens or is denied. It admits as GCRA does, and keeps
+// its tokens across a change of its rule (one string per limit).
 //
 // Guarantees:
 //   - atomic: one Lua script, one round trip, all limits of a call decided
 //     together; a request denied by any limit consumes nothing from any;
 //   - exact: in any interval of length d, at most Burst + ⌊d·Rate/Period⌋
 //     is admitted, however many callers contend;
-//   - integer state: tokens are kept in units of 1/Period-in-µs of a token
-//     and refilled by Rate units per microsecond, so the arithmetic is
-//     exact and never drifts; Burst × Period (in µs) above 2^51 is
-//     limiter.ErrInvalidLimit, returned before any I/O;
+//   - state, for a limit whose interval Period/Rate (the time one token
+//     takes to come back) is whole milliseconds (10/s, 100/min: most
+//     limits): the key's expiry is the time until the bucket is full
+//     again, on the server's millisecond clock, so its PTTL is the tokens
+//     missing times the interval; its value, "<ms missing>/<interval
+//     ms>/<burst>", names the bucket's scale (and what was missing when it
+//     was written, read only when the key has lost its TTL); a call is a
+//     GET, a PTTL and a SET, no TIME;
+//   - state, for any other interval: the last refill in µs on the
+//     server's TIME and the tokens in units of 1/Period-in-µs of a token,
+//     refilled by Rate units per microsecond, "<µs>:<units>:<period µs>";
+//   - integers only: the arithmetic is exact and never drifts; Burst ×
+//     Period (in µs) above 2^51 is limiter.ErrInvalidLimit, returned
+//     before any I/O;
+//   - a bucket written under another rule for the same key (another
+//     period, rate or burst) keeps its tokens, rescaled and never rounded
+//     up, capped at the new burst; a call that writes (admitted or denied)
+//     stores it in the new rule's form and expiry;
 //   - RetryAfter and ResetAfter are exact to the millisecond (rounded up);
 //     a cost above Burst is never admitted (RetryAfter -1);
 //   - a key that holds anything but a bucket is limiter.ErrCorruptCounter,
 //     and the call writes nothing to any limit;
-//   - expiry: a bucket expires when it is full again (an admitted call
-//     stores the refilled bucket with that expiry; a full bucket is
-//     deleted); a denied call gives a bucket found without that expiry its
-//     expiry back;
-//   - time source: the Redis server's TIME, never the app server's clock;
+//   - expiry: a bucket expires when it is full again (a full bucket is
+//     deleted); a call that writes gives a bucket found without that
+//     expiry its expiry back;
+//   - time source: the Redis server's clock (key expiry and TIME), never
+//     the app server's;
 //   - keys per decision: one per limit, in one Cluster slot;
-//   - Redis 5.0 or later (or a server that runs Lua, such as miniredis).
+//   - Redis 5.0 or later (or a server that runs Lua, such as miniredis,
+//     whose key expiry moves only when a test moves it).
 type TokenBucket struct{}
 
 // NewTokenBucket returns the TokenBucket strategy.
