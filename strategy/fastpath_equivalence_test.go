@@ -1,12 +1,14 @@
 package strategy_test
 
-// The one-limit fast paths of token_bucket.lua, sliding_window.lua and
-// gcra.lua, rewritten for server time, compared on identical states and an
-// identical (script-side) clock with
+// The one-limit fast paths of token_bucket.lua, sliding_window.lua,
+// gcra.lua and sliding_log.lua, rewritten for server time, compared on
+// identical states and an identical (script-side) clock with
 //   - the same script's general path (a second limit that never binds), and
-//   - the scripts before that rewrite (testdata/*_before_fastpath.lua), on
-//     both of their paths: a faster script must answer, store and expire
-//     exactly as before,
+//   - for GCRA and the sliding log, the scripts before that rewrite
+//     (testdata/*_before_fastpath.lua), on both of their paths: a faster
+//     script must answer, store and expire exactly as before (the token
+//     bucket's and the sliding window's states changed form since: their
+//     rules are tested by their own tests and the conformance suite),
 // on miniredis (gopher-lua) and on a redis-server started by redistest.
 // Random steps mix costs, peeks, clock moves (backwards too), rule changes
 // on one key, values near 2^51 and 2^52, corrupt and foreign states with
