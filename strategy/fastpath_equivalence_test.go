@@ -376,30 +376,40 @@ func randTBLimit(rng *rand.Rand) tbLimit {
 }
 
 // msForm reports whether l's interval (Period/Rate) is whole
-// milliseconds: its bucket is "<d>/<i>/<B>", read off the key's PTTL.
+// milliseconds: its bucket is "<d>/<R>/<P>/<B>", read off the key's PTTL.
 func (l tbLimit) msForm() bool { return l.period%(l.rate*1000) == 0 }
 
-// tbMsValue returns a bucket in the millisecond form, "<d>/<i>/<B>", of
-// l's scale or another, or one that is not a bucket.
+// tbMsValue returns a bucket in the millisecond form, "<d>/<R>/<P>/<B>",
+// of l's scale or another (another rate, period or burst; the same
+// interval in other terms), or one that is not a bucket.
 func tbMsValue(rng *rand.Rand, l tbLimit) string {
-	i, b := l.period/1000, l.cap
-	if l.msForm() {
-		i = l.period / l.rate / 1000
+	r, p, b := l.rate, l.period, l.cap
+	if !l.msForm() {
+		r = 1
 	}
-	switch rng.Intn(4) {
+	switch rng.Intn(5) {
 	case 0:
-		i = pick(rng, []int64{1, 7, 1000, 86_400_000, 2_678_400_000})
+		s := pick(rng, []struct{ r, p int64 }{{1, 1000}, {1, 7000}, {10, 1_000_000}, {1, day}, {1, 31 * day}, {3, 3_000_000}})
+		r, p = s.r, s.p
 	case 1:
 		b = pick(rng, []int64{1, b + 1, max(b-1, 1), 1 << 30, two51})
+	case 2:
+		r, p = 2*r, 2*p // the same interval
+		if p > 31*day {
+			r, p = l.rate, l.period
+		}
 	}
-	d := pick(rng, []int64{1, i, i * b, i*b + 1, 1 + rng.Int63n(i*min(b, 1<<20)), 999_999_999_999_999})
-	D, I, B := strconv.FormatInt(d, 10), strconv.FormatInt(i, 10), strconv.FormatInt(b, 10)
+	i := p / r / 1000
+	d := pick(rng, []int64{1, i, i * b, i*b + 1, 1 + rng.Int63n(max(1, min(i*b, 1<<40))), 999_999_999_999_999})
+	D, R, P, B := strconv.FormatInt(d, 10), strconv.FormatInt(r, 10), strconv.FormatInt(p, 10), strconv.FormatInt(b, 10)
+	tail := "/" + R + "/" + P + "/" + B
 	if rng.Intn(6) == 0 {
-		return pick(rng, []string{"0/" + I + "/" + B, D + "/0/" + B, D + "/" + I + "/0", "0" + D + "/" + I + "/" + B, D + "/0" + I + "/" + B,
-			D + "/" + I, D + "/" + I + "/" + B + "/1", D + "/2678400001/" + B, D + "/" + I + "/2251799813685249", D + "/" + I + "/" + B + " ",
-			strings.Repeat("1", 50) + "/" + I + "/" + B, strings.Repeat("1", 70) + "/1/1", "-" + D + "/" + I + "/" + B, D + "/" + I + "/1e3"})
+		return pick(rng, []string{"0" + tail, D + "/0/" + P + "/" + B, D + "/" + R + "/0/" + B, D + "/" + R + "/" + P + "/0", "0" + D + tail,
+			D + "/0" + R + "/" + P + "/" + B, D + "/" + R + "/" + P, D + tail + "/1", D + "/1/2678400001000/" + B, D + "/" + R + "/" + P + "/2251799813685249",
+			D + tail + " ", D + "/3/1000/" + B, D + "/7/1000000/" + B, strings.Repeat("1", 50) + tail, strings.Repeat("1", 80) + "/1/1000/1",
+			"-" + D + tail, D + "/" + R + "/" + P + "/1e3", D + "/" + B})
 	}
-	return D + "/" + I + "/" + B
+	return D + tail
 }
 
 // tbValue returns a bucket state to plant: one in either form (on a
@@ -934,7 +944,8 @@ func TestFastPathTokenBucketSmall(t *testing.T) {
 			if !srv.real {
 				px = 1 + rng.Int63n(i*b+2)
 			}
-			setAll(ctx, srv, subs, fmt.Sprintf("%d/%d/%d", 1+rng.Int63n(i*b+2), i, b), px, false)
+			r := pick(rng, []int64{1, 2, l.rate})
+			setAll(ctx, srv, subs, fmt.Sprintf("%d/%d/%d/%d", 1+rng.Int63n(i*b+2), r, i*r*1000, b), px, false)
 		} else {
 			setAll(ctx, srv, subs, "", 1, false)
 			delAll(ctx, srv, subs)
@@ -1057,17 +1068,20 @@ func TestFastPathCorruptValues(t *testing.T) {
 
 // tbCorrupt: named bucket states, with 5 tokens of 1000000 units (enough
 // to admit) and with 5000 units (too few), refill time T; and in the
-// millisecond form, of a token every 100 ms and a capacity of 10 (the
-// limit of 10/s) or of another scale, missing 500 ms (enough) or 999 ms (too
-// many), or not a bucket.
+// millisecond form, of the limit of 10/s with a capacity of 10 or of
+// another scale (the same interval in other terms too), missing 500 ms
+// (enough) or 999 ms (too many), or not a bucket.
 func tbCorrupt(T string) []string {
 	var out []string
 	for _, D := range []string{"500", "999"} {
 		out = append(out,
-			D+"/100/10", D+"/100/11", D+"/100/9", D+"/50/10", D+"/333/10", D+"/1/1", D+"/2678400000/10", D+"/100/2251799813685248",
-			"0/100/10", D+"/0/10", D+"/100/0", "0"+D+"/100/10", D+"/0100/10", D+"/100/010", D+"/100", D+"/100/10/1",
-			D+"/2678400001/10", D+"/100/2251799813685249", D+"/100/10 ", " "+D+"/100/10", "-"+D+"/100/10", D+"/100/1e1",
-			strings.Repeat("9", 50)+"/100/10", strings.Repeat("9", 60)+"/100/10", D+"/100/"+strings.Repeat("1", 17))
+			D+"/10/1000000/10", D+"/10/1000000/11", D+"/10/1000000/9", D+"/20/2000000/10", D+"/600/60000000/10",
+			D+"/20/1000000/10", D+"/3/999000/10", D+"/1/1000/1", D+"/1/2678400000000/10", D+"/10/1000000/2251799813685248",
+			"0/10/1000000/10", D+"/0/1000000/10", D+"/10/0/10", D+"/10/1000000/0", "0"+D+"/10/1000000/10", D+"/010/1000000/10",
+			D+"/10/01000000/10", D+"/10/1000000/010", D+"/10/1000000", D+"/10/1000000/10/1", D+"/100/10", D+"/3/1000000/10",
+			D+"/1/2678400001000/10", D+"/10/1000000/2251799813685249", D+"/10/1000000/10 ", " "+D+"/10/1000000/10",
+			"-"+D+"/10/1000000/10", D+"/10/1000000/1e1", D+"/10/1e6/10", strings.Repeat("9", 50)+"/10/1000000/10",
+			strings.Repeat("9", 70)+"/10/1000000/10", D+"/10/1000000/"+strings.Repeat("1", 17), D+"/"+strings.Repeat("1", 17)+"/1000000/10")
 	}
 	return append(out, tbOldForms(T)...)
 }

@@ -37,10 +37,10 @@ const maxBucketUnits = 1 << 51
 //     takes to come back) is whole milliseconds (10/s, 100/min: most
 //     limits): the key's expiry is the time until the bucket is full
 //     again, on the server's millisecond clock, so its PTTL is the tokens
-//     missing times the interval; its value, "<ms missing>/<interval
-//     ms>/<burst>", names the bucket's scale (and what was missing when it
-//     was written, read only when the key has lost its TTL); a call is a
-//     GET, a PTTL and a SET, no TIME;
+//     missing times the interval; its value, "<ms missing>/<rate>/<period
+//     µs>/<burst>", names the bucket's scale as the limit's arguments give
+//     it (and what was missing when it was written, read only when the key
+//     has lost its TTL); a call is a GET, a PTTL and a SET, no TIME;
 //   - state, for any other interval: the last refill in µs on the
 //     server's TIME and the tokens in units of 1/Period-in-µs of a token,
 //     refilled by Rate units per microsecond, "<µs>:<units>:<period µs>";

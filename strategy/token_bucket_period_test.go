@@ -27,6 +27,11 @@ func TestTokenBucketPeriodChangeKeepsTokens(t *testing.T) {
 		{perSecond, perDay, 5},
 		{perDay, perSecond, 9},
 		{limiter.Limit{Rate: 3, Period: 7 * time.Second, Name: "q"}, limiter.Limit{Rate: 3, Period: 11 * time.Second, Name: "q"}, 1},
+		// the same interval (100 ms) and burst in other terms
+		{perSecond, limiter.Limit{Rate: 20, Period: 2 * time.Second, Burst: 10, Name: "q"}, 3},
+		// a millisecond interval to a microsecond one and back
+		{perSecond, limiter.Limit{Rate: 3, Period: time.Second, Burst: 10, Name: "q"}, 4},
+		{limiter.Limit{Rate: 3, Period: time.Second, Burst: 10, Name: "q"}, perSecond, 6},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s to %s", c.from, c.to), func(t *testing.T) {
@@ -36,6 +41,9 @@ func TestTokenBucketPeriodChangeKeepsTokens(t *testing.T) {
 				t.Fatalf("AllowN(%d) = %+v, %v", c.use, r, err)
 			}
 			left := c.from.Rate - c.use
+			if c.from.Burst > 0 {
+				left = c.from.Burst - c.use
+			}
 			// the tokens left, one by one, and not one more
 			for i := range left {
 				r, err := lim.Allow(ctx, "u", c.to)

@@ -16,8 +16,8 @@ import (
 
 // TestTokenBucketExact walks a bucket of 3 tokens refilled 1 per 300 ms on
 // miniredis' virtual clock: exact RetryAfter, ResetAfter, Remaining, the
-// state (an interval of whole milliseconds: "<ms missing>/<interval
-// ms>/<burst>", the key's expiry the time until full) and the expiry when
+// state (an interval of whole milliseconds: "<ms missing>/<rate>/<period
+// µs>/<burst>", the key's expiry the time until full) and the expiry when
 // full.
 func TestTokenBucketExact(t *testing.T) {
 	m, st := newMini(t)
@@ -31,8 +31,8 @@ func TestTokenBucketExact(t *testing.T) {
 	if ttl := pttl(t, m, key); ttl != 900*time.Millisecond {
 		t.Errorf("TTL %s, want 900ms (until full)", ttl)
 	}
-	if v, _ := m.Get(key); v != "900/300/3" {
-		t.Errorf("state %q, want 900/300/3: 900 ms missing, a token every 300 ms, 3 at most", v)
+	if v, _ := m.Get(key); v != "900/10/3000000/3" {
+		t.Errorf("state %q, want 900/10/3000000/3: 900 ms missing, 10 per 3 s (a token every 300 ms), 3 at most", v)
 	}
 	r, err := lim.Allow(ctx, "b", l)
 	if err != nil || r.Allowed || r.RetryAfter != 300*time.Millisecond {
@@ -57,8 +57,8 @@ func TestTokenBucketExact(t *testing.T) {
 	if r, err := lim.AllowN(ctx, "b", 3, l); err != nil || !r.Allowed {
 		t.Fatalf("a full bucket = %+v, %v", r, err)
 	}
-	if v, _ := m.Get(key); v != "900/300/3" {
-		t.Errorf("state %q, want 900/300/3", v)
+	if v, _ := m.Get(key); v != "900/10/3000000/3" {
+		t.Errorf("state %q, want 900/10/3000000/3", v)
 	}
 	if ttl := pttl(t, m, key); ttl != 900*time.Millisecond {
 		t.Errorf("TTL %s, want 900ms (until full)", ttl)

@@ -5,12 +5,13 @@
 --                of two forms, by the limit's interval Period/Rate (the
 --                time one token takes to come back):
 --   - an interval of whole milliseconds (10/s, 100/min: most limits):
---     "<d>/<i>/<B>", i that interval and B the capacity, the key's expiry
---     the time the bucket is full again, so that its PTTL is the tokens
---     missing times i, on the server's millisecond clock: a decision reads
---     one GET and one PTTL and writes one SET (no TIME); d is what the
---     PTTL was when the bucket was written, read only when the key has
---     lost its TTL;
+--     "<d>/<R>/<P>/<B>", the limit's rate, period and capacity as its
+--     arguments give them (its scale: the interval is P / R), the key's
+--     expiry the time the bucket is full again, so that its PTTL is the
+--     tokens missing times the interval, on the server's millisecond
+--     clock: a decision reads one GET and one PTTL and writes one SET (no
+--     TIME); d is what the PTTL was when the bucket was written, read only
+--     when the key has lost its TTL;
 --   - any other interval: "<t>:<s>:<P>", t the time of the last refill in
 --     microseconds since the Unix epoch (TIME), s the tokens scaled by the
 --     period P in microseconds (a token is P units, and R units come back
@@ -40,8 +41,8 @@
 -- the call writes nothing. A bucket is decimal integers without a sign or
 -- a leading zero: "<t>:<s>:<P>" with t and s of at most 16 digits, s at
 -- most 2^51 (the most any limit's bucket holds) and P at most 31 days;
--- "<d>/<i>/<B>" of at most 64 characters, i at most 31 days and B at most
--- 2^51. A bucket written under another rule for the same key is valid: it
+-- "<d>/<R>/<P>/<B>" of at most 80 characters, P at most 31 days, P / R
+-- whole milliseconds and B at most 2^51. A bucket written under another rule for the same key is valid: it
 -- keeps its tokens (rescaled when the scale changed, never rounded up),
 -- capped at this limit's capacity, and a call that writes stores it in
 -- this limit's form, denied or not (the same tokens: a denial consumes
@@ -70,12 +71,12 @@ if n == 1 and write then
     -- An interval of whole milliseconds: the bucket lacks PTTL / t tokens
     -- (none without a key).
     local t = period / (rate * 1000)
-    -- (t below 10^14: Lua writes it as an integer)
-    local tail = '/' .. t .. '/' .. ARGV[o + 3]
+    -- (the limit's arguments as they came: no number to format)
+    local tail = '/' .. ARGV[o + 1] .. '/' .. ps .. '/' .. ARGV[o + 3]
     first = redis.call('GET', KEYS[1])
     local d = 0
     local ok = not first
-    if first and #first <= 64 and string.match(first, '^[1-9]%d*(/.*)$') == tail then
+    if first and #first <= 80 and string.match(first, '^[1-9]%d*(/.*)$') == tail then
       d = redis.call('PTTL', KEYS[1])
       -- (-1, no TTL: the general path reads d)
       ok = d >= 0
@@ -194,17 +195,23 @@ local function read(v, period)
   return tonumber(a), s, own
 end
 
--- readms returns a bucket "<d>/<i>/<B>"'s d, i and B, or nil when v is
--- no such bucket.
-local function readms(v)
-  if #v > 64 then
+-- readms returns a bucket "<d>/<R>/<P>/<B>"'s d, its interval P / R in
+-- ms and B, or nil when v is no such bucket; own: its R, P and B are this
+-- limit's arguments.
+local function readms(v, k)
+  if #v > 80 then
     return nil
   end
-  local d, i, b = string.match(v, '^([1-9]%d*)/([1-9]%d*)/([1-9]%d*)$')
-  if not d or #i > 10 or #b > 16 or tonumber(i) > 2678400000 or tonumber(b) > 2251799813685248 then
+  local d, r, p, b = string.match(v, '^([1-9]%d*)/([1-9]%d*)/([1-9]%d*)/([1-9]%d*)$')
+  if not d or #p > 13 or #b > 16 or tonumber(p) > 2678400000000 or tonumber(b) > 2251799813685248 or #r > 16 then
     return nil
   end
-  return tonumber(d), tonumber(i), tonumber(b)
+  r, p = tonumber(r), tonumber(p)
+  if p % (r * 1000) ~= 0 then
+    return nil
+  end
+  local own = r == tonumber(ARGV[k - 2]) and p == tonumber(ARGV[k - 1]) and b == ARGV[k]
+  return tonumber(d), p / (r * 1000), tonumber(b), own
 end
 
 -- down returns x * k / i rounded down, for whole x < i and k, i at most
@@ -261,7 +268,7 @@ for i = 1, n do
   local lack = 0
   if v then
     exists[i] = true
-    local d, b, c = readms(v)
+    local d, b, c, own = readms(v, o + 3 * i)
     if d then
       local ttl = redis.call('PTTL', KEYS[i])
       if ttl == -1 then
@@ -270,7 +277,7 @@ for i = 1, n do
       else
         d = math.max(ttl, 0)
       end
-      if t and b == t and c == cap then
+      if own then
         lack = d
       else
         -- another scale: its tokens, rescaled (rounded down) and capped
@@ -343,7 +350,7 @@ for i = 1, n do
     if write and (take > 0 or redo[i]) then
       if m > 0 then
         local sm = string.format('%d', m)
-        redis.call('SET', KEYS[i], sm .. '/' .. t .. '/' .. ARGV[o + 3 * i], 'PX', sm)
+        redis.call('SET', KEYS[i], sm .. '/' .. ARGV[o - 2 + 3 * i] .. '/' .. ARGV[o - 1 + 3 * i] .. '/' .. ARGV[o + 3 * i], 'PX', sm)
       else
         redis.call('DEL', KEYS[i])
       end
