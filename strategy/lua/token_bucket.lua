@@ -227,9 +227,10 @@ local function down(x, i, k)
   return math.max(math.floor(p / i) - 1, 0)
 end
 
--- tokens returns what a bucket "<d>/<i>/<B>" missing d ms holds: its whole
--- tokens w (B - d / i rounded down, at least 0) and the fraction of the
--- next one, r / i of a token (0 <= r < i).
+-- tokens returns what a bucket of a token every i ms and capacity B,
+-- missing d ms, holds: its whole tokens w (B - d / i rounded down, at
+-- least 0) and the fraction of the next one, r / i of a token
+-- (0 <= r < i).
 local function tokens(d, i, b)
   if d >= b * i then
     return 0, 0
