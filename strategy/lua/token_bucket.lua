@@ -42,11 +42,11 @@
 -- a leading zero: "<t>:<s>:<P>" with t and s of at most 16 digits, s at
 -- most 2^51 (the most any limit's bucket holds) and P at most 31 days;
 -- "<d>/<R>/<P>/<B>" of at most 80 characters, P at most 31 days, P / R
--- whole milliseconds and B at most 2^51. A bucket written under another rule for the same key is valid: it
--- keeps its tokens (rescaled when the scale changed, never rounded up),
--- capped at this limit's capacity, and a call that writes stores it in
--- this limit's form, denied or not (the same tokens: a denial consumes
--- nothing). A bucket "<t>:<s>" without its period is read at this
+-- whole milliseconds and B at most 2^51. A bucket written under another
+-- rule for the same key is valid: it keeps its tokens (rescaled when the
+-- scale changed, never rounded up), capped at this limit's capacity, and a
+-- call that writes stores it in this limit's form, denied or not (the same
+-- tokens: a denial consumes nothing). A bucket "<t>:<s>" without its period is read at this
 -- limit's. A bucket expires when it is full again (a full bucket is
 -- deleted). Redis 5.0 and later.
 -- o: where the limits' arguments start (ARGV[o + 3i - 2] is limit i's
@@ -313,9 +313,10 @@ for i = 1, n do
       end
     end
   end
-  -- a bucket that lacks more than its capacity (the capacity was lowered)
-  -- is empty
   if t then
+    -- a bucket of this scale that lacks more than its capacity (a TTL
+    -- longer than its state needs, or one found without a TTL) is empty;
+    -- the conversions above never lack more
     if lack > cap * t then
       lack = cap * t
       redo[i] = true
@@ -325,9 +326,8 @@ for i = 1, n do
       allowed = 0
     end
   else
-    if lack > full then
-      lack = full
-    end
+    -- (lack is at most full here: read caps the tokens at full, and a
+    -- bucket of the other form lacks at most (cap - w) * period)
     x[i] = full - lack
     if cost > cap or x[i] < cost * period then
       allowed = 0
