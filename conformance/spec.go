@@ -277,7 +277,7 @@ func GCRA() Spec {
 }
 
 // TokenBucket is the Spec of strategy.TokenBucket: exact, on the server's
-// clock, refilled Rate tokens per Period.
+// clock, refilled Rate tokens per Period; Redis 6.2 or later.
 func TokenBucket() Spec {
 	return Spec{
 		Name:       "TokenBucket",
@@ -287,6 +287,7 @@ func TokenBucket() Spec {
 		Commit:     "EVALSHA",
 		RoundTrips: 1,
 		Scripts:    true,
+		MinVersion: "6.2.0",
 		// a limit of whole milliseconds keeps its state in its key's
 		// expiry
 		MillisecondClock: true,

@@ -40,7 +40,9 @@ const maxBucketUnits = 1 << 51
 //     missing times the interval; its value, "<ms missing>/<rate>/<period
 //     µs>/<burst>", names the bucket's scale as the limit's arguments give
 //     it (and what was missing when it was written, read only when the key
-//     has lost its TTL); a call is a GET, a PTTL and a SET, no TIME;
+//     has lost its TTL); an admitted call is a PTTL and a SET whose GET
+//     option returns the value it replaced, checked after the fact (a
+//     value of another rule or none is put back and read again), no TIME;
 //   - state, for any other interval: the last refill in µs on the
 //     server's TIME and the tokens in units of 1/Period-in-µs of a token,
 //     refilled by Rate units per microsecond, "<µs>:<units>:<period µs>";
@@ -61,8 +63,8 @@ const maxBucketUnits = 1 << 51
 //   - time source: the Redis server's clock (key expiry and TIME), never
 //     the app server's;
 //   - keys per decision: one per limit, in one Cluster slot;
-//   - Redis 5.0 or later (or a server that runs Lua, such as miniredis,
-//     whose key expiry moves only when a test moves it).
+//   - Redis 6.2 or later (SET's GET option), or a server that runs Lua,
+//     such as miniredis, whose key expiry moves only when a test moves it.
 type TokenBucket struct{}
 
 // NewTokenBucket returns the TokenBucket strategy.

@@ -9,9 +9,10 @@
 --     arguments give them (its scale: the interval is P / R), the key's
 --     expiry the time the bucket is full again, so that its PTTL is the
 --     tokens missing times the interval, on the server's millisecond
---     clock: a decision reads one GET and one PTTL and writes one SET (no
---     TIME); d is what the PTTL was when the bucket was written, read only
---     when the key has lost its TTL;
+--     clock: an admitted decision reads one PTTL and writes one SET, whose
+--     GET option returns the value it replaced, checked after the fact (no
+--     TIME, no GET); d is what the PTTL was when the bucket was written,
+--     read only when the key has lost its TTL;
 --   - any other interval: "<t>:<s>:<P>", t the time of the last refill in
 --     microseconds since the Unix epoch (TIME), s the tokens scaled by the
 --     period P in microseconds (a token is P units, and R units come back
@@ -46,9 +47,10 @@
 -- rule for the same key is valid: it keeps its tokens (rescaled when the
 -- scale changed, never rounded up), capped at this limit's capacity, and a
 -- call that writes stores it in this limit's form, denied or not (the same
--- tokens: a denial consumes nothing). A bucket "<t>:<s>" without its period is read at this
--- limit's. A bucket expires when it is full again (a full bucket is
--- deleted). Redis 5.0 and later.
+-- tokens: a denial consumes nothing). A bucket "<t>:<s>" without its
+-- period is read at this limit's. A bucket expires when it is full again
+-- (a full bucket is deleted). SET's GET option makes this script need
+-- Redis 6.2.
 -- o: where the limits' arguments start (ARGV[o + 3i - 2] is limit i's
 -- rate)
 local o, cost, write = 0, 1, true
@@ -73,28 +75,33 @@ if n == 1 and write then
     local t = period / (rate * 1000)
     -- (the limit's arguments as they came: no number to format)
     local tail = '/' .. ARGV[o + 1] .. '/' .. ps .. '/' .. ARGV[o + 3]
-    first = redis.call('GET', KEYS[1])
-    local d = 0
-    local ok = not first
-    if first and #first <= 80 and string.match(first, '^[1-9]%d*(/.*)$') == tail then
-      d = redis.call('PTTL', KEYS[1])
-      -- (-1, no TTL: the general path reads d)
-      ok = d >= 0
-    end
-    if ok then
+    -- PTTL is the state (-2 without a key: full); SET writes the new one
+    -- and returns the old value, checked after the fact: a bucket of
+    -- another scale or form, or no bucket at all, is put back as it was,
+    -- with its TTL, for the general path to read. (-1, no TTL: the general
+    -- path reads what the value says was missing.)
+    local d = redis.call('PTTL', KEYS[1])
+    if d ~= -1 then
+      if d < 0 then
+        d = 0
+      end
       local m = d + cost * t
       local full = cap * t
       if cost <= cap and m <= full then
         -- (m formatted once, for the value and the expiry)
         local sm = string.format('%d', m)
-        redis.call('SET', KEYS[1], sm .. tail, 'PX', sm)
-        local remaining = full - m
-        remaining = (remaining - remaining % t) / t
-        local v = m * (cap + 1) + remaining
-        if v < 4503599627370496 then
-          return v
+        local old = redis.call('SET', KEYS[1], sm .. tail, 'PX', sm, 'GET')
+        if not old or (#old <= 80 and string.match(old, '^[1-9]%d*(/.*)$') == tail) then
+          local remaining = full - m
+          remaining = (remaining - remaining % t) / t
+          local v = m * (cap + 1) + remaining
+          if v < 4503599627370496 then
+            return v
+          end
+          return {1, remaining, m, 0}
         end
-        return {1, remaining, m, 0}
+        redis.call('SET', KEYS[1], old, 'PX', math.max(d, 1))
+        first = old
       end
     end
   else
