@@ -259,7 +259,7 @@ func Optimistic() Spec {
 }
 
 // GCRA is the Spec of strategy.GCRA: exact, on the server's clock, quota
-// refilled one unit every Period/Rate; Redis 6.2 or later.
+// refilled one unit every Period/Rate.
 func GCRA() Spec {
 	return Spec{
 		Name:       "GCRA",
@@ -269,7 +269,6 @@ func GCRA() Spec {
 		Commit:     "EVALSHA",
 		RoundTrips: 1,
 		Scripts:    true,
-		MinVersion: "6.2.0",
 		// a limit of whole milliseconds keeps its state in its key's
 		// expiry
 		MillisecondClock: true,

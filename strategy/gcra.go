@@ -45,27 +45,32 @@ const MaxRefill = 100 * 365 * 24 * time.Hour
 //   - state: one key per limit, expiring when the limit is full again
 //     (never later than the time to refill the whole burst). For an
 //     interval of whole milliseconds the key's expiry is the state (the
-//     theoretical arrival time), and a call makes one PTTL and one SET;
+//     theoretical arrival time), and a call makes one PTTL and, on a
+//     live key, an INCRBY (which also checks the value) and a PEXPIRE, or,
+//     on a new one, a SET;
 //     for any other the key holds the theoretical arrival time as an
 //     integer count of microseconds, so there is no floating-point drift.
 //     A limit whose rate changes reads the other form as no less used than
 //     it was (at most a millisecond more);
 //   - a key that holds anything else is limiter.ErrCorruptCounter, and the
 //     call leaves every key as it found it; a key stripped of its TTL by
-//     hand is read as no less used than when it was last written, and gets
-//     its TTL back at the next call;
+//     hand is read as no less used than when it was last written (for a
+//     limit of whole milliseconds, as used as its calls made it since it
+//     was last idle, up to the whole burst: the quota that came back in
+//     between is not counted), and gets its TTL back at the next call;
 //   - time source: the Redis server's clock, never the app server's;
 //   - the emission interval is rounded up to a whole microsecond, so the
 //     rate is never exceeded; a limit of more than one unit per
 //     microsecond, or whose burst takes longer than MaxRefill to refill, is
 //     limiter.ErrInvalidLimit, returned before any I/O;
 //   - keys per decision: one per limit, in one Cluster slot;
-//   - Redis 6.2 or later (SET's GET option), or a server that runs Lua,
-//     such as miniredis. miniredis moves key expiry only when a test moves
-//     it (FastForward; limitertest moves it with TIME), so there a limit
-//     of whole milliseconds refills only as the test moves the clock, and
-//     moves of whole milliseconds keep it exact (miniredis keeps fractions
-//     of a millisecond in a TTL that PTTL drops).
+//   - Redis 5.0 or later, or a server that runs Lua, such as miniredis.
+//     miniredis moves key expiry only when a test moves it (FastForward;
+//     limitertest moves it with TIME), so there a limit of whole
+//     milliseconds refills only as the test moves the clock, and moves of
+//     whole milliseconds keep it exact (miniredis keeps fractions of a
+//     millisecond in a TTL that PTTL drops); its INCRBY reads a value such
+//     as "007", which Redis refuses, as an integer.
 //
 // Upgrading from a release that kept every limit as a microsecond TAT:
 // the old script reads a whole-millisecond limit's new state as a TAT far

@@ -117,11 +117,71 @@ func TestGCRAKeyWithoutTTL(t *testing.T) {
 	}
 }
 
+// TestGCRALostTTLAfterFastPath: the one-limit call on a live key counts
+// its value up by what it moves the TAT (INCRBY), so the value is an upper
+// bound of the time that was left, never less: a key that lost its TTL
+// after calls spread over time is read as at least as used as it was
+// (here 100 ms more than exact), and one whose bound passed the burst as
+// used up, denied, never admitted beyond the limit; both get their TTL
+// back.
+func TestGCRALostTTLAfterFastPath(t *testing.T) {
+	m, st := newMini(t)
+	lim := newLim(t, st, strategy.NewGCRA())
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	l := limiter.PerSecond(10) // 100 ms per unit, a burst of 10
+	for _, tc := range []struct {
+		subject    string
+		calls      int
+		apart      time.Duration
+		exactLeft  time.Duration // ms left after the calls
+		valueAfter string        // after PERSIST and one more call
+		allowed    bool
+		reset      time.Duration
+	}{
+		// 300 ms counted, 200 ms left: read as 300, one more makes 400
+		{"spread", 3, 50 * time.Millisecond, 200 * time.Millisecond, "9000000000000400", true, 400 * time.Millisecond},
+		// 30 calls 90 ms apart: 390 ms left, 3000 counted, read as the
+		// whole burst used
+		{"long", 30, 90 * time.Millisecond, 390 * time.Millisecond, "9000000000001000", false, time.Second},
+	} {
+		key, _ := limiter.Key("t", tc.subject, l)
+		for i := range tc.calls {
+			if i > 0 {
+				m.Advance(tc.apart)
+			}
+			if r, err := lim.Allow(ctx, tc.subject, l); err != nil || !r.Allowed {
+				t.Fatalf("%s: call %d: %+v, %v", tc.subject, i, r, err)
+			}
+		}
+		if got := pttl(t, m, key); got != tc.exactLeft {
+			t.Fatalf("%s: TTL %s after the calls; want %s", tc.subject, got, tc.exactLeft)
+		}
+		if ok, err := rdb.Persist(ctx, key).Result(); err != nil || !ok {
+			t.Fatalf("%s: PERSIST: %v, %v", tc.subject, ok, err)
+		}
+		r, err := lim.Allow(ctx, tc.subject, l)
+		if err != nil || r.Allowed != tc.allowed || r.ResetAfter != tc.reset {
+			t.Fatalf("%s: after PERSIST: %+v, %v; want allowed %v, full in %s", tc.subject, r, err, tc.allowed, tc.reset)
+		}
+		if !tc.allowed && r.RetryAfter != 100*time.Millisecond {
+			t.Errorf("%s: RetryAfter %s; want 100ms", tc.subject, r.RetryAfter)
+		}
+		if v, _ := m.Get(key); v != tc.valueAfter || pttl(t, m, key) != tc.reset {
+			t.Errorf("%s: state %q, TTL %s; want %q and %s", tc.subject, v, pttl(t, m, key), tc.valueAfter, tc.reset)
+		}
+	}
+}
+
 // TestGCRACorruptOneLimit: one limit of whole milliseconds, whose common
-// call writes before it reads the value (SET's GET): a key holding text
-// that is no state, or a hash, with a TTL that the call would admit under,
-// is ErrCorruptCounter, and the key is as it was, value and TTL; on
-// miniredis and on a redis-server.
+// call on a live key writes before it reads the value (INCRBY, which
+// refuses what is no integer; an integer out of the form's range is taken
+// back): a key holding text that is no state, or a hash, with a TTL that
+// the call would admit under, is ErrCorruptCounter, and the key is as it
+// was, value and TTL; on miniredis and on a redis-server. (A leading zero
+// only on a redis-server: miniredis's INCRBY reads "007" as 7; the general
+// path's check, TestGCRACorrupt, refuses it there.)
 func TestGCRACorruptOneLimit(t *testing.T) {
 	m, mst := newMini(t)
 	rdb := realServer(t)
@@ -137,7 +197,10 @@ func TestGCRACorruptOneLimit(t *testing.T) {
 			ctx := context.Background()
 			l := limiter.PerSecond(10)
 			key, _ := limiter.Key("t", "c", l)
-			for _, bad := range []string{"1.5", "abc", "007", "", "12345678901234567", "hash"} {
+			for _, bad := range []string{"1.5", "abc", "007", "", "12345678901234567", "-5", "hash"} {
+				if bad == "007" && tc.name == "miniredis" {
+					continue
+				}
 				tc.rdb.Del(ctx, key)
 				if bad == "hash" {
 					tc.rdb.HSet(ctx, key, "count", 1)

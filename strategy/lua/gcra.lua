@@ -26,29 +26,36 @@
 -- of two ways, by the limit's interval:
 --   - an interval of whole milliseconds (10/s, 100/min: most limits): the
 --     key's expiry is the TAT, on the server's millisecond clock, so its
---     PTTL is TAT - now, and a decision reads one PTTL and writes one SET
---     (no TIME, no GET). The key holds 9 * 10^15 + TAT - now as written
---     (in milliseconds), read only when the key has lost its TTL. (Read as
---     a TAT in microseconds, as scripts before this form did, it is a date
---     past 2255: such a script finds the burst used up and denies, never
---     admits more.)
+--     PTTL is TAT - now, and a decision reads one PTTL, then on a live key
+--     counts its value up (INCRBY) and moves its expiry (PEXPIRE), on a
+--     new one writes one SET (no TIME, no GET). The key holds 9 * 10^15 +
+--     an upper bound of TAT - now when it was last written (in
+--     milliseconds): a SET writes TAT - now, each INCRBY adds what it moves
+--     the TAT by (which is more than the TAT - now it leaves when time
+--     passed since), read only when the key has lost its TTL. It stays
+--     below 2^53 for a century of a key that never goes idle; beyond, the
+--     general path writes it back down. (Read as a TAT in microseconds, as
+--     scripts before this form did, it is a date past 2255: such a script
+--     finds the burst used up and denies, never admits more.)
 --   - any other interval: the key holds the TAT in microseconds since the
 --     Unix epoch (a decimal below 9 * 10^15), its TTL the time until it
 --     rounded up to the millisecond, and the clock is TIME.
 -- A limit whose interval changed (a new rate) finds the other form; each
 -- reads it as a TAT to within a millisecond of the one written (its TTL,
--- or, for a key that lost its TTL, the time that was left when it was
--- written).
+-- or, for a key that lost its TTL, at least the time that was left when it
+-- was written).
 --
 -- All arithmetic is on integers below 2^53 (the caller bounds
 -- burst * interval), so it is exact in Lua's numbers: no drift however far
 -- the TAT is from the epoch.
 --
--- Every state is read and checked before anything is written: a key that
+-- Every state is checked before the call's effects are kept: a key that
 -- is not a string (WRONGTYPE) or whose value is not a positive decimal
 -- integer of at most 16 digits is an error, and the call leaves every key
--- as it found it. A writing call that is denied gives a key found without
--- a TTL its TTL back. SET's GET option makes this script need Redis 6.2.
+-- as it found it (the one-limit call's INCRBY refuses what is not an
+-- integer before writing, and takes back what it added to an integer that
+-- is no state of its form). A writing call that is denied gives a key
+-- found without a TTL its TTL back. Redis 5.0 and later.
 -- (Redis 5 and later replicate a script's effects, so writing after TIME
 -- needs no redis.replicate_commands.)
 
@@ -66,34 +73,46 @@ local now
 if #KEYS == 1 and write then
   local interval, burst = ARGV[o + 1] + 0, ARGV[o + 2] + 0
   if interval % 1000 == 0 then
-    -- Whole milliseconds: PTTL is the state (TAT - now, 0 without a key);
-    -- SET writes the new one and returns the old value, checked after the
-    -- fact: a value that is no state is put back as it was, with its TTL,
-    -- and reported.
+    -- Whole milliseconds: PTTL is the state (TAT - now; no key: 0, and
+    -- SET writes the new one). A live key's value is counted up by what
+    -- the TAT moves (INCRBY: in place, and it refuses, before writing, a
+    -- value that is not an integer string), then PEXPIRE moves the TAT; an
+    -- integer that was no state of this form (a TAT in microseconds, or
+    -- anything else) is taken back as it was and left to the general path.
     local t = interval / 1000
     local d = redis.call('PTTL', KEYS[1])
     if d ~= -1 then
-      if d < 0 then
+      local live = d >= 0
+      if not live then
         d = 0
       end
       local n = d + cost * t
       if cost <= burst and n <= burst * t then
-        -- (the 16-digit value formatted here: Redis 7.0 formats a number
-        -- argument as a double, %.17g, which costs 0.2 us more)
-        local old = redis.call('SET', KEYS[1], string.format('%d', n + 9000000000000000), 'PX', n, 'GET')
-        if old and not (#old <= 16 and string.match(old, '^[1-9]%d*$')) then
-          redis.call('SET', KEYS[1], old, 'PX', math.max(d, 1))
-          return redis.error_reply('ERR limiter corrupt counter: the key of limit 1 holds no GCRA state')
+        local ok = true
+        if live then
+          local x = redis.call('INCRBY', KEYS[1], cost * t)
+          if x - cost * t > 9000000000000000 and x < 9007199254740992 then
+            redis.call('PEXPIRE', KEYS[1], n)
+          else
+            redis.call('DECRBY', KEYS[1], cost * t)
+            ok = false
+          end
+        else
+          -- (the 16-digit value formatted here: Redis 7.0 formats a
+          -- number argument as a double, %.17g, which costs 0.2 us more)
+          redis.call('SET', KEYS[1], string.format('%d', n + 9000000000000000), 'PX', n)
         end
         -- {1, remaining, reset_ms, 0} as one integer when it fits below
         -- 2^52: reset_ms * (burst + 1) + remaining
-        local remaining = burst * t - n
-        remaining = (remaining - remaining % t) / t
-        local v = n * (burst + 1) + remaining
-        if v < 4503599627370496 then
-          return v
+        if ok then
+          local remaining = burst * t - n
+          remaining = (remaining - remaining % t) / t
+          local v = n * (burst + 1) + remaining
+          if v < 4503599627370496 then
+            return v
+          end
+          return {1, remaining, n, 0}
         end
-        return {1, remaining, n, 0}
       end
     end
   else
