@@ -344,12 +344,14 @@ func BenchmarkStrategyRatios(b *testing.B) {
 	suts := []sut{
 		{"FixedWindow", strategy.NewFixedWindow(), limiter.PerSecond(e.rate)},
 		// an emission interval of whole milliseconds, as most limits
-		// have (its state is the key's expiry), and a burst no run uses
-		{"GCRA", strategy.NewGCRA(), limiter.Limit{Rate: 1000, Period: time.Second, Burst: 1 << 30}},
+		// have (its state is the key's expiry), and a burst no run uses;
+		// 10 ms, so that a subject's next decision finds its key live,
+		// as FixedWindow's does
+		{"GCRA", strategy.NewGCRA(), limiter.Limit{Rate: 100, Period: time.Second, Burst: 1 << 30}},
 		{"GCRA-us", strategy.NewGCRA(), limiter.Per(1<<30, limiter.MaxPeriod)},
 		// as GCRA's: an interval of whole milliseconds (its state is
 		// the key's expiry), and one of a microsecond (TIME)
-		{"TokenBucket", strategy.NewTokenBucket(), limiter.Limit{Rate: 1000, Period: time.Second, Burst: 1 << 30}},
+		{"TokenBucket", strategy.NewTokenBucket(), limiter.Limit{Rate: 100, Period: time.Second, Burst: 1 << 30}},
 		{"TokenBucket-us", strategy.NewTokenBucket(), limiter.PerSecond(1_000_000)},
 		{"SlidingWindow", strategy.NewSlidingWindow(), limiter.PerSecond(1<<26 - 1)}, // its largest rate
 		{"SlidingLog", strategy.NewSlidingLog(), limiter.PerSecond(strategy.SlidingLogMaxRate)},
