@@ -133,33 +133,18 @@ func gcraVsRedisRate(b *testing.B, rate int64) {
 			b.ReportMetric(benchkit.Median(apOverAP), fmt.Sprintf("ap-x-redis_rate-ap-c%d", c))
 			b.ReportMetric(benchkit.Median(ratios[3]), fmt.Sprintf("ap-x-redis_rate-c%d", c))
 		}
-		const rounds = 6
-		us := make([][]float64, len(alone))
-		for r := range rounds {
-			for j := range alone {
-				i := (j + r) % len(alone)
-				if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
-					b.Fatal(err)
-				}
-				if _, _, err := kit.Timed(16, 400*time.Millisecond, alone[i].Decide); err != nil {
-					b.Fatal(err)
-				}
-				u, err := evalshaMicros(ctx, rdb)
-				if err != nil {
-					b.Fatal(err)
-				}
-				us[i] = append(us[i], u)
-			}
+		us, err := kit.ServerRounds(16, 6, 400*time.Millisecond, alone,
+			func() error { return rdb.ConfigResetStat(ctx).Err() },
+			func() (float64, error) { return evalshaMicros(ctx, rdb) })
+		if err != nil {
+			b.Fatal(err)
 		}
 		for i, v := range alone {
 			b.ReportMetric(benchkit.Median(us[i]), "server-us-"+v.Name)
 			if i == 0 {
 				continue
 			}
-			x := make([]float64, rounds)
-			for r := range rounds {
-				x[r] = us[i][r] / us[0][r]
-			}
+			x := benchkit.RoundRatios(us[i], us[0])
 			b.ReportMetric(benchkit.Median(x), "server-"+v.Name+"-x-redis_rate")
 		}
 	}

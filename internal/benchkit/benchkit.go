@@ -124,6 +124,42 @@ func (k *Kit) Compare(callers, rounds int, warm, round time.Duration, vs []Varia
 	return sums, ratios, nil
 }
 
+// ServerRounds measures each variant's server time per call in rounds
+// interleaved as Compare's: in each of rounds rounds every variant runs
+// alone with callers goroutines for d, between reset (which zeroes the
+// server's statistics) and read (which returns the server's time per call
+// since), in an order that rotates every round to cancel drift. It
+// returns, per variant, its readings in round order.
+func (k *Kit) ServerRounds(callers, rounds int, d time.Duration, vs []Variant, reset func() error, read func() (float64, error)) ([][]float64, error) {
+	us := make([][]float64, len(vs))
+	for r := range rounds {
+		for j := range vs {
+			vi := (r + j) % len(vs)
+			if err := reset(); err != nil {
+				return nil, err
+			}
+			if _, _, err := k.Timed(callers, d, vs[vi].Decide); err != nil {
+				return nil, fmt.Errorf("%s: %w", vs[vi].Name, err)
+			}
+			u, err := read()
+			if err != nil {
+				return nil, err
+			}
+			us[vi] = append(us[vi], u)
+		}
+	}
+	return us, nil
+}
+
+// RoundRatios returns, per round, xs[r] / base[r].
+func RoundRatios(xs, base []float64) []float64 {
+	out := make([]float64, len(xs))
+	for r := range xs {
+		out[r] = xs[r] / base[r]
+	}
+	return out
+}
+
 // MaxCallers returns the widest concurrency level.
 func (k *Kit) MaxCallers() int { return k.Callers[len(k.Callers)-1] }
 

@@ -324,8 +324,10 @@ func BenchmarkStrategies(b *testing.B) {
 // redis-server through the go-redis adapter, every decision admitted: at 16
 // callers, in interleaved rounds, its decisions/s over FixedWindow's
 // (x-FixedWindow), and the server's time per decision (INFO commandstats
-// usec_per_call of EVALSHA, each strategy alone for a second after a
-// CONFIG RESETSTAT: server-us-<name>). Beside them, the floor of a
+// usec_per_call of EVALSHA after a CONFIG RESETSTAT, each strategy alone
+// for 250 ms in 6 interleaved rounds: the median, server-us-<name>, and
+// the median of the rounds' ratios to FixedWindow's,
+// server-x-FixedWindow). Beside them, the floor of a
 // strategy whose state is read and written on the server's clock:
 // "floor-TIME-GET-SET" makes a raw EVALSHA of a script that only calls
 // TIME, GET and SET PX and decides nothing (benchkit.GCRAFloorScript), so
@@ -389,18 +391,17 @@ func BenchmarkStrategyRatios(b *testing.B) {
 				b.ReportMetric(benchkit.Median(ratios[i]), v.Name+"-x-FixedWindow")
 			}
 		}
-		for _, v := range variants {
-			if err := e.rdb.ConfigResetStat(ctx).Err(); err != nil {
-				b.Fatal(err)
+		us, err := e.ServerRounds(callers, 6, 250*time.Millisecond, variants,
+			func() error { return e.rdb.ConfigResetStat(ctx).Err() },
+			func() (float64, error) { return evalshaMicros(ctx, e.rdb) })
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i, v := range variants {
+			b.ReportMetric(benchkit.Median(us[i]), v.Name+"-server-us")
+			if i > 0 {
+				b.ReportMetric(benchkit.Median(benchkit.RoundRatios(us[i], us[0])), v.Name+"-server-x-FixedWindow")
 			}
-			if _, _, err := e.Timed(callers, time.Second, v.Decide); err != nil {
-				b.Fatal(err)
-			}
-			us, err := evalshaMicros(ctx, e.rdb)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.ReportMetric(us, v.Name+"-server-us")
 		}
 	}
 }
