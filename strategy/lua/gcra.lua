@@ -116,34 +116,58 @@ if #KEYS == 1 and write then
       end
     end
   else
-    -- Microseconds: TIME and the TAT.
-    local c = redis.call('TIME')
-    now = c[1] * 1000000 + c[2]
-    local v = redis.call('GET', KEYS[1])
-    -- (converted once, after the check: miniredis's Lua reads a leading
-    -- zero as octal)
-    local x = false
-    if v and #v <= 16 and string.match(v, '^[1-9]%d*$') then
-      x = v + 0
-    end
-    if not v or (x and x < 9000000000000000) then
-      local r = 0
-      if x and x > now then
-        r = x - now
-      end
-      local n = r + cost * interval
-      if cost <= burst and n <= burst * interval then
-        -- (n > 0: the milliseconds until the TAT, rounded up)
-        local reset = (n + 999 - (n + 999) % 1000) / 1000
-        redis.call('SET', KEYS[1], string.format('%d', now + n), 'PX', reset)
-        local remaining = burst * interval - n
-        remaining = (remaining - remaining % interval) / interval
-        local v = reset * (burst + 1) + remaining
-        if v < 4503599627370496 then
-          return v
+    -- Any other interval, on the same clock: the key expires at the TAT
+    -- rounded up to the millisecond, and its value carries the TAT's
+    -- fraction of a millisecond (value = TAT, modulo 1000), so PTTL
+    -- and the value give TAT - now to the microsecond. A live key's
+    -- value is counted up by what the TAT moves (INCRBY, which refuses
+    -- a value that is not an integer before writing), then PEXPIRE moves
+    -- its expiry to the new TAT rounded up; a value of no state of this
+    -- form is taken back as it was and left to the general path, and so
+    -- is a limit that turns out not to fit (the fraction is read with the
+    -- INCRBY) and a key expiring within this millisecond.
+    local ci = cost * interval
+    local d = redis.call('PTTL', KEYS[1])
+    if d >= 1 then
+      -- (TAT - now is d * 1000 less the fraction, 0 to 999: a limit that
+      -- cannot fit even with 999 less is left to the general path
+      -- without a write)
+      if cost <= burst and d * 1000 - 999 + ci <= burst * interval then
+        local x = redis.call('INCRBY', KEYS[1], ci)
+        local v = x - ci
+        if v >= 8000000000000000 and x < 9000000000000000 then
+          -- r: TAT - now before; the TAT lies s before the end of its
+          -- expiry's millisecond, and s2 after the move
+          local s = (1000 - v % 1000) % 1000
+          local n = d * 1000 - s + ci
+          if n <= burst * interval then
+            local s2 = (1000 - x % 1000) % 1000
+            local reset = (n + s2) / 1000
+            redis.call('PEXPIRE', KEYS[1], reset)
+            local remaining = burst * interval - n
+            remaining = (remaining - remaining % interval) / interval
+            local w = reset * (burst + 1) + remaining
+            if w < 4503599627370496 then
+              return w
+            end
+            return {1, remaining, reset, 0}
+          end
         end
-        return {1, remaining, reset, 0}
+        redis.call('DECRBY', KEYS[1], ci)
       end
+    elseif d == -2 and cost <= burst and ci < 1000000000000000 then
+      -- No key: the TAT is now + cost * interval. (The 16-digit value
+      -- formatted here: Redis 7.0 formats a number argument as a double,
+      -- %.17g, which costs more.)
+      local reset = (ci + 999 - (ci + 999) % 1000) / 1000
+      redis.call('SET', KEYS[1], string.format('%d', ci + 8000000000000000), 'PX', reset)
+      local remaining = burst * interval - ci
+      remaining = (remaining - remaining % interval) / interval
+      local w = reset * (burst + 1) + remaining
+      if w < 4503599627370496 then
+        return w
+      end
+      return {1, remaining, reset, 0}
     end
   end
 end
@@ -167,7 +191,7 @@ end
 local n = #KEYS
 -- rel: TAT - now in microseconds (at least 0, at most burst * interval),
 -- by the limit's own clock
-local rel, ms, exists, repair, ttls = {}, {}, {}, {}, {}
+local rel, ms, exists, repair, ttls, epoch = {}, {}, {}, {}, {}, {}
 local allowed = 1
 for i = 1, n do
   local interval = tonumber(ARGV[o - 1 + 2 * i])
@@ -183,26 +207,41 @@ for i = 1, n do
     local d = redis.call('PTTL', KEYS[i])
     ttls[i] = d
     local x = tonumber(v)
-    if x < 9000000000000000 then
-      -- a TAT in microseconds
+    if x >= 9000000000000000 then
+      -- the TAT is the expiry; no TTL: what was left when the state was
+      -- written (at most)
+      if d >= 0 then
+        r = d * 1000
+      else
+        r = (x - 9000000000000000) * 1000
+      end
+    elseif x >= 8000000000000000 then
+      -- the TAT is the expiry less the fraction the value carries; no
+      -- TTL: what was left when the state was written (at most)
+      if d >= 0 then
+        r = math.max(d * 1000 - (1000 - x % 1000) % 1000, 0)
+      else
+        r = x - 8000000000000000
+      end
+      if ms[i] then
+        r = math.ceil(r / 1000) * 1000
+      end
+    else
+      -- a TAT in microseconds since the Unix epoch, as earlier releases
+      -- wrote it, read on TIME's clock
       if ms[i] and d >= 0 then
         r = d * 1000
       else
         r = math.max(x - clock(), 0)
         if ms[i] then
           r = math.ceil(r / 1000) * 1000
+        elseif r > 0 then
+          -- (TIME's clock may be up to a millisecond ahead of the one
+          -- keys expire by, which the state is written on)
+          r = r + 999
         end
       end
-    elseif d >= 0 then
-      -- the TAT is the expiry; read on TIME's clock, which may be up to
-      -- a millisecond behind PTTL's
-      r = d * 1000
-      if not ms[i] then
-        r = r + 999
-      end
-    else
-      -- no TTL: what was left when the state was written
-      r = (x - 9000000000000000) * 1000
+      epoch[i] = true
     end
     if d == -1 then
       repair[i] = true
@@ -226,7 +265,10 @@ end
 local function put(i, r)
   if ms[i] then
     redis.call('SET', KEYS[i], string.format('%d', r / 1000 + 9000000000000000), 'PX', r / 1000)
+  elseif r < 1000000000000000 then
+    redis.call('SET', KEYS[i], string.format('%d', r + 8000000000000000), 'PX', math.ceil(r / 1000))
   else
+    -- (more than 31 years: a TAT since the Unix epoch)
     redis.call('SET', KEYS[i], string.format('%d', clock() + r), 'PX', math.ceil(r / 1000))
   end
 end
@@ -244,7 +286,7 @@ if write then
       else
         redis.call('PEXPIRE', KEYS[i], 1)
       end
-    elseif exists[i] and not ms[i] then
+    elseif epoch[i] and not ms[i] then
       -- a TTL longer than its state needs (as read above)
       if ttls[i] > math.max(1, math.ceil(rel[i] / 1000)) then
         redis.call('PEXPIRE', KEYS[i], math.max(1, math.ceil(rel[i] / 1000)))
