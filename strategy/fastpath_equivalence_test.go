@@ -126,9 +126,10 @@ type subject struct {
 	key  string
 	two  bool // with the never-binding second limit
 	// bound: the script's value in GCRA's millisecond form (9·10^15 +
-	// ms) is an upper bound of the milliseconds left when it was written
-	// (its one-limit call counts a live key's value up by what it moves
-	// the TAT), not their exact number: it may exceed the others'
+	// ms) or microsecond form (8·10^15 + µs) is an upper bound of the time
+	// left when it was written (its one-limit call counts a live key's
+	// value up by what it moves the TAT), not its exact length: it may
+	// exceed the others'
 	bound bool
 }
 
@@ -307,8 +308,14 @@ func sameValue(a subject, va string, b subject, vb string) bool {
 	}
 	x, err1 := strconv.ParseInt(va, 10, 64)
 	y, err2 := strconv.ParseInt(vb, 10, 64)
-	const form = 9_000_000_000_000_000
-	return err1 == nil && err2 == nil && y > form && x >= y && x < 1<<53
+	if err1 != nil || err2 != nil || x < y {
+		return false
+	}
+	// the millisecond form (9·10^15 + ms), or the microsecond form
+	// (8·10^15 + µs, the last three digits the TAT's fraction of a
+	// millisecond)
+	const ms, us = 9_000_000_000_000_000, 8_000_000_000_000_000
+	return y > ms && x < 1<<53 || y > us && x < ms && x%1000 == y%1000
 }
 
 // sameButReset reports whether two replies "allowed remaining reset
@@ -825,20 +832,35 @@ func TestFastPathSlidingWindowSmall(t *testing.T) {
 
 type gcraLimit struct{ interval, burst int64 } // interval in µs
 
-func randGCRALimit(rng *rand.Rand, usOnly bool) gcraLimit {
-	var iv int64
-	if usOnly {
-		iv = pick(rng, []int64{1, 2, 999, 1001, 1002, 333_334, 1_000_001, 2_678_400_000_001})
-	} else {
-		iv = pick(rng, []int64{1000, 2000, 100_000, 1_000_000, 60_000_000, 3_600_000_000, 2_678_400_000_000, 1, 999, 1002, 333_334})
+// randGCRALimit draws a limit: of whole milliseconds only when msOnly
+// (those the scripts before the fast path hold as now; any other they
+// held on TIME, as a TAT since the Unix epoch).
+func randGCRALimit(rng *rand.Rand, msOnly bool) gcraLimit {
+	ivs := []int64{1000, 2000, 100_000, 1_000_000, 60_000_000, 3_600_000_000, 2_678_400_000_000}
+	if !msOnly {
+		ivs = append(ivs, 1, 2, 999, 1001, 1002, 333_334, 1_000_001, 2_678_400_000_001)
 	}
+	iv := pick(rng, ivs)
 	return gcraLimit{iv, randSize(rng, int64(3_153_600_000_000_000)/iv)} // MaxRefill
 }
 
-func gcraValue(rng *rand.Rand, nowUs int64, l gcraLimit, usOnly bool) (string, bool) {
-	tat := pick(rng, []int64{nowUs, nowUs + rng.Int63n(l.interval*l.burst+1), nowUs + l.interval*l.burst + 1, nowUs - rng.Int63n(10_000_000), 1, 8_999_999_999_999_999})
+// gcraValue draws a state for l's key: a TAT since the Unix epoch (as
+// releases before held limits not of whole milliseconds), the millisecond
+// form, with band the microsecond form (8·10^15 + the µs left; the scripts
+// before read it as a TAT in 2223), or something corrupt; and whether it
+// is a list.
+func gcraValue(rng *rand.Rand, nowUs int64, l gcraLimit, usOnly, band bool) (string, bool) {
+	far := int64(7_999_999_999_999_999) // a TAT in 2223
+	if band {
+		far = 8_999_999_999_999_999 // the microsecond form's last
+	}
+	tat := pick(rng, []int64{nowUs, nowUs + rng.Int63n(l.interval*l.burst+1), nowUs + l.interval*l.burst + 1, nowUs - rng.Int63n(10_000_000), 1, far})
 	v := strconv.FormatInt(tat, 10)
 	switch rng.Intn(10) {
+	case 3, 4:
+		if band {
+			return strconv.FormatInt(8_000_000_000_000_000+pick(rng, []int64{0, 1, 999, rng.Int63n(l.interval*l.burst+2), l.interval * l.burst, 999_999_999_999_999}), 10), false
+		}
 	case 0:
 		if !usOnly {
 			return strconv.FormatInt(9_000_000_000_000_000+rng.Int63n(l.interval*l.burst/1000+2), 10), false
@@ -875,57 +897,51 @@ func gcraArgs(l gcraLimit, cost int64, peek bool) func(two bool) []string {
 	}
 }
 
-// TestFastPathGCRAPaths: as TestFastPathTokenBucketPaths for GCRA. On
-// miniredis the clock (TIME and key expiry) moves through Advance; on a
-// redis-server (a real clock for PTTL) only microsecond intervals and
-// states are drawn, whose decisions do not read PTTL.
+// TestFastPathGCRAPaths: as TestFastPathTokenBucketPaths for GCRA, on
+// miniredis, whose clock (TIME and key expiry) moves through Advance: the
+// scripts before the fast path beside the new one for limits of whole
+// milliseconds (any other they held on TIME, in another form), and the new
+// script's two paths alone for every limit. A redis-server (a real clock
+// for PTTL, which each subject reads a moment apart) runs
+// TestFastPathGCRAFromTIME.
 func TestFastPathGCRAPaths(t *testing.T) {
 	ctx := context.Background()
 	for k := range packedReplies {
 		delete(packedReplies, k)
 	}
 	defer func() { t.Logf("packed (fast path) replies: %v", packedReplies) }()
-	subs := pathSubjects(t, "gcra", "g")
-	subs[0].bound = true
-	m, msrv := miniEquivalence(t)
-	for _, srv := range []equivalenceServer{msrv, {name: "redis-server", rdb: realServer(t), real: true, spread: new(int64), setSpread: new(int64)}} {
-		t.Run(srv.name, func(t *testing.T) {
-			usOnly := srv.real
+	all := pathSubjects(t, "gcra", "g")
+	all[0].bound = true
+	m, srv := miniEquivalence(t)
+	for _, w := range []struct {
+		name   string
+		subs   []subject
+		msOnly bool
+	}{{"before", all, true}, {"paths", all[:2], false}} {
+		t.Run(w.name, func(t *testing.T) {
+			subs := w.subs
 			fails := 0
 			for seed := int64(1); seed <= scaled(int64(30)) && fails < 5; seed++ {
 				rng := rand.New(rand.NewSource(seed))
 				for _, s := range subs {
 					srv.rdb.Del(ctx, s.key)
 				}
-				var now int64
-				if srv.real {
-					now = time.Now().UnixMicro()
-				}
-				clock := func() int64 {
-					if srv.real {
-						return now
-					}
-					return m.Now().UnixMicro()
-				}
-				l := randGCRALimit(rng, usOnly)
+				clock := func() int64 { return m.Now().UnixMicro() }
+				l := randGCRALimit(rng, w.msOnly)
 				for step := 0; step < 300 && fails < 5; step++ {
 					switch op := rng.Intn(20); {
 					case op < 3:
 						d := pick(rng, []int64{0, 1, 999, 1000, rng.Int63n(1000), rng.Int63n(1_000_000), rng.Int63n(l.interval*3 + 1), rng.Int63n(40 * day)})
-						if srv.real {
-							now += d
-						} else {
-							m.Advance(time.Duration(d) * time.Microsecond)
-						}
+						m.Advance(time.Duration(d) * time.Microsecond)
 					case op == 4:
-						l = randGCRALimit(rng, usOnly)
+						l = randGCRALimit(rng, w.msOnly)
 					case op == 6:
-						v, wt := gcraValue(rng, clock(), l, usOnly)
+						v, wt := gcraValue(rng, clock(), l, false, !w.msOnly)
 						px := int64(0)
 						if rng.Intn(3) > 0 {
 							px = 1 + rng.Int63n(100_000_000)
 						}
-						setAll(ctx, srv, subs, v, px, wt)
+						setAll(ctx, srv, subs, v, consistentPX(v, px), wt)
 					case op == 7:
 						persistSame(ctx, srv, subs, 1)
 					default:
@@ -939,7 +955,7 @@ func TestFastPathGCRAPaths(t *testing.T) {
 						what := fmt.Sprintf("seed %d step %d now %dus limit %+v cost %d peek %v", seed, step, clock(), l, cost, peek)
 						if !runCompare(t, ctx, srv, subs, "rv:g:never", gcraArgs(l, cost, peek), l.burst, what) {
 							fails++
-							v, _ := srv.rdb.Get(ctx, subs[3].key).Result()
+							v, _ := srv.rdb.Get(ctx, subs[len(subs)-1].key).Result()
 							setAll(ctx, srv, subs, v, 0, false)
 						}
 					}
@@ -947,6 +963,53 @@ func TestFastPathGCRAPaths(t *testing.T) {
 			}
 		})
 	}
+}
+
+// consistentPX returns the TTL a state v planted with a TTL of px ms may
+// have as the script writes it: the millisecond and microsecond forms hold
+// at least the time their TTL leaves (the one-limit call keeps them an
+// upper bound of it, which sameValue checks).
+func consistentPX(v string, px int64) int64 {
+	x, err := strconv.ParseInt(v, 10, 64)
+	switch {
+	case err != nil || px == 0:
+		return px
+	case x >= 9_000_000_000_000_000 && x < 1<<53:
+		return min(px, x-9_000_000_000_000_000)
+	case x >= 8_000_000_000_000_000 && x < 9_000_000_000_000_000:
+		return min(px, (x-8_000_000_000_000_000)/1000)
+	}
+	return px
+}
+
+// TestFastPathGCRAFromTIME: limits not of whole milliseconds, each call
+// from a state read on TIME's clock (none, a TAT since the Unix epoch as
+// earlier releases wrote it, or something corrupt), the same for both of
+// the new script's paths, on miniredis and on a redis-server: the same
+// replies, values and TTLs.
+func TestFastPathGCRAFromTIME(t *testing.T) {
+	subs := pathSubjects(t, "gcra", "g")[:2]
+	subs[0].bound = true
+	smallStates(t, subs, "g", 7, 1_764_000_000_123_456, 5000, func(ctx context.Context, rng *rand.Rand, srv equivalenceServer, subs []subject, now int64) (func(bool) []string, int64, string) {
+		var l gcraLimit
+		for l.interval%1000 == 0 {
+			l = randGCRALimit(rng, false)
+		}
+		l.burst = min(l.burst, 1+rng.Int63n(20))
+		v, wt := gcraValue(rng, now, l, true, false)
+		if rng.Intn(4) == 0 {
+			delAll(ctx, srv, subs)
+		} else {
+			setAll(ctx, srv, subs, v, pick(rng, []int64{0, 1 + rng.Int63n(100_000)}), wt)
+		}
+		cost := int64(1)
+		peek := false
+		if rng.Intn(4) == 0 {
+			cost = pick(rng, []int64{0, 2, 1 + rng.Int63n(l.burst+1), l.burst, l.burst + 1})
+			peek = rng.Intn(3) == 0
+		}
+		return gcraArgs(l, cost, peek), l.burst, fmt.Sprintf("limit %+v state %q cost %d peek %v", l, v, cost, peek)
+	})
 }
 
 // TestFastPathTokenBucketSmall: small rates, periods and bursts, so that the
@@ -1056,6 +1119,8 @@ func TestFastPathCorruptValues(t *testing.T) {
 		realOnly map[string]bool
 		args     func(cost int64, peek bool) (func(bool) []string, int64)
 	}
+	gcraNew := pathSubjects(t, "gcra", "g")[:2]
+	gcraNew[0].bound = true
 	fams := []family{
 		{"TokenBucket", tbSubjects(t), "rv:tb:never", tbCorrupt(T), nil, func(cost int64, peek bool) (func(bool) []string, int64) {
 			return tbArgs(tbLimit{3, 1_000_000, 10}, cost, peek), 10
@@ -1071,11 +1136,21 @@ func TestFastPathCorruptValues(t *testing.T) {
 		}, map[string]bool{"00": true, "03": true, "01342177281": true, "+3": true}, func(cost int64, peek bool) (func(bool) []string, int64) {
 			return swArgs(swLimit{10, 1000}, cost, peek), 10
 		}},
-		{"GCRA", pathSubjects(t, "gcra", "g"), "rv:g:never", []string{
+		// a limit not of whole milliseconds: the new script's two paths
+		// (the script before held it in another form)
+		{"GCRA", gcraNew, "rv:g:never", []string{
 			T, "0" + T, "1" + T, "0", "00", "9000000000000000", "9000000000000123", "8999999999999999",
+			"8000000000000000", "8000000000005999", "7999999999999999",
 			"9007199254740993", "99999999999999999", "-1", "1.5", "", "x", "<list>",
 		}, nil, func(cost int64, peek bool) (func(bool) []string, int64) {
 			return gcraArgs(gcraLimit{1002, 10}, cost, peek), 10
+		}},
+		// a limit of whole milliseconds, beside the script before
+		{"GCRA-ms", pathSubjects(t, "gcra", "g"), "rv:g:never", []string{
+			T, "0" + T, "1" + T, "0", "00", "9000000000000000", "9000000000000123", "8999999999999999",
+			"9007199254740993", "99999999999999999", "-1", "1.5", "", "x", "<list>",
+		}, nil, func(cost int64, peek bool) (func(bool) []string, int64) {
+			return gcraArgs(gcraLimit{1000, 10}, cost, peek), 10
 		}},
 	}
 	for _, srv := range equivalenceServers(t) {

@@ -3,7 +3,6 @@ package strategy_test
 import (
 	"context"
 	"errors"
-	"strconv"
 	"testing"
 	"time"
 
@@ -15,16 +14,19 @@ import (
 )
 
 // TestGCRAFormsAcrossARateChange: a limit whose rate changes within one
-// period keeps its key, and may change how GCRA holds its state (an
-// interval of whole milliseconds as the key's expiry, any other as a TAT
-// in microseconds). Each form reads the other as a TAT no earlier than the
-// one written, on miniredis' virtual clock, to the millisecond.
+// period keeps its key, and may change how GCRA holds its state (the
+// key's expiry is the TAT, rounded up to the millisecond; it holds the
+// time that was left in milliseconds for an interval of whole
+// milliseconds, else in microseconds, whose last three digits are the
+// TAT's fraction of a millisecond). Each form reads the other as the TAT
+// written, rounded up to the millisecond for a limit of whole
+// milliseconds, on miniredis' virtual clock.
 func TestGCRAFormsAcrossARateChange(t *testing.T) {
 	m, st := newMini(t)
 	lim := newLim(t, st, strategy.NewGCRA())
 	ctx := context.Background()
 	tenPerSec := limiter.PerSecond(10)  // 100 ms: the expiry form
-	threePerSec := limiter.PerSecond(3) // 333 334 µs: the TAT form
+	threePerSec := limiter.PerSecond(3) // 333 334 µs: the fraction in the value
 	key := func(subject string) string {
 		k, err := limiter.Key("t", subject, tenPerSec)
 		if err != nil {
@@ -33,9 +35,8 @@ func TestGCRAFormsAcrossARateChange(t *testing.T) {
 		return k
 	}
 
-	// 5 of 10/s used (500 ms to full), then 3/s: 500 ms read as at most a
-	// millisecond more (TIME's clock may be a millisecond behind the
-	// expiry's), so 834 333 µs after the unit (835 ms to full), none left.
+	// 5 of 10/s used (500 ms to full), then 3/s: 833 334 µs after the
+	// unit (834 ms to full, rounded up), none left.
 	for i := range 5 {
 		if r, err := lim.Allow(ctx, "a", tenPerSec); err != nil || !r.Allowed {
 			t.Fatalf("10/s call %d: %+v, %v", i, r, err)
@@ -45,18 +46,19 @@ func TestGCRAFormsAcrossARateChange(t *testing.T) {
 		t.Fatalf("after 5 of 10/s: state %q, TTL %s; want \"9000000000000500\" and 500ms", v, pttl(t, m, key("a")))
 	}
 	r, err := lim.Allow(ctx, "a", threePerSec)
-	if err != nil || !r.Allowed || r.Remaining != 0 || r.ResetAfter != 835*time.Millisecond {
-		t.Fatalf("3/s after 5 of 10/s: %+v, %v; want admitted, 0 left, full in 835ms", r, err)
+	if err != nil || !r.Allowed || r.Remaining != 0 || r.ResetAfter != 834*time.Millisecond {
+		t.Fatalf("3/s after 5 of 10/s: %+v, %v; want admitted, 0 left, full in 834ms", r, err)
 	}
-	if v, _ := m.Get(key("a")); v != strconv.FormatInt(m.Now().UnixMicro()+834_333, 10) || pttl(t, m, key("a")) != 835*time.Millisecond {
-		t.Errorf("3/s state %q, TTL %s; want the TAT now + 834333 µs, 835ms", v, pttl(t, m, key("a")))
+	if v, _ := m.Get(key("a")); v != "8000000000833334" || pttl(t, m, key("a")) != 834*time.Millisecond {
+		t.Errorf("3/s state %q, TTL %s; want \"8000000000833334\" (833 334 µs left), 834ms", v, pttl(t, m, key("a")))
 	}
-	if r, err := lim.Allow(ctx, "a", threePerSec); err != nil || r.Allowed || r.RetryAfter != 168*time.Millisecond {
-		t.Fatalf("3/s again: %+v, %v; want denied, retry after 168ms", r, err)
+	// 833 334 + 333 334 µs is 166 666 µs more than the burst's 1 000 002
+	if r, err := lim.Allow(ctx, "a", threePerSec); err != nil || r.Allowed || r.RetryAfter != 167*time.Millisecond {
+		t.Fatalf("3/s again: %+v, %v; want denied, retry after 167ms", r, err)
 	}
 
 	// 2 of 3/s used (TAT 666 668 µs ahead, TTL 667 ms), then 10/s: the
-	// TTL rounded up is the state, 767 ms after the unit, 2 left.
+	// TAT rounded up to the millisecond, 767 ms after the unit, 2 left.
 	for i := range 2 {
 		if r, err := lim.Allow(ctx, "b", threePerSec); err != nil || !r.Allowed {
 			t.Fatalf("3/s call %d: %+v, %v", i, r, err)

@@ -120,9 +120,10 @@ func TestGCRAFarDates(t *testing.T) {
 			interval := (l.Period.Microseconds() + l.Rate - 1) / l.Rate
 			key, _ := limiter.Key("t", "d", l)
 			v, _ := m.Get(key)
-			// the TAT in microseconds, or for whole milliseconds 9·10^15 +
-			// the time until it, in milliseconds
-			state := strconv.FormatInt(at.UnixMicro()+interval, 10)
+			// the time until the TAT: for whole milliseconds 9·10^15 + it
+			// in milliseconds, for any other 8·10^15 + it in microseconds
+			// (whatever the date: the TAT itself is the key's expiry)
+			state := strconv.FormatInt(8e15+interval, 10)
 			if interval%1000 == 0 {
 				state = strconv.FormatInt(9e15+interval/1000, 10)
 			}
@@ -191,11 +192,11 @@ func TestGCRACorrupt(t *testing.T) {
 	}
 }
 
-// TestGCRARealServer: on a real redis-server, a limit of whole
-// milliseconds keeps its TAT as the key's expiry (the key holds the time
-// that was left, in milliseconds), and any other writes the TAT as a whole
-// number of microseconds (Lua's number formatting keeps every digit); the
-// next call reads either back.
+// TestGCRARealServer: on a real redis-server, a limit keeps its TAT as the
+// key's expiry (rounded up to the millisecond), the key holding the time
+// that was left (in milliseconds for an interval of whole milliseconds,
+// else in microseconds, whose last three digits are the TAT's fraction of
+// a millisecond); the next call reads either back.
 func TestGCRARealServer(t *testing.T) {
 	rdb := realServer(t)
 	lim := newLim(t, goredis.New(rdb), strategy.NewGCRA())
@@ -219,9 +220,9 @@ func TestGCRARealServer(t *testing.T) {
 		key, _ := limiter.Key("t", l.String(), l)
 		v, err := rdb.Get(ctx, key).Result()
 		state, perr := strconv.ParseInt(v, 10, 64)
-		// the TAT in µs, or 9·10^15 + the ms that were left at the last
-		// write
-		lo, hi := before.UnixMicro()+l.Rate*interval, after.UnixMicro()+l.Rate*interval
+		// 8·10^15 + the µs, or 9·10^15 + the ms, that were left at the
+		// last write (each call adds what it moves the TAT by)
+		lo, hi := 8e15+l.Rate*interval-after.Sub(before).Microseconds()-1000, int64(8e15+l.Rate*interval)
 		if interval%1000 == 0 {
 			lo, hi = 9e15+l.Rate*interval/1000-after.Sub(before).Milliseconds()-1, 9e15+l.Rate*interval/1000
 		}
