@@ -859,7 +859,7 @@ func gcraValue(rng *rand.Rand, nowUs int64, l gcraLimit, usOnly, band bool) (str
 	switch rng.Intn(10) {
 	case 3, 4:
 		if band {
-			return strconv.FormatInt(8_000_000_000_000_000+pick(rng, []int64{0, 1, 999, rng.Int63n(l.interval*l.burst+2), l.interval * l.burst, 999_999_999_999_999}), 10), false
+			return strconv.FormatInt(8_000_000_000_000_000+pick(rng, []int64{0, 1, 999, rng.Int63n(l.interval*l.burst + 2), l.interval * l.burst, 999_999_999_999_999}), 10), false
 		}
 	case 0:
 		if !usOnly {

@@ -35,23 +35,24 @@ const MaxRefill = 100 * 365 * 24 * time.Hour
 //     together; a request denied by any limit consumes nothing from any;
 //   - exact on the server's clock: in any interval of length d by that
 //     clock, at most Burst + ⌊d·Rate/Period⌋ is admitted, however many
-//     callers contend (no boundary bursts). A limit whose emission
-//     interval is a whole number of milliseconds (10/s, 100/min: most
-//     limits) is decided on the clock Redis expires keys by, read in whole
-//     milliseconds; any other on TIME, in microseconds;
+//     callers contend (no boundary bursts). Limits are decided on the
+//     clock Redis expires keys by, read in whole milliseconds (the
+//     theoretical arrival time itself is kept to the microsecond);
 //   - RetryAfter and ResetAfter are exact to the millisecond (rounded up):
 //     a denied request retried after RetryAfter fits, unless others took
 //     the quota first; a cost above Burst is never admitted (RetryAfter -1);
 //   - state: one key per limit, expiring when the limit is full again
-//     (never later than the time to refill the whole burst). For an
-//     interval of whole milliseconds the key's expiry is the state (the
-//     theoretical arrival time), and a call makes one PTTL and, on a
-//     live key, an INCRBY (which also checks the value) and a PEXPIRE, or,
-//     on a new one, a SET;
-//     for any other the key holds the theoretical arrival time as an
-//     integer count of microseconds, so there is no floating-point drift.
-//     A limit whose rate changes reads the other form as no less used than
-//     it was (at most a millisecond more);
+//     (never later than the time to refill the whole burst). The key's
+//     expiry is the state (the theoretical arrival time, rounded up to the
+//     millisecond; for an emission interval that is not a whole number of
+//     milliseconds the key's value carries the fraction, in integer
+//     microseconds, so there is no floating-point drift), and a call makes
+//     one PTTL and, on a live key, an INCRBY (which also checks the value)
+//     and a PEXPIRE, or, on a new one, a SET; no TIME. (A burst that takes
+//     more than 31 years to refill keeps its arrival time in microseconds
+//     since the Unix epoch, on TIME.) A limit whose rate changes reads the
+//     other form as no less used than it was (for a limit of whole
+//     milliseconds, rounded up to the millisecond);
 //   - a key that holds anything else is limiter.ErrCorruptCounter, and the
 //     call leaves every key as it found it; a key stripped of its TTL by
 //     hand is read as no less used than when it was last written (for a
@@ -66,17 +67,19 @@ const MaxRefill = 100 * 365 * 24 * time.Hour
 //   - keys per decision: one per limit, in one Cluster slot;
 //   - Redis 5.0 or later, or a server that runs Lua, such as miniredis.
 //     miniredis moves key expiry only when a test moves it (FastForward;
-//     limitertest moves it with TIME), so there a limit of whole
-//     milliseconds refills only as the test moves the clock, and moves of
-//     whole milliseconds keep it exact (miniredis keeps fractions of a
+//     limitertest moves it with TIME), so there a limit refills only as
+//     the test moves the clock, and moves of whole milliseconds keep it
+//     exact (miniredis keeps fractions of a
 //     millisecond in a TTL that PTTL drops); its INCRBY reads a value such
 //     as "007", which Redis refuses, as an integer.
 //
-// Upgrading from a release that kept every limit as a microsecond TAT:
-// the old script reads a whole-millisecond limit's new state as a TAT far
-// in the future, so during a rolling deploy old processes deny such a
-// subject (and mark its burst used up) until the new ones take over: they
-// never admit more than the limit, and may admit less for one refill.
+// Upgrading from a release that kept limits as a microsecond TAT since the
+// Unix epoch: the old script reads the new states as a TAT far in the
+// future, so during a rolling deploy old processes deny such a subject
+// (and mark its burst used up) until the new ones take over: they never
+// admit more than the limit, and may admit less for one refill. The new
+// script reads the old state (on TIME, as up to a millisecond more used)
+// and writes it back in the new form.
 type GCRA struct{}
 
 // NewGCRA returns the GCRA strategy.

@@ -37,13 +37,26 @@
 --     general path writes it back down. (Read as a TAT in microseconds, as
 --     scripts before this form did, it is a date past 2255: such a script
 --     finds the burst used up and denies, never admits more.)
---   - any other interval: the key holds the TAT in microseconds since the
---     Unix epoch (a decimal below 9 * 10^15), its TTL the time until it
---     rounded up to the millisecond, and the clock is TIME.
--- A limit whose interval changed (a new rate) finds the other form; each
--- reads it as a TAT to within a millisecond of the one written (its TTL,
--- or, for a key that lost its TTL, at least the time that was left when it
--- was written).
+--   - any other interval (3/s: 333 334 us), on the same clock: the key's
+--     expiry is the TAT rounded up to the millisecond, and it holds
+--     8 * 10^15 + an upper bound of TAT - now when it was last written, in
+--     microseconds, counted up as above, so that its last three digits
+--     are always the TAT's (the millisecond clock's now ends in 000): the
+--     TAT lies (1000 - value % 1000) % 1000 us before the end of its
+--     expiry's millisecond, and PTTL and the value give TAT - now to the
+--     microsecond. A decision is the same calls as above (no TIME, no
+--     GET). A TAT more than 31 years ahead (a burst that takes that long
+--     to refill), which the value cannot hold below 9 * 10^15, is held as
+--     a TAT in microseconds since the Unix epoch on TIME, as scripts
+--     before this form held every such limit; a key of that form is still
+--     read (on TIME, as a millisecond more: TIME's clock may be ahead of
+--     the one keys expire by), and written back in this form. (Read as a
+--     TAT in microseconds, as those scripts did, this form's value is a
+--     date past 2223: they deny, never admit more.)
+-- A limit whose interval changed (a new rate) finds another form; each
+-- reads the others as the TAT written (rounded up to the millisecond for
+-- a limit of whole milliseconds; for a key that lost its TTL, at least the
+-- time that was left when it was written).
 --
 -- All arithmetic is on integers below 2^53 (the caller bounds
 -- burst * interval), so it is exact in Lua's numbers: no drift however far
