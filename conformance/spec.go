@@ -269,8 +269,7 @@ func GCRA() Spec {
 		Commit:     "EVALSHA",
 		RoundTrips: 1,
 		Scripts:    true,
-		// a limit of whole milliseconds keeps its state in its key's
-		// expiry
+		// every limit keeps its state in its key's expiry
 		MillisecondClock: true,
 	}
 }
