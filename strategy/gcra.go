@@ -46,19 +46,19 @@ const MaxRefill = 100 * 365 * 24 * time.Hour
 //     expiry is the state (the theoretical arrival time, rounded up to the
 //     millisecond; for an emission interval that is not a whole number of
 //     milliseconds the key's value carries the fraction, in integer
-//     microseconds, so there is no floating-point drift), and a call makes
-//     one PTTL and, on a live key, an INCRBY (which also checks the value)
-//     and a PEXPIRE, or, on a new one, a SET; no TIME. (A burst that takes
-//     more than 31 years to refill keeps its arrival time in microseconds
-//     since the Unix epoch, on TIME.) A limit whose rate changes reads the
+//     microseconds, so there is no floating-point drift), and an admitted
+//     call makes one PTTL and, on a live key, an INCRBY (which also checks
+//     the value) and a PEXPIRE, or, on a new one, a SET; no TIME. (An
+//     arrival time more than 31 years ahead is kept in microseconds since
+//     the Unix epoch, on TIME, and read back as up to 2 ms later.) A limit whose rate changes reads the
 //     other form as no less used than it was (for a limit of whole
 //     milliseconds, rounded up to the millisecond);
 //   - a key that holds anything else is limiter.ErrCorruptCounter, and the
 //     call leaves every key as it found it; a key stripped of its TTL by
-//     hand is read as no less used than when it was last written (for a
-//     limit of whole milliseconds, as used as its calls made it since it
-//     was last idle, up to the whole burst: the quota that came back in
-//     between is not counted), and gets its TTL back at the next call;
+//     hand is read as no less used than when it was last written (as used
+//     as the calls made it since the key was last written whole, up to the
+//     whole burst: the quota that came back in between is not counted),
+//     and gets its TTL back at the next call;
 //   - time source: the Redis server's clock, never the app server's;
 //   - the emission interval is rounded up to a whole microsecond, so the
 //     rate is never exceeded; a limit of more than one unit per
@@ -78,8 +78,8 @@ const MaxRefill = 100 * 365 * 24 * time.Hour
 // future, so during a rolling deploy old processes deny such a subject
 // (and mark its burst used up) until the new ones take over: they never
 // admit more than the limit, and may admit less for one refill. The new
-// script reads the old state (on TIME, as up to a millisecond more used)
-// and writes it back in the new form.
+// script reads the old state (a limit not of whole milliseconds on TIME,
+// as up to 2 ms more used) and writes it in the new form when it admits.
 type GCRA struct{}
 
 // NewGCRA returns the GCRA strategy.

@@ -22,8 +22,9 @@
 -- The state of a limit is its theoretical arrival time (TAT): the limit is
 -- full again at the TAT, and admits a cost c at time t when
 -- max(TAT, t) + c * interval <= t + burst * interval. A key lives until
--- its TAT (PX), so an idle subject leaves nothing behind. It is held in one
--- of two ways, by the limit's interval:
+-- its TAT (PX), so an idle subject leaves nothing behind. Its expiry is
+-- the state, on the server's millisecond clock (the one keys expire by),
+-- in one of two forms by the limit's interval:
 --   - an interval of whole milliseconds (10/s, 100/min: most limits): the
 --     key's expiry is the TAT, on the server's millisecond clock, so its
 --     PTTL is TAT - now, and a decision reads one PTTL, then on a live key
@@ -44,15 +45,17 @@
 --     are always the TAT's (the millisecond clock's now ends in 000): the
 --     TAT lies (1000 - value % 1000) % 1000 us before the end of its
 --     expiry's millisecond, and PTTL and the value give TAT - now to the
---     microsecond. A decision is the same calls as above (no TIME, no
---     GET). A TAT more than 31 years ahead (a burst that takes that long
---     to refill), which the value cannot hold below 9 * 10^15, is held as
---     a TAT in microseconds since the Unix epoch on TIME, as scripts
---     before this form held every such limit; a key of that form is still
---     read (on TIME, as a millisecond more: TIME's clock may be ahead of
---     the one keys expire by), and written back in this form. (Read as a
---     TAT in microseconds, as those scripts did, this form's value is a
---     date past 2223: they deny, never admit more.)
+--     microsecond. An admitted decision is the same calls as above (no
+--     TIME, no GET). (Scripts before this form read its value as a TAT
+--     in microseconds, a date past 2223: they deny, never admit more.)
+-- A third form is the TAT in microseconds since the Unix epoch (below
+-- 8 * 10^15), on TIME, as scripts before these forms held every limit of
+-- any other interval: this script reads it (for such a limit, as up to 2
+-- ms more: TIME's clock may run up to a millisecond, and a moment, ahead
+-- of the one keys expire by) and writes the second form when it admits or
+-- repairs; it writes the third itself only for a TAT more than 31 years
+-- ahead, which the second cannot hold below 9 * 10^15 (read back each
+-- time as up to 2 ms more: such a limit may refill that much late).
 -- A limit whose interval changed (a new rate) finds another form; each
 -- reads the others as the TAT written (rounded up to the millisecond for
 -- a limit of whole milliseconds; for a key that lost its TTL, at least the
@@ -60,15 +63,16 @@
 --
 -- All arithmetic is on integers below 2^53 (the caller bounds
 -- burst * interval), so it is exact in Lua's numbers: no drift however far
--- the TAT is from the epoch.
+-- the TAT is from the epoch (but for the third form's slack above).
 --
 -- Every state is checked before the call's effects are kept: a key that
 -- is not a string (WRONGTYPE) or whose value is not a positive decimal
 -- integer of at most 16 digits is an error, and the call leaves every key
 -- as it found it (the one-limit call's INCRBY refuses what is not an
 -- integer before writing, and takes back what it added to an integer that
--- is no state of its form). A writing call that is denied gives a key
--- found without a TTL its TTL back. Redis 5.0 and later.
+-- is no state of its form). A denial keeps the state as it was, but
+-- repairs what it found: a key without a TTL gets its TTL back, a TAT
+-- further ahead than the whole burst is brought back to it. Redis 5.0 and later.
 -- (Redis 5 and later replicate a script's effects, so writing after TIME
 -- needs no redis.replicate_commands.)
 
@@ -136,35 +140,34 @@ if #KEYS == 1 and write then
     -- value is counted up by what the TAT moves (INCRBY, which refuses
     -- a value that is not an integer before writing), then PEXPIRE moves
     -- its expiry to the new TAT rounded up; a value of no state of this
-    -- form is taken back as it was and left to the general path, and so
-    -- is a limit that turns out not to fit (the fraction is read with the
-    -- INCRBY) and a key expiring within this millisecond.
+    -- form is taken back as it was and left to the general path, as are
+    -- a limit that might not fit (read with no fraction: within a
+    -- millisecond of fitting, the general path decides it exactly) and a
+    -- key expiring within this millisecond.
     local ci = cost * interval
     local d = redis.call('PTTL', KEYS[1])
     if d >= 1 then
       -- (TAT - now is d * 1000 less the fraction, 0 to 999: a limit that
-      -- cannot fit even with 999 less is left to the general path
-      -- without a write)
-      if cost <= burst and d * 1000 - 999 + ci <= burst * interval then
+      -- may not fit with d * 1000 is left to the general path without a
+      -- write, so that a denial writes nothing)
+      if cost <= burst and d * 1000 + ci <= burst * interval then
         local x = redis.call('INCRBY', KEYS[1], ci)
         local v = x - ci
         if v >= 8000000000000000 and x < 9000000000000000 then
-          -- r: TAT - now before; the TAT lies s before the end of its
-          -- expiry's millisecond, and s2 after the move
-          local s = (1000 - v % 1000) % 1000
-          local n = d * 1000 - s + ci
-          if n <= burst * interval then
-            local s2 = (1000 - x % 1000) % 1000
-            local reset = (n + s2) / 1000
-            redis.call('PEXPIRE', KEYS[1], reset)
-            local remaining = burst * interval - n
-            remaining = (remaining - remaining % interval) / interval
-            local w = reset * (burst + 1) + remaining
-            if w < 4503599627370496 then
-              return w
-            end
-            return {1, remaining, reset, 0}
+          -- n: TAT - now after the move (the TAT lay
+          -- (1000 - v % 1000) % 1000 us before the end of its expiry's
+          -- millisecond, and lies (1000 - x % 1000) % 1000 before the end
+          -- of the new one's)
+          local n = d * 1000 - (1000 - v % 1000) % 1000 + ci
+          local reset = (n + (1000 - x % 1000) % 1000) / 1000
+          redis.call('PEXPIRE', KEYS[1], reset)
+          local remaining = burst * interval - n
+          remaining = (remaining - remaining % interval) / interval
+          local w = reset * (burst + 1) + remaining
+          if w < 4503599627370496 then
+            return w
           end
+          return {1, remaining, reset, 0}
         end
         redis.call('DECRBY', KEYS[1], ci)
       end
@@ -185,8 +188,9 @@ if #KEYS == 1 and write then
   end
 end
 
--- The general path: several limits, a denial, a peek, a key without a
--- TTL, a key in the other form.
+-- The general path: several limits, a denial (or a call that might be
+-- one: within a millisecond of fitting), a peek, a key without a TTL or
+-- expiring within this millisecond, a key in another form.
 -- the server's clock in microseconds, read once when needed
 local function clock()
   if not now then
@@ -203,7 +207,7 @@ end
 
 local n = #KEYS
 -- rel: TAT - now in microseconds (at least 0, at most burst * interval),
--- by the limit's own clock
+-- on the millisecond clock
 local rel, ms, exists, repair, ttls, epoch = {}, {}, {}, {}, {}, {}
 local allowed = 1
 for i = 1, n do
@@ -245,13 +249,13 @@ for i = 1, n do
       if ms[i] and d >= 0 then
         r = d * 1000
       else
-        r = math.max(x - clock(), 0)
         if ms[i] then
-          r = math.ceil(r / 1000) * 1000
-        elseif r > 0 then
-          -- (TIME's clock may be up to a millisecond ahead of the one
-          -- keys expire by, which the state is written on)
-          r = r + 999
+          r = math.ceil(math.max(x - clock(), 0) / 1000) * 1000
+        else
+          -- (as much as 2 ms more: TIME's clock may be up to a
+          -- millisecond, and a moment, ahead of the one keys expire by,
+          -- which the state is written on)
+          r = math.max(x - clock() + 1999, 0)
         end
       end
       epoch[i] = true
