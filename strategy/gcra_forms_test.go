@@ -252,3 +252,55 @@ func TestGCRADenialShortensALongTTL(t *testing.T) {
 		t.Errorf("TTL after the denial = %s, want 1.001s (1 000 002 µs to full, rounded up)", got)
 	}
 }
+
+// TestGCRAKeyExpiringThisMillisecond: a limit not of whole milliseconds
+// that finds its key with less than a millisecond left (PTTL 0) reads the
+// limit as full again when the key holds a state of a millisecond form,
+// (16 digits from 8 or 9), and writes a fresh one; a key that holds
+// anything else is an error and
+// stays as it was (on miniredis, where a TTL keeps fractions of a
+// millisecond).
+func TestGCRAKeyExpiringThisMillisecond(t *testing.T) {
+	m, st := newMini(t)
+	lim := newLim(t, st, strategy.NewGCRA())
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	l := limiter.PerSecond(3) // 333 334 µs
+	key, _ := limiter.Key("t", "e", l)
+	for _, state := range []string{"8000000000000999", "8000000000000000", "9000000000000001", "9999999999999999", "1.5", "abc", "hash"} {
+		rdb.Del(ctx, key)
+		if state == "hash" {
+			rdb.HSet(ctx, key, "count", 1)
+			rdb.PExpire(ctx, key, time.Millisecond)
+		} else {
+			rdb.Set(ctx, key, state, time.Millisecond)
+		}
+		m.Advance(500 * time.Microsecond)
+		if ttl := rdb.PTTL(ctx, key).Val(); ttl != 0 {
+			t.Fatalf("%q: PTTL %s before the call, want 0", state, ttl)
+		}
+		r, err := lim.Allow(ctx, "e", l)
+		if state[0] == '8' || state[0] == '9' {
+			// (a 16-digit value above 2^53 is a state too: the general
+			// path reads it)
+			if err != nil || !r.Allowed || r.Remaining != 2 || r.ResetAfter != 334*time.Millisecond {
+				t.Errorf("%q: %+v, %v; want admitted, 2 left, full in 334ms", state, r, err)
+			}
+			if v, _ := rdb.Get(ctx, key).Result(); v != "8000000000333334" {
+				t.Errorf("%q: state %q after the call, want \"8000000000333334\"", state, v)
+			}
+			continue
+		}
+		if !errors.Is(err, limiter.ErrCorruptCounter) {
+			t.Errorf("%q: %+v, %v; want ErrCorruptCounter", state, r, err)
+		}
+		if state == "hash" {
+			if v, err := rdb.HGet(ctx, key, "count").Result(); err != nil || v != "1" {
+				t.Errorf("the hash became %q, %v", v, err)
+			}
+		} else if v, err := rdb.Get(ctx, key).Result(); err != nil || v != state {
+			t.Errorf("%q became %q, %v", state, v, err)
+		}
+	}
+}

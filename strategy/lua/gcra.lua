@@ -142,8 +142,7 @@ if #KEYS == 1 and write then
     -- its expiry to the new TAT rounded up; a value of no state of this
     -- form is taken back as it was and left to the general path, as are
     -- a limit that might not fit (read with no fraction: within a
-    -- millisecond of fitting, the general path decides it exactly) and a
-    -- key expiring within this millisecond.
+    -- millisecond of fitting, the general path decides it exactly).
     local ci = cost * interval
     local d = redis.call('PTTL', KEYS[1])
     if d >= 1 then
@@ -171,26 +170,35 @@ if #KEYS == 1 and write then
         end
         redis.call('DECRBY', KEYS[1], ci)
       end
-    elseif d == -2 and cost <= burst and ci < 1000000000000000 then
-      -- No key: the TAT is now + cost * interval. (The 16-digit value
-      -- formatted here: Redis 7.0 formats a number argument as a double,
-      -- %.17g, which costs more.)
-      local reset = (ci + 999 - (ci + 999) % 1000) / 1000
-      redis.call('SET', KEYS[1], string.format('%d', ci + 8000000000000000), 'PX', reset)
-      local remaining = burst * interval - ci
-      remaining = (remaining - remaining % interval) / interval
-      local w = reset * (burst + 1) + remaining
-      if w < 4503599627370496 then
-        return w
+    elseif (d == -2 or d == 0) and cost <= burst and ci < 1000000000000000 then
+      -- No key, or one expiring within this millisecond (d = 0) in
+      -- either millisecond form, whose TAT is then at most now: the TAT
+      -- is now + cost * interval. (The 16-digit value formatted here:
+      -- Redis 7.0 formats a number argument as a double, %.17g, which
+      -- costs more.)
+      local new = true
+      if d == 0 then
+        local v = redis.call('GET', KEYS[1])
+        new = #v == 16 and string.find(v, '^[89]%d*$') and v + 0 < 9007199254740992
       end
-      return {1, remaining, reset, 0}
+      if new then
+        local reset = (ci + 999 - (ci + 999) % 1000) / 1000
+        redis.call('SET', KEYS[1], string.format('%d', ci + 8000000000000000), 'PX', reset)
+        local remaining = burst * interval - ci
+        remaining = (remaining - remaining % interval) / interval
+        local w = reset * (burst + 1) + remaining
+        if w < 4503599627370496 then
+          return w
+        end
+        return {1, remaining, reset, 0}
+      end
     end
   end
 end
 
 -- The general path: several limits, a denial (or a call that might be
--- one: within a millisecond of fitting), a peek, a key without a TTL or
--- expiring within this millisecond, a key in another form.
+-- one: within a millisecond of fitting), a peek, a key without a TTL, a
+-- key in another form.
 -- the server's clock in microseconds, read once when needed
 local function clock()
   if not now then
