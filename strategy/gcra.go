@@ -50,9 +50,10 @@ const MaxRefill = 100 * 365 * 24 * time.Hour
 //     call makes one PTTL and, on a live key, an INCRBY (which also checks
 //     the value) and a PEXPIRE, or, on a new one, a SET; no TIME. (An
 //     arrival time more than 31 years ahead is kept in microseconds since
-//     the Unix epoch, on TIME, and read back as up to 2 ms later.) A limit whose rate changes reads the
-//     other form as no less used than it was (for a limit of whole
-//     milliseconds, rounded up to the millisecond);
+//     the Unix epoch, on TIME, and read back as up to 2 ms later.) A
+//     limit whose rate changes reads the other form as no less used than
+//     it was (for a limit of whole milliseconds, rounded up to the
+//     millisecond);
 //   - a key that holds anything else is limiter.ErrCorruptCounter, and the
 //     call leaves every key as it found it; a key stripped of its TTL by
 //     hand is read as no less used than when it was last written (as used
@@ -69,9 +70,9 @@ const MaxRefill = 100 * 365 * 24 * time.Hour
 //     miniredis moves key expiry only when a test moves it (FastForward;
 //     limitertest moves it with TIME), so there a limit refills only as
 //     the test moves the clock, and moves of whole milliseconds keep it
-//     exact (miniredis keeps fractions of a
-//     millisecond in a TTL that PTTL drops); its INCRBY reads a value such
-//     as "007", which Redis refuses, as an integer.
+//     exact (miniredis keeps fractions of a millisecond in a TTL that
+//     PTTL drops); its INCRBY reads a value such as "007", which Redis
+//     refuses, as an integer.
 //
 // Upgrading from a release that kept limits as a microsecond TAT since the
 // Unix epoch: the old script reads the new states as a TAT far in the
