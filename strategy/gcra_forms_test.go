@@ -255,11 +255,10 @@ func TestGCRADenialShortensALongTTL(t *testing.T) {
 
 // TestGCRAKeyExpiringThisMillisecond: a limit not of whole milliseconds
 // that finds its key with less than a millisecond left (PTTL 0) reads the
-// limit as full again when the key holds a state of a millisecond form,
+// limit as full again when the key holds a state of a millisecond form
 // (16 digits from 8 or 9), and writes a fresh one; a key that holds
-// anything else is an error and
-// stays as it was (on miniredis, where a TTL keeps fractions of a
-// millisecond).
+// anything else is an error and stays as it was (on miniredis, where a TTL
+// keeps fractions of a millisecond).
 func TestGCRAKeyExpiringThisMillisecond(t *testing.T) {
 	m, st := newMini(t)
 	lim := newLim(t, st, strategy.NewGCRA())
