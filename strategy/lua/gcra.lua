@@ -72,7 +72,8 @@
 -- integer before writing, and takes back what it added to an integer that
 -- is no state of its form). A denial keeps the state as it was, but
 -- repairs what it found: a key without a TTL gets its TTL back, a TAT
--- further ahead than the whole burst is brought back to it. Redis 5.0 and later.
+-- further ahead than the whole burst is brought back to it. Redis 5.0 and
+-- later.
 -- (Redis 5 and later replicate a script's effects, so writing after TIME
 -- needs no redis.replicate_commands.)
 
@@ -145,6 +146,9 @@ if #KEYS == 1 and write then
     -- millisecond of fitting, the general path decides it exactly).
     local ci = cost * interval
     local d = redis.call('PTTL', KEYS[1])
+    -- n: TAT - now once written, in microseconds; reset: the milliseconds
+    -- until the new TAT, rounded up (the new expiry)
+    local n, reset
     if d >= 1 then
       -- (TAT - now is d * 1000 less the fraction, 0 to 999: a limit that
       -- may not fit with d * 1000 is left to the general path without a
@@ -153,45 +157,39 @@ if #KEYS == 1 and write then
         local x = redis.call('INCRBY', KEYS[1], ci)
         local v = x - ci
         if v >= 8000000000000000 and x < 9000000000000000 then
-          -- n: TAT - now after the move (the TAT lay
-          -- (1000 - v % 1000) % 1000 us before the end of its expiry's
-          -- millisecond, and lies (1000 - x % 1000) % 1000 before the end
-          -- of the new one's)
-          local n = d * 1000 - (1000 - v % 1000) % 1000 + ci
-          local reset = (n + (1000 - x % 1000) % 1000) / 1000
+          -- (the TAT lay (1000 - v % 1000) % 1000 us before the end of
+          -- its expiry's millisecond, and lies (1000 - x % 1000) % 1000
+          -- before the end of the new one's)
+          n = d * 1000 - (1000 - v % 1000) % 1000 + ci
+          reset = (n + (1000 - x % 1000) % 1000) / 1000
           redis.call('PEXPIRE', KEYS[1], reset)
-          local remaining = burst * interval - n
-          remaining = (remaining - remaining % interval) / interval
-          local w = reset * (burst + 1) + remaining
-          if w < 4503599627370496 then
-            return w
-          end
-          return {1, remaining, reset, 0}
+        else
+          redis.call('DECRBY', KEYS[1], ci)
         end
-        redis.call('DECRBY', KEYS[1], ci)
       end
     elseif (d == -2 or d == 0) and cost <= burst and ci < 1000000000000000 then
-      -- No key, or one expiring within this millisecond (d = 0) in
-      -- either millisecond form, whose TAT is then at most now: the TAT
-      -- is now + cost * interval. (The 16-digit value formatted here:
-      -- Redis 7.0 formats a number argument as a double, %.17g, which
-      -- costs more.)
-      local new = true
-      if d == 0 then
-        local v = redis.call('GET', KEYS[1])
-        new = #v == 16 and string.find(v, '^[89]%d*$') and v + 0 < 9007199254740992
-      end
-      if new then
-        local reset = (ci + 999 - (ci + 999) % 1000) / 1000
+      -- No key, or one expiring within this millisecond (d = 0) that holds
+      -- a state of either millisecond form (16 digits from 8 or 9), whose
+      -- TAT is then at most now: the TAT is now + cost * interval. (The
+      -- 16-digit value formatted here: Redis 7.0 formats a number argument
+      -- as a double, %.17g, which costs more.)
+      local v = d == 0 and redis.call('GET', KEYS[1])
+      if not v or (#v == 16 and string.find(v, '^[89]%d*$') and v + 0 < 9007199254740992) then
+        n = ci
+        reset = (ci + 999 - (ci + 999) % 1000) / 1000
         redis.call('SET', KEYS[1], string.format('%d', ci + 8000000000000000), 'PX', reset)
-        local remaining = burst * interval - ci
-        remaining = (remaining - remaining % interval) / interval
-        local w = reset * (burst + 1) + remaining
-        if w < 4503599627370496 then
-          return w
-        end
-        return {1, remaining, reset, 0}
       end
+    end
+    if n then
+      -- {1, remaining, reset_ms, 0} as one integer when it fits below
+      -- 2^52: reset_ms * (burst + 1) + remaining
+      local remaining = burst * interval - n
+      remaining = (remaining - remaining % interval) / interval
+      local w = reset * (burst + 1) + remaining
+      if w < 4503599627370496 then
+        return w
+      end
+      return {1, remaining, reset, 0}
     end
   end
 end
@@ -256,15 +254,13 @@ for i = 1, n do
       -- wrote it, read on TIME's clock
       if ms[i] and d >= 0 then
         r = d * 1000
+      elseif ms[i] then
+        r = math.ceil(math.max(x - clock(), 0) / 1000) * 1000
       else
-        if ms[i] then
-          r = math.ceil(math.max(x - clock(), 0) / 1000) * 1000
-        else
-          -- (as much as 2 ms more: TIME's clock may be up to a
-          -- millisecond, and a moment, ahead of the one keys expire by,
-          -- which the state is written on)
-          r = math.max(x - clock() + 1999, 0)
-        end
+        -- (as much as 2 ms more: TIME's clock may be up to a millisecond,
+        -- and a moment, ahead of the one keys expire by, which the state
+        -- is written on)
+        r = math.max(x - clock() + 1999, 0)
       end
       epoch[i] = true
     end
