@@ -202,13 +202,22 @@ func (k *Kit) FanOut(callers int, more func() bool, f Decide) (int64, error) {
 }
 
 // Timed runs f with callers goroutines for about d and returns the calls
-// made and the time they took.
+// made and the time they took. It makes at least one call even when d ends
+// before any goroutine starts (a loaded machine), so that a reading taken
+// after it never covers zero calls.
 func (k *Kit) Timed(callers int, d time.Duration, f Decide) (int64, time.Duration, error) {
-	var stop atomic.Bool
+	var stop, called atomic.Bool
 	start := time.Now()
 	t := time.AfterFunc(d, func() { stop.Store(true) })
 	defer t.Stop()
-	n, err := k.FanOut(callers, func() bool { return !stop.Load() }, f)
+	n, err := k.FanOut(callers, func() bool { return !stop.Load() || !called.Load() },
+		func(ctx context.Context, subject string) error {
+			err := f(ctx, subject)
+			if !called.Load() { // a load, not a store, on every call after the first
+				called.Store(true)
+			}
+			return err
+		})
 	return n, time.Since(start), err
 }
 

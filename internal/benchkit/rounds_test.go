@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -53,5 +54,22 @@ func TestServerRounds(t *testing.T) {
 	boom := errors.New("boom")
 	if _, err := k.ServerRounds(2, 3, time.Millisecond, vs, func() error { return boom }, read); !errors.Is(err, boom) {
 		t.Errorf("reset failing: %v; want boom", err)
+	}
+}
+
+// TestTimedCallsAtLeastOnce: a round that ends before any caller starts
+// (as on a loaded machine) still makes a call, so the server reading taken
+// after it is never a reading of zero calls.
+func TestTimedCallsAtLeastOnce(t *testing.T) {
+	k := NewKit([]int{4})
+	for i := range 200 {
+		var calls atomic.Int64
+		n, _, err := k.Timed(4, 0, func(ctx context.Context, subject string) error {
+			calls.Add(1)
+			return nil
+		})
+		if err != nil || n < 1 || n != calls.Load() {
+			t.Fatalf("try %d: Timed for 0s made %d calls (counted %d), err %v; want at least 1", i, n, calls.Load(), err)
+		}
 	}
 }
