@@ -440,12 +440,17 @@ func tbMsValue(rng *rand.Rand, l tbLimit) string {
 	return D + tail
 }
 
-// tbValue returns a bucket state to plant: one in either form (on a
-// redis-server, real, none in the millisecond form: its PTTL would be read
+// tbValue returns a bucket state to plant: one in any form (on a
+// redis-server, real, only the one on TIME: the others are read off a PTTL,
 // on the real clock), of l's scale or another, or one that is not a bucket.
 func tbValue(rng *rand.Rand, now int64, l tbLimit, real bool) (v string, wrongType bool) {
-	if !real && rng.Intn(3) == 0 {
-		return tbMsValue(rng, l), false
+	if !real {
+		switch rng.Intn(6) {
+		case 0, 1:
+			return tbMsValue(rng, l), false
+		case 2, 3:
+			return tbUsValue(rng, l), false
+		}
 	}
 	ts := pick(rng, []int64{now, now - rng.Int63n(10_000_000), now + rng.Int63n(10_000_000), now - rng.Int63n(40*day), 1, now - 1})
 	full := l.cap * l.period
@@ -475,6 +480,36 @@ func tbValue(rng *rand.Rand, now int64, l tbLimit, real bool) (v string, wrongTy
 		return T + ":" + S + ":" + strconv.FormatInt(l.period, 10) + "0", false // another period: 10x
 	}
 	return T + ":" + S + ":" + P, false
+}
+
+// tbUsValue returns a bucket "<9·10^15 + px>:<s>:<P>" (the microsecond
+// form on the millisecond clock) of l's period or another, or one that is
+// not a bucket.
+func tbUsValue(rng *rand.Rand, l tbLimit) string {
+	full := l.cap * l.period
+	u := 1000 * l.rate
+	px := pick(rng, []int64{1, 2, (full + u - 1) / u, 1 + rng.Int63n(max(1, min((full+u-1)/u, 1<<40))), 999_999_999_999_999})
+	sv := pick(rng, []int64{0, rng.Int63n(full + 1), full, full - 1, full + 1, two51, two51 + 1, l.period})
+	pv := pick(rng, []int64{l.period, l.period, l.period, 1_000_000, 1000, 999_000, 31 * day, 31*day + 1, 0})
+	T, S, P := strconv.FormatInt(9_000_000_000_000_000+px, 10), strconv.FormatInt(sv, 10), strconv.FormatInt(pv, 10)
+	if rng.Intn(6) == 0 {
+		return pick(rng, []string{"9" + T + ":" + S + ":" + P, T + ":0" + S + ":" + P, T + ":" + S + ":0" + P, T + ":" + S,
+			"09000000000000001:" + S + ":" + P, T + ":" + S + ":" + P + ":1", T + ":-" + S + ":" + P})
+	}
+	return T + ":" + S + ":" + P
+}
+
+// tbPX returns the TTL to plant a bucket v with: for one in the
+// microsecond form on the millisecond clock, most often no more than the
+// expiry it says it was written with (the time since is the difference),
+// else px as drawn.
+func tbPX(rng *rand.Rand, v string, px int64) int64 {
+	a, _, ok := strings.Cut(v, ":")
+	x, err := strconv.ParseInt(a, 10, 64)
+	if !ok || err != nil || x < 9_000_000_000_000_000 || px == 0 || rng.Intn(4) == 0 {
+		return px
+	}
+	return min(px, x-9_000_000_000_000_000-rng.Int63n(3))
 }
 
 func tbArgs(l tbLimit, cost int64, peek bool) func(two bool) []string {
@@ -532,12 +567,15 @@ type walk[L any] struct {
 	// realLimit reports whether l runs on a redis-server: limits it
 	// refuses are drawn again there (those whose states are read off a
 	// PTTL, which each subject would read on the real clock a moment
-	// apart)
+	// apart); nil: the walk runs on miniredis alone
 	realLimit func(l L) bool
 	moves     func(rng *rand.Rand, l L) []int64 // forward clock moves, µs
 	// value returns a state to plant (on a redis-server, real: none read
 	// off a PTTL)
 	value func(rng *rand.Rand, nowUs int64, l L, real bool) (v string, wrongType bool)
+	// px, if not nil, returns the TTL to plant v with instead of the
+	// random px (0: none)
+	px    func(rng *rand.Rand, v string, px int64) int64
 	costs func(rng *rand.Rand, l L) []int64 // other than 1
 	args  func(l L, cost int64, peek bool) func(two bool) []string
 	base  func(l L) int64 // the packed reply's base
@@ -547,7 +585,8 @@ type walk[L any] struct {
 // and rate changes on the same key, planted states with and without a TTL,
 // PERSIST) on every server: every subject must agree on the reply, the
 // value and its TTL at each call. On miniredis a forward move of the
-// scripts' clock moves key expiry too.
+// scripts' clock moves key expiry too, by the whole milliseconds it
+// crosses, as a redis-server's millisecond clock does.
 func (w walk[L]) run(t *testing.T) {
 	ctx := context.Background()
 	for k := range packedReplies {
@@ -555,6 +594,9 @@ func (w walk[L]) run(t *testing.T) {
 	}
 	defer func() { t.Logf("packed (fast path) replies: %v", packedReplies) }()
 	for _, srv := range equivalenceServers(t) {
+		if srv.real && w.realLimit == nil {
+			continue
+		}
 		t.Run(srv.name, func(t *testing.T) {
 			fails := 0
 			seeds := scaled(int64(40))
@@ -580,10 +622,13 @@ func (w walk[L]) run(t *testing.T) {
 					switch op := rng.Intn(20); {
 					case op < 3:
 						d := pick(rng, w.moves(rng, l))
-						now += d
+						// key expiry moves as a redis-server's does, on
+						// the millisecond clock (the µs clock's whole
+						// milliseconds): a TTL is always whole ms
 						if srv.mini != nil {
-							srv.mini.Advance(time.Duration(d) * time.Microsecond)
+							srv.mini.Advance(time.Duration((now+d)/1000-now/1000) * time.Millisecond)
 						}
+						now += d
 					case op == 3:
 						now -= rng.Int63n(2_000_000) // clock steps back
 					case op == 4:
@@ -596,6 +641,9 @@ func (w walk[L]) run(t *testing.T) {
 						px := int64(0)
 						if rng.Intn(2) == 0 {
 							px = 1 + rng.Int63n(100_000_000)
+						}
+						if w.px != nil {
+							px = w.px(rng, v, px)
 						}
 						setAll(ctx, srv, w.subs, v, px, wt)
 					case op == 7:
@@ -626,9 +674,10 @@ func (w walk[L]) run(t *testing.T) {
 // to weeks, buckets near 2^51, periods up to 31 days, intervals of whole
 // milliseconds or not, rule changes on one key, corrupt and foreign
 // values); the fast path and the general path must agree on the reply,
-// the value and its TTL. On a redis-server only limits of the microsecond
-// form run, and no state in the millisecond form is planted (each subject
-// would read its PTTL on the real clock a moment apart).
+// the value and its TTL. On miniredis, whose clock moves by Advance: both
+// forms of the bucket are read off a PTTL, which each subject would read
+// on a redis-server's real clock a moment apart (TestFastPathTokenBucketSmall
+// runs there, from states read on TIME or none).
 func TestFastPathTokenBucketPaths(t *testing.T) {
 	walk[tbLimit]{
 		subs:  tbSubjects(t),
@@ -638,11 +687,11 @@ func TestFastPathTokenBucketPaths(t *testing.T) {
 			l.rate = randTBLimit(rng).rate
 			return l
 		},
-		realLimit: func(l tbLimit) bool { return !l.msForm() },
 		moves: func(rng *rand.Rand, l tbLimit) []int64 {
-			return []int64{0, 1, rng.Int63n(1000), rng.Int63n(1_000_000), rng.Int63n(l.period + 1), rng.Int63n(40 * day)}
+			return []int64{0, 1, 999, 1000, rng.Int63n(1000), rng.Int63n(1_000_000), rng.Int63n(l.period + 1), rng.Int63n(40 * day)}
 		},
 		value: tbValue,
+		px:    tbPX,
 		costs: func(rng *rand.Rand, l tbLimit) []int64 {
 			return []int64{0, 2, 1 + rng.Int63n(l.cap+1), l.cap, l.cap + 1}
 		},

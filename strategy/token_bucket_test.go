@@ -71,9 +71,10 @@ func TestTokenBucketExact(t *testing.T) {
 
 // TestTokenBucketMicrosecondForm walks a bucket of 3 tokens refilled 3 per
 // second (a token every 333 333.3 µs: no whole milliseconds) on miniredis'
-// virtual clock: the state is the last refill on the server's TIME and the
-// tokens in units of 1/10^6 of a token, the RetryAfter and ResetAfter
-// rounded up to the millisecond.
+// virtual clock: the state is 9·10^15 + the expiry it was written with (in
+// ms, the time until full rounded up), the tokens then in units of 1/10^6
+// of a token, and the period; the RetryAfter and ResetAfter rounded up to
+// the millisecond.
 func TestTokenBucketMicrosecondForm(t *testing.T) {
 	m, st := newMini(t)
 	lim := newLim(t, st, strategy.NewTokenBucket())
@@ -83,27 +84,38 @@ func TestTokenBucketMicrosecondForm(t *testing.T) {
 	if r, err := lim.AllowN(ctx, "b", 3, l); err != nil || !r.Allowed || r.Remaining != 0 || r.ResetAfter != time.Second {
 		t.Fatalf("AllowN(3) = %+v, %v; want admitted, 0 left, full in 1s", r, err)
 	}
-	want := strconv.FormatInt(m.Now().UnixMicro(), 10) + ":0:1000000"
-	if v, _ := m.Get(key); v != want {
-		t.Errorf("state %q, want %q: the refill time in µs, no token, the period in µs", v, want)
+	if v, _ := m.Get(key); v != "9000000000001000:0:1000000" {
+		t.Errorf("state %q, want 9000000000001000:0:1000000: full in 1000 ms, no token, the period in µs", v)
 	}
 	if ttl := pttl(t, m, key); ttl != time.Second {
 		t.Errorf("TTL %s, want 1s (until full)", ttl)
 	}
-	// 333 ms: 999 000 of the 1 000 000 units a token needs, the rest in
-	// 334 µs: 1 ms
+	// 333 ms (1000 - PTTL): 999 000 of the 1 000 000 units a token needs,
+	// the rest in 334 µs: 1 ms
 	m.Advance(333 * time.Millisecond)
 	if r, err := lim.Allow(ctx, "b", l); err != nil || r.Allowed || r.RetryAfter != time.Millisecond || r.ResetAfter != 667*time.Millisecond {
 		t.Fatalf("after 333ms = %+v, %v; want denied, retry after 1ms, full in 667ms", r, err)
 	}
 	m.Advance(time.Millisecond)
 	if r, err := lim.Allow(ctx, "b", l); err != nil || !r.Allowed || r.Remaining != 0 || r.ResetAfter != time.Second {
-		t.Fatalf("after 334ms = %+v, %v; want admitted, full in 1s (999 999.3 µs, rounded up)", r, err)
+		t.Fatalf("after 334ms = %+v, %v; want admitted, full in 1s (999.3 ms, rounded up)", r, err)
 	}
 	// the 2000 units over a token that came back are kept
-	want = strconv.FormatInt(m.Now().UnixMicro(), 10) + ":2000:1000000"
-	if v, _ := m.Get(key); v != want {
-		t.Errorf("state %q, want %q", v, want)
+	if v, _ := m.Get(key); v != "9000000000001000:2000:1000000" {
+		t.Errorf("state %q, want 9000000000001000:2000:1000000", v)
+	}
+	if ttl := pttl(t, m, key); ttl != time.Second {
+		t.Errorf("TTL %s, want 1s (until full, rounded up)", ttl)
+	}
+	// 999 ms later: 2000 + 999·3000 units, 2 999 000 of 3 000 000 (PTTL
+	// 1): not full, 2 tokens; 1 ms more and the key has expired, full
+	m.Advance(999 * time.Millisecond)
+	if r, err := lim.Peek(ctx, "b", l); err != nil || r.Remaining != 2 || r.ResetAfter != time.Millisecond {
+		t.Fatalf("after 999ms = %+v, %v; want 2 left, full in 1ms", r, err)
+	}
+	m.Advance(time.Millisecond)
+	if m.Exists(key) {
+		t.Errorf("a full bucket's key outlived its expiry")
 	}
 }
 

@@ -79,9 +79,11 @@ if n == 1 and write then
     -- and returns the old value, checked after the fact: a bucket of
     -- another scale or form, or no bucket at all, is put back as it was,
     -- with its TTL, for the general path to read. (-1, no TTL: the general
-    -- path reads what the value says was missing.)
+    -- path reads what the value says was missing; 0, a key expiring within
+    -- this millisecond: a TTL that could not be put back, so the general
+    -- path too.)
     local d = redis.call('PTTL', KEYS[1])
-    if d ~= -1 then
+    if d ~= -1 and d ~= 0 then
       if d < 0 then
         d = 0
       end
@@ -100,50 +102,51 @@ if n == 1 and write then
           end
           return {1, remaining, m, 0}
         end
-        redis.call('SET', KEYS[1], old, 'PX', math.max(d, 1))
+        redis.call('SET', KEYS[1], old, 'PX', d)
         first = old
       end
     end
   else
-    local c = redis.call('TIME')
-    now = c[1] * 1000000 + c[2]
+    -- Any other interval, on the same clock: "<9*10^15 + px>:<s>:<P>",
+    -- the bucket held s tokens (scaled by P) when it was written with an
+    -- expiry px ms ahead, so px - PTTL is the time since, in whole ms of
+    -- the clock keys expire by (no TIME). GET reads it; anything but a
+    -- bucket of this form and period, or a TTL longer than it was written
+    -- with, is left to the general path.
     local full = cap * period
-    first = redis.call('GET', KEYS[1])
+    local d = redis.call('PTTL', KEYS[1])
     local s = full
-    local ok = not first
-    if first then
-      -- the common state: written under this limit's period (the checks
-      -- come before any arithmetic on a field: miniredis's Lua reads a
-      -- leading zero as octal)
-      local a, b, p = string.match(first, '^([1-9]%d*):(%d+):(%d+)$')
-      if p == ps and #a <= 16 and #b <= 16 and (b == '0' or string.byte(b) ~= 48) and b + 0 <= 2251799813685248 then
-        ok = true
-        -- refill (a product past 2^53 is far above full: clamped)
-        local g = (now - a) * rate
-        if g < 0 then
-          g = 0
-        end
-        s = b + g
-        if s > full then
-          s = full
+    local ok = d == -2
+    if d >= 0 then
+      first = redis.call('GET', KEYS[1])
+      local a, b, p = string.match(first, '^(9%d+):(%d+):(%d+)$')
+      if p == ps and #a == 16 and #b <= 16 and (b == '0' or string.byte(b) ~= 48) and b + 0 <= 2251799813685248 then
+        local e = a - 9000000000000000 - d
+        if e >= 0 then
+          ok = true
+          -- refill: R units per microsecond, 1000 R per millisecond (a
+          -- product past 2^53 is far above full: clamped)
+          s = b + e * 1000 * rate
+          if s > full then
+            s = full
+          end
         end
       end
+    elseif d == -2 then
+      first = false
     end
     if ok and cost <= cap and s >= cost * period then
       s = s - cost * period
-      local d = full - s
-      local q = d % rate
-      local us = (d - q) / rate
+      -- the key expires when the bucket is full again, rounded up to the
+      -- millisecond (s < full: the cost is at least 1)
+      local m = full - s
+      local u = 1000 * rate
+      local q = m % u
+      local reset = (m - q) / u
       if q > 0 then
-        us = us + 1
+        reset = reset + 1
       end
-      q = (us + 999) % 1000
-      local reset = (us + 999 - q) / 1000
-      if s >= full then
-        redis.call('DEL', KEYS[1])
-      else
-        redis.call('SET', KEYS[1], string.format('%d:%d:%s', now, s, ps), 'PX', reset)
-      end
+      redis.call('SET', KEYS[1], string.format('%d:%d:%s', reset + 9000000000000000, s, ps), 'PX', reset)
       -- {1, remaining, reset_ms, 0} as one integer when it fits below 2^52
       -- (no table to build): reset_ms * (B + 1) + remaining
       local remaining = (s - s % period) / period
@@ -258,7 +261,7 @@ end
 -- per limit: ms[i] its interval in milliseconds when whole (else false);
 -- x[i] the milliseconds until its bucket is full (ms form) or the tokens
 -- scaled by its period (else), at the time of the decision
-local ms, x, exists, redo = {}, {}, {}, {}
+local ms, x, redo = {}, {}, {}
 local allowed = 1
 for i = 1, n do
   local rate, period, cap = tonumber(ARGV[o - 2 + 3 * i]), tonumber(ARGV[o - 1 + 3 * i]), tonumber(ARGV[o + 3 * i])
@@ -275,7 +278,6 @@ for i = 1, n do
   -- lack: the bucket's missing tokens, as ms (t) or as scaled units
   local lack = 0
   if v then
-    exists[i] = true
     local d, b, c, own = readms(v, o + 3 * i)
     if d then
       local ttl = redis.call('PTTL', KEYS[i])
@@ -304,19 +306,49 @@ for i = 1, n do
       if not a then
         return redis.error_reply('ERR limiter corrupt counter: the key of limit ' .. i .. ' holds no token bucket')
       end
-      -- refill: R units per microsecond since the last refill, up to full
-      -- (the elapsed time bounded first, so the product stays exact)
-      local elapsed = math.min(math.max(clock() - a, 0), math.ceil(full / rate))
-      s = math.min(full, math.min(s, full) + elapsed * rate)
+      if a >= 9000000000000000 then
+        -- on the millisecond clock: s tokens when written with an expiry
+        -- a - 9 * 10^15 ms ahead, refilled since (none for a key without
+        -- its TTL or with a longer one)
+        local ttl = redis.call('PTTL', KEYS[i])
+        local e = a - 9000000000000000 - ttl
+        if ttl == -1 or e < 0 then
+          e = 0
+          redo[i] = true
+        end
+        s = math.min(full, math.min(s, full) + e * 1000 * rate)
+        if not own then
+          redo[i] = true
+        end
+        if not t then
+          -- a TTL other than the time until full (another rate, a lower
+          -- burst) is repaired
+          local m, u = full - s, 1000 * rate
+          local q = m % u
+          if ttl ~= (m - q) / u + math.min(q, 1) then
+            redo[i] = true
+          end
+        end
+      else
+        -- on TIME, as earlier releases wrote every bucket of this form:
+        -- refill R units per microsecond since the last refill, up to
+        -- full (the elapsed time bounded first, so the product stays
+        -- exact)
+        local elapsed = math.min(math.max(clock() - a, 0), math.ceil(full / rate))
+        s = math.min(full, math.min(s, full) + elapsed * rate)
+        redo[i] = true
+        if not t then
+          -- read as of the millisecond clock's now, which TIME's may be
+          -- up to a millisecond, and a moment, ahead of: 2 ms less refill
+          s = math.max(s - 2000 * rate, 0)
+        end
+      end
       if t then
         -- microseconds until full, then milliseconds, rounded up
         lack = math.ceil(math.ceil((full - s) / rate) / 1000)
         redo[i] = true
       else
         lack = full - s
-        if not own then
-          redo[i] = true
-        end
       end
     end
   end
@@ -371,22 +403,20 @@ for i = 1, n do
   else
     local full = cap * period
     local s = x[i] - take * period
-    -- microseconds until the bucket is full, rounded up to milliseconds
-    reset = math.floor((math.ceil((full - s) / rate) + 999) / 1000)
+    -- milliseconds until the bucket is full, rounded up: the key's expiry
+    local m = full - s
+    local u = 1000 * rate
+    local q = m % u
+    reset = (m - q) / u
+    if q > 0 then
+      reset = reset + 1
+    end
     remaining = math.floor(s / period)
     if write and (take > 0 or redo[i]) then
       if s >= full then
         redis.call('DEL', KEYS[i])
       else
-        redis.call('SET', KEYS[i], string.format('%d:%d:%d', clock(), s, period), 'PX', reset)
-      end
-    elseif write and exists[i] then
-      -- a denial keeps a bucket of this scale (refilled to now it is the
-      -- same), but gives one found without its expiry, or with a longer
-      -- one, its own
-      local ttl = redis.call('PTTL', KEYS[i])
-      if ttl == -1 or ttl > reset then
-        redis.call('PEXPIRE', KEYS[i], math.max(reset, 1))
+        redis.call('SET', KEYS[i], string.format('%d:%d:%d', reset + 9000000000000000, s, period), 'PX', reset)
       end
     end
     if cost > cap then
