@@ -64,7 +64,12 @@ func checkRetryHonoured(c *checker) {
 // Burst and not a unit more. A bucket kept in floating point, refilled by
 // adding a tenth of a token per call, holds 0.9999999999999999 tokens
 // after ten (drift: it under-admits from then on, and with other steps it
-// over-admits). Exactness to the millisecond needs a clock the suite
+// over-admits). Then a limit whose interval is not whole milliseconds, 3
+// per second (a unit every 333 333.3 µs), emptied: its first unit is
+// denied at 333 ms with a RetryAfter of 1 ms and admitted at 334, its
+// second denied at 666 ms and admitted at 667 (a bucket that counts its
+// interval in whole milliseconds, 333, refills 3 units in 999 ms and
+// admits each early). Exactness to the millisecond needs a clock the suite
 // moves: on a real clock the check skips.
 func checkRefillExact(c *checker) {
 	if !c.spec.Refills || c.spec.Bound != nil {
@@ -77,7 +82,8 @@ func checkRefillExact(c *checker) {
 	l := limiter.Limit{Rate: 10, Period: time.Second, Burst: 3, Name: "q"}
 	interval := l.Period / time.Duration(l.Rate)
 	step := interval / per
-	c.window(l)
+	thirds := limiter.Limit{Rate: 3, Period: time.Second, Burst: 3, Name: "thirds"}
+	c.window(l, thirds)
 	lim := c.limiter(nil)
 	if r, err := lim.AllowN(c.ctx, "p41", l.Burst, l); err != nil || !r.Allowed {
 		c.t.Fatalf("property 41: AllowN(%d) on a fresh limit = %+v, %v; want admitted", l.Burst, r, err)
@@ -104,5 +110,27 @@ func checkRefillExact(c *checker) {
 	}
 	if r, err := lim.Allow(c.ctx, "p41", l); err != nil || r.Allowed {
 		c.t.Fatalf("property 41: Allow right after the whole burst of %d was taken = %+v, %v; want denied (a bucket holds at most its burst)", l.Burst, r, err)
+	}
+
+	if r, err := lim.AllowN(c.ctx, "p41-thirds", thirds.Burst, thirds); err != nil || !r.Allowed {
+		c.t.Fatalf("property 41: AllowN(%d) on a fresh limit of %d per %s = %+v, %v; want admitted", thirds.Burst, thirds.Rate, thirds.Period, r, err)
+	}
+	at := time.Duration(0)
+	for n := time.Duration(1); n <= 2; n++ {
+		exact := thirds.Period * n / time.Duration(thirds.Rate) // 333.333ms, 666.666ms
+		due := exact.Truncate(time.Millisecond) + time.Millisecond
+		c.h.Advance(due - time.Millisecond - at)
+		r, err := lim.Allow(c.ctx, "p41-thirds", thirds)
+		if err != nil {
+			c.t.Fatalf("property 41: %d per %s, %s after it was emptied: %v", thirds.Rate, thirds.Period, due-time.Millisecond, err)
+		}
+		if r.Allowed || r.RetryAfter != time.Millisecond {
+			c.t.Fatalf("property 41: %d per %s, %s after it was emptied = %+v; want denied, RetryAfter 1ms (unit %d is due at %s)", thirds.Rate, thirds.Period, due-time.Millisecond, r, n, exact)
+		}
+		c.h.Advance(time.Millisecond)
+		at = due
+		if r, err := lim.Allow(c.ctx, "p41-thirds", thirds); err != nil || !r.Allowed {
+			c.t.Fatalf("property 41: %d per %s, %s after it was emptied = %+v, %v; want admitted (unit %d came back at %s)", thirds.Rate, thirds.Period, due, r, err, n, exact)
+		}
 	}
 }

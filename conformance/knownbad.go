@@ -139,6 +139,12 @@ func KnownBad() []Control {
 		{Spec: floatTokenBucket(),
 			MustFail: []string{"refill-exact"}, VirtualOnly: []string{"refill-exact"}},
 		{Spec: func() Spec {
+			spec := TokenBucket()
+			spec.Name, spec.Strategy = "WholeMsTokenBucket", knownbad.WholeMsTokenBucket{}
+			return spec
+		}(),
+			MustFail: []string{"refill-exact"}, VirtualOnly: []string{"refill-exact"}},
+		{Spec: func() Spec {
 			spec := SlidingWindow()
 			spec.Name, spec.Strategy = "SlidingExpiry", knownbad.SlidingExpiry{}
 			return spec

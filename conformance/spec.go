@@ -286,8 +286,7 @@ func TokenBucket() Spec {
 		RoundTrips: 1,
 		Scripts:    true,
 		MinVersion: "6.2.0",
-		// a limit of whole milliseconds keeps its state in its key's
-		// expiry
+		// every limit keeps its state in its key's expiry
 		MillisecondClock: true,
 	}
 }

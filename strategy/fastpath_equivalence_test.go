@@ -502,14 +502,22 @@ func tbUsValue(rng *rand.Rand, l tbLimit) string {
 // tbPX returns the TTL to plant a bucket v with: for one in the
 // microsecond form on the millisecond clock, most often no more than the
 // expiry it says it was written with (the time since is the difference),
-// else px as drawn.
+// sometimes a little more (a TTL it cannot have been written with), else
+// px as drawn.
 func tbPX(rng *rand.Rand, v string, px int64) int64 {
 	a, _, ok := strings.Cut(v, ":")
 	x, err := strconv.ParseInt(a, 10, 64)
-	if !ok || err != nil || x < 9_000_000_000_000_000 || px == 0 || rng.Intn(4) == 0 {
+	if !ok || err != nil || x < 9_000_000_000_000_000 || px == 0 {
 		return px
 	}
-	return min(px, x-9_000_000_000_000_000-rng.Int63n(3))
+	written := x - 9_000_000_000_000_000
+	switch rng.Intn(5) {
+	case 0:
+		return px
+	case 1:
+		return written + 1 + rng.Int63n(3)
+	}
+	return max(1, min(px, written-rng.Int63n(3)))
 }
 
 func tbArgs(l tbLimit, cost int64, peek bool) func(two bool) []string {
@@ -1304,6 +1312,25 @@ func TestFastPathTokenBucketRounding(t *testing.T) {
 								if !runCompare(t, ctx, srv, subs, "rv:tb:never", tbArgs(l, 1, false), L.cap, fmt.Sprintf("state %q limit %+v (d %d, us %d)", v, l, d, us)) {
 									if fails++; fails >= 5 {
 										return
+									}
+								}
+								// the same bucket on the millisecond clock (on
+								// miniredis: a PTTL read on a real clock moves
+								// between the subjects), with the TTL it was
+								// written with and one a millisecond longer
+								u := 1000 * r
+								px := (full - b + u - 1) / u
+								if srv.mini == nil || px < 1 || full-b+u-1 < 0 || u < 0 {
+									continue
+								}
+								v = fmt.Sprintf("%d:%d:%d", 9_000_000_000_000_000+px, b, L.period)
+								for _, ttl := range []int64{px, px + 1} {
+									setAll(ctx, srv, subs, v, ttl, false)
+									runs++
+									if !runCompare(t, ctx, srv, subs, "rv:tb:never", tbArgs(l, 1, false), L.cap, fmt.Sprintf("state %q PTTL %d limit %+v", v, ttl, l)) {
+										if fails++; fails >= 5 {
+											return
+										}
 									}
 								}
 							}

@@ -43,9 +43,19 @@ const maxBucketUnits = 1 << 51
 //     has lost its TTL); an admitted call is a PTTL and a SET whose GET
 //     option returns the value it replaced, checked after the fact (a
 //     value of another rule or none is put back and read again), no TIME;
-//   - state, for any other interval: the last refill in µs on the
-//     server's TIME and the tokens in units of 1/Period-in-µs of a token,
-//     refilled by Rate units per microsecond, "<µs>:<units>:<period µs>";
+//   - state, for any other interval (3/s: a token every 333 333.3 µs), on
+//     the same clock: "<9·10^15 + ms>:<units>:<period µs>", the tokens
+//     when the bucket was written in units of 1/Period-in-µs of a token
+//     (Rate units come back every µs) and the expiry it was written with
+//     (the time until full, rounded up to the ms), so that the expiry
+//     written less the PTTL is the time since, in whole milliseconds, and
+//     the bucket exact to the unit; an admitted call is a PTTL, a GET and
+//     a SET, no TIME. Buckets of earlier releases, "<last refill in µs on
+//     TIME>:<units>:<period µs>", are read (with 2 ms less refill: TIME may
+//     run up to a millisecond ahead of the expiry clock) and written back
+//     in this form; earlier releases read this form as a bucket last
+//     refilled in 2255, with no refill until it expires: during a rolling
+//     deploy they admit less, never more;
 //   - integers only: the arithmetic is exact and never drifts; Burst ×
 //     Period (in µs) above 2^51 is limiter.ErrInvalidLimit, returned
 //     before any I/O;
@@ -60,7 +70,8 @@ const maxBucketUnits = 1 << 51
 //   - expiry: a bucket expires when it is full again (a full bucket is
 //     deleted); a call that writes gives a bucket found without that
 //     expiry its expiry back;
-//   - time source: the Redis server's clock (key expiry and TIME), never
+//   - time source: the Redis server's clock that keys expire by, in whole
+//     milliseconds (TIME only to read an earlier release's bucket), never
 //     the app server's;
 //   - keys per decision: one per limit, in one Cluster slot;
 //   - Redis 6.2 or later (SET's GET option), or a server that runs Lua,

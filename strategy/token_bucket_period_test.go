@@ -89,3 +89,33 @@ func TestTokenBucketRuleChangeDenied(t *testing.T) {
 		}
 	}
 }
+
+// TestTokenBucketRateChangeSamePeriod: a bucket of an interval that is not
+// whole milliseconds, emptied under 7/s and denied under 3/s (the same
+// period, burst 3): the denial gives the key the slower rule's expiry (1 s
+// until full, not 7/s's 429 ms), so 430 ms later the bucket holds the one
+// token 3/s refilled, not a full bucket found after the key expired.
+func TestTokenBucketRateChangeSamePeriod(t *testing.T) {
+	ctx := context.Background()
+	fast := limiter.Limit{Rate: 7, Period: time.Second, Burst: 3, Name: "q"}
+	slow := limiter.Limit{Rate: 3, Period: time.Second, Burst: 3, Name: "q"}
+	m, st := newMini(t)
+	lim := newLim(t, st, strategy.NewTokenBucket())
+	key, _ := limiter.Key("t", "u", slow)
+	if r, err := lim.AllowN(ctx, "u", 3, fast); err != nil || !r.Allowed || r.ResetAfter != 429*time.Millisecond {
+		t.Fatalf("AllowN(3) under %s = %+v, %v; want admitted, full in 429ms", fast, r, err)
+	}
+	if r, err := lim.Allow(ctx, "u", slow); err != nil || r.Allowed || r.RetryAfter != 334*time.Millisecond {
+		t.Fatalf("under %s = %+v, %v; want denied, retry in 334ms", slow, r, err)
+	}
+	if ttl := pttl(t, m, key); ttl != time.Second {
+		t.Errorf("TTL after the denial under %s: %s; want 1s (until full at 3/s)", slow, ttl)
+	}
+	m.Advance(430 * time.Millisecond)
+	if r, err := lim.AllowN(ctx, "u", 2, slow); err != nil || r.Allowed || r.Remaining != 1 {
+		t.Errorf("AllowN(2) under %s 430ms later = %+v, %v; want denied, 1 left", slow, r, err)
+	}
+	if r, err := lim.Allow(ctx, "u", slow); err != nil || !r.Allowed {
+		t.Errorf("Allow under %s 430ms later = %+v, %v; want admitted", slow, r, err)
+	}
+}

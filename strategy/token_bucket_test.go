@@ -3,6 +3,8 @@ package strategy_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -298,4 +300,92 @@ func TestTokenBucketBurstLowered(t *testing.T) {
 	if admitted != 10 {
 		t.Fatalf("%d of 15 calls admitted at once after the burst was lowered to 10; want 10", admitted)
 	}
+}
+
+// TestTokenBucketEarlierRelease: a limit whose interval is not whole
+// milliseconds, across the release before its bucket moved onto the
+// millisecond clock (testdata/token_bucket_before_ms_clock.lua). That
+// release's bucket, on TIME, is read with 2 ms less refill and written in
+// this release's form; this release's bucket is read by that one as
+// refilled in 2255: no refill until it expires, so a rolling deploy admits
+// less, never more.
+func TestTokenBucketEarlierRelease(t *testing.T) {
+	src, err := os.ReadFile("testdata/token_bucket_before_ms_clock.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := store.NewScript(string(src))
+	l := limiter.Limit{Rate: 3, Period: time.Second} // burst 3, a token every 333 333.3 µs
+	args := []int64{3, 1_000_000, 3}
+	ctx := context.Background()
+
+	t.Run("miniredis", func(t *testing.T) {
+		m, st := newMini(t)
+		lim := newLim(t, st, strategy.NewTokenBucket())
+		key, _ := limiter.Key("t", "old", l)
+		// one token 100 ms ago, on TIME
+		if err := m.Set(key, fmt.Sprintf("%d:1000000:1000000", m.Now().UnixMicro()-100_000)); err != nil {
+			t.Fatal(err)
+		}
+		m.SetTTL(key, 667*time.Millisecond)
+		// 1 000 000 + 100 000 µs · 3 − 2 ms · 3 = 1 294 000 units: a token
+		// taken, 294 000 left, full in ⌈2 706 000 / 3000⌉ ms
+		if r, err := lim.Allow(ctx, "old", l); err != nil || !r.Allowed || r.Remaining != 0 || r.ResetAfter != 902*time.Millisecond {
+			t.Fatalf("Allow = %+v, %v; want admitted, 0 left, full in 902ms", r, err)
+		}
+		if v, _ := m.Get(key); v != "9000000000000902:294000:1000000" {
+			t.Errorf("state %q, want 9000000000000902:294000:1000000", v)
+		}
+		if ttl := pttl(t, m, key); ttl != 902*time.Millisecond {
+			t.Errorf("TTL %s, want 902ms", ttl)
+		}
+		m.Advance(900 * time.Millisecond)
+		// the earlier release: 294 000 units, no refill: denied, its
+		// wait ⌈(1 000 000 − 294 000) / 3 µs⌉ = 236 ms; nothing written
+		nums, err := old.RunInt64s(ctx, st, []string{key}, args, nil)
+		if err != nil || len(nums) != 4 || nums[0] != 0 || nums[3] != 236 {
+			t.Fatalf("the earlier release's call = %v, %v; want denied, retry in 236 ms", nums, err)
+		}
+		if v, _ := m.Get(key); v != "9000000000000902:294000:1000000" {
+			t.Errorf("the earlier release's denial wrote %q", v)
+		}
+		// this release: 294 000 + 900 · 3000 = 2 994 000 units
+		if r, err := lim.Peek(ctx, "old", l); err != nil || r.Remaining != 2 || r.ResetAfter != 2*time.Millisecond {
+			t.Fatalf("Peek = %+v, %v; want 2 left, full in 2ms", r, err)
+		}
+	})
+
+	t.Run("redis-server", func(t *testing.T) {
+		st := goredis.New(realServer(t))
+		lim := newLim(t, st, strategy.NewTokenBucket())
+		key, _ := limiter.Key("t", "mix", l)
+		start := time.Now()
+		admitted := 0
+		for range 3 { // the whole burst through this release
+			if r, err := lim.Allow(ctx, "mix", l); err != nil || !r.Allowed {
+				t.Fatalf("Allow = %+v, %v; want admitted", r, err)
+			}
+			admitted++
+		}
+		// both releases, alternating
+		for range 10 {
+			nums, err := old.RunInt64s(ctx, st, []string{key}, args, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(nums) == 1 || nums[0] == 1 {
+				admitted++
+			}
+			if r, err := lim.Allow(ctx, "mix", l); err != nil {
+				t.Fatal(err)
+			} else if r.Allowed {
+				admitted++
+			}
+		}
+		// a token every 333 ms came back meanwhile, one more at most for
+		// where the first fell
+		if most := 3 + int(time.Since(start)/(333*time.Millisecond)) + 1; admitted > most {
+			t.Errorf("%d admitted in %s by both releases; at most %d", admitted, time.Since(start), most)
+		}
+	})
 }

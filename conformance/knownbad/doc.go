@@ -52,6 +52,9 @@
 //     member, so the log undercounts and admits too many.
 //   - FloatTokenBucket: tokens kept as a float, refilled by a fraction on
 //     every call: the fractions drift, and a unit that is due is denied.
+//   - WholeMsTokenBucket: a token bucket whose interval Period/Rate is
+//     counted in whole milliseconds (integer division): 3 per second
+//     refills a token every 333 ms, 3 in 999 ms, each unit early.
 //   - SlidingExpiry: a sliding window counter whose admissions set the
 //     key's expiry (its clock) two Periods ahead in a second round trip:
 //     every admission starts the window again, and the previous window's

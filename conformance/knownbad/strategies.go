@@ -344,6 +344,26 @@ func (FloatTokenBucket) Decide(ctx context.Context, st store.Store, req limiter.
 	})
 }
 
+// WholeMsTokenBucket is a token bucket that counts a token's interval
+// Period/Rate in whole milliseconds, rounded down as integer division
+// does: 3 per second refills a token every 333 ms (3 in 999 ms), so each
+// unit comes back early. Limits of whole-millisecond intervals are
+// decided right.
+type WholeMsTokenBucket struct{}
+
+// Decide implements limiter.Strategy, wrongly.
+func (WholeMsTokenBucket) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	ls := make([]limiter.Limit, len(req.Limits))
+	for i, l := range req.Limits {
+		if ms := l.Period.Milliseconds() / l.Rate; ms > 0 {
+			l.Period = time.Duration(ms*l.Rate) * time.Millisecond
+		}
+		ls[i] = l
+	}
+	req.Limits = ls
+	return strategy.NewTokenBucket().Decide(ctx, st, req)
+}
+
 // burstOf is the most l admits at once: its Burst, or its Rate when 0.
 func burstOf(l limiter.Limit) int64 {
 	if l.Burst > 0 {

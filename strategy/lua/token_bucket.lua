@@ -13,11 +13,23 @@
 --     GET option returns the value it replaced, checked after the fact (no
 --     TIME, no GET); d is what the PTTL was when the bucket was written,
 --     read only when the key has lost its TTL;
---   - any other interval: "<t>:<s>:<P>", t the time of the last refill in
---     microseconds since the Unix epoch (TIME), s the tokens scaled by the
---     period P in microseconds (a token is P units, and R units come back
---     every microsecond), the key's expiry the time the bucket is full
---     again, rounded up to the millisecond.
+--   - any other interval (3/s: a token every 333 333.3 us), on the same
+--     clock: "<9 * 10^15 + px>:<s>:<P>", s the tokens when the bucket was
+--     written, scaled by the period P in microseconds (a token is P units,
+--     and R units come back every microsecond, 1000 R every millisecond),
+--     px the expiry it was written with (the time until the bucket is
+--     full, rounded up to the millisecond), so that px - PTTL is the time
+--     since, in whole milliseconds of the clock keys expire by, and the
+--     bucket is exact to the unit: an admitted decision reads one PTTL
+--     and one GET and writes one SET (no TIME). Scripts before this form
+--     read it as a bucket last refilled in 2255: they refill nothing until
+--     it expires, never admit more.
+-- A third form, "<t>:<s>:<P>" with t the last refill in microseconds since
+-- the Unix epoch (below 9 * 10^15), on TIME, is how scripts before the
+-- second held a limit of any other interval: this script reads it (for
+-- such a limit with 2 ms less refill: TIME's clock may run up to a
+-- millisecond, and a moment, ahead of the one keys expire by) and writes
+-- the second form.
 -- ARGV[1]        cost, >= 0
 -- ARGV[2]        "1": decide but write nothing (peek); "0": decide and write
 -- ARGV[3i]       rate R of limit i (tokens per period)
@@ -38,7 +50,7 @@
 -- Every product stays below 2^53 (the caller bounds B * P), so the
 -- arithmetic is exact: no drift however long the bucket lives. Every
 -- bucket is read and checked before anything is written: a key that is not
--- a string (WRONGTYPE) or holds no bucket in either form is an error, and
+-- a string (WRONGTYPE) or holds no bucket in any form is an error, and
 -- the call writes nothing. A bucket is decimal integers without a sign or
 -- a leading zero: "<t>:<s>:<P>" with t and s of at most 16 digits, s at
 -- most 2^51 (the most any limit's bucket holds) and P at most 31 days;
@@ -47,7 +59,10 @@
 -- rule for the same key is valid: it keeps its tokens (rescaled when the
 -- scale changed, never rounded up), capped at this limit's capacity, and a
 -- call that writes stores it in this limit's form, denied or not (the same
--- tokens: a denial consumes nothing). A bucket "<t>:<s>" without its
+-- tokens: a denial consumes nothing); the second and third forms refill at
+-- the reading limit's rate. A bucket of the second form found without its
+-- TTL, or with a longer one than it was written with, is read as refilled
+-- by nothing since. A bucket "<t>:<s>" without its
 -- period is read at this limit's. A bucket expires when it is full again
 -- (a full bucket is deleted). SET's GET option makes this script need
 -- Redis 6.2.
@@ -120,9 +135,11 @@ if n == 1 and write then
     if d >= 0 then
       first = redis.call('GET', KEYS[1])
       local a, b, p = string.match(first, '^(9%d+):(%d+):(%d+)$')
-      if p == ps and #a == 16 and #b <= 16 and (b == '0' or string.byte(b) ~= 48) and b + 0 <= 2251799813685248 then
+      if p == ps and #a == 16 and #b <= 16 and (b == '0' or string.byte(b) ~= 48) then
+        -- (each string to number conversion is a strtod: b's made once)
+        b = b + 0
         local e = a - 9000000000000000 - d
-        if e >= 0 then
+        if e >= 0 and b <= 2251799813685248 then
           ok = true
           -- refill: R units per microsecond, 1000 R per millisecond (a
           -- product past 2^53 is far above full: clamped)
