@@ -50,7 +50,7 @@ const maxBucketUnits = 1 << 51
 //     (the time until full, rounded up to the ms), so that the expiry
 //     written less the PTTL is the time since, in whole milliseconds, and
 //     the bucket exact to the unit; an admitted call is a PTTL, a GET and
-//     a SET, no TIME. Buckets of earlier releases, "<last refill in µs on
+//     a SET (a PTTL and a SET on a new key), no TIME. Buckets of earlier releases, "<last refill in µs on
 //     TIME>:<units>:<period µs>", are read (with 2 ms less refill: TIME may
 //     run up to a millisecond ahead of the expiry clock) and written back
 //     in this form; earlier releases read this form as a bucket last

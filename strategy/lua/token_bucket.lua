@@ -21,7 +21,7 @@
 --     full, rounded up to the millisecond), so that px - PTTL is the time
 --     since, in whole milliseconds of the clock keys expire by, and the
 --     bucket is exact to the unit: an admitted decision reads one PTTL
---     and one GET and writes one SET (no TIME). Scripts before this form
+--     and one GET and writes one SET (a new key: PTTL and SET; no TIME). Scripts before this form
 --     read it as a bucket last refilled in 2255: they refill nothing until
 --     it expires, never admit more.
 -- A third form, "<t>:<s>:<P>" with t the last refill in microseconds since
@@ -241,6 +241,15 @@ local function readms(v, k)
   return tonumber(d), p / (r * 1000), tonumber(b), own
 end
 
+-- tillfull returns the milliseconds until a bucket of this script's
+-- second form that lacks m units, refilled by rate units per microsecond,
+-- is full: m / (1000 rate) rounded up (whole m >= 0), its key's expiry.
+local function tillfull(m, rate)
+  local u = 1000 * rate
+  local q = m % u
+  return (m - q) / u + math.min(q, 1)
+end
+
 -- down returns x * k / i rounded down, for whole x < i and k, i at most
 -- 2^51 (within one below it when x * k passes 2^53).
 local function down(x, i, k)
@@ -340,9 +349,7 @@ for i = 1, n do
         if not t then
           -- a TTL other than the time until full (another rate, a lower
           -- burst) is repaired
-          local m, u = full - s, 1000 * rate
-          local q = m % u
-          if ttl ~= (m - q) / u + math.min(q, 1) then
+          if ttl ~= tillfull(full - s, rate) then
             redo[i] = true
           end
         end
@@ -420,14 +427,7 @@ for i = 1, n do
   else
     local full = cap * period
     local s = x[i] - take * period
-    -- milliseconds until the bucket is full, rounded up: the key's expiry
-    local m = full - s
-    local u = 1000 * rate
-    local q = m % u
-    reset = (m - q) / u
-    if q > 0 then
-      reset = reset + 1
-    end
+    reset = tillfull(full - s, rate)
     remaining = math.floor(s / period)
     if write and (take > 0 or redo[i]) then
       if s >= full then
