@@ -77,6 +77,9 @@
 -- (Redis 5 and later replicate a script's effects, so writing after TIME
 -- needs no redis.replicate_commands.)
 
+-- The globals the common call reads, read once: each read of a global is
+-- a table lookup, paid again at every use (about 120 instructions).
+local KEYS, ARGV, redis = KEYS, ARGV, redis
 -- o: where the limits' arguments start (ARGV[o + 2i - 1], ARGV[o + 2i])
 local o, cost, write = 0, 1, true
 if #ARGV ~= 2 * #KEYS then

@@ -45,6 +45,10 @@
 -- (a leak from elsewhere), or with one beyond its window (the limit's
 -- period was shortened), is read as a window that starts now, its counts
 -- kept, and a writing call gives it its expiry.
+
+-- The globals the common call reads, read once: each read of a global is
+-- a table lookup, paid again at every use (about 120 instructions).
+local KEYS, ARGV, redis = KEYS, ARGV, redis
 local M, MAXC = 134217728, 67108864 -- 2^27, 2^26
 local n = #KEYS
 -- o: where the limits' arguments start (ARGV[o + 2i - 1], ARGV[o + 2i])

@@ -66,6 +66,10 @@
 -- period is read at this limit's. A bucket expires when it is full again
 -- (a full bucket is deleted). SET's GET option makes this script need
 -- Redis 6.2.
+
+-- The globals the common call reads, read once: each read of a global is
+-- a table lookup, paid again at every use (about 120 instructions).
+local KEYS, ARGV, redis, string = KEYS, ARGV, redis, string
 -- o: where the limits' arguments start (ARGV[o + 3i - 2] is limit i's
 -- rate)
 local o, cost, write = 0, 1, true
