@@ -143,7 +143,7 @@ local function denied_at(i, stop)
   if ttl >= 0 then
     return stop - ttl
   end
-  redis.call('PEXPIREAT', KEYS[i], stop)
+  redis.call('PEXPIREAT', KEYS[i], string.format('%d', stop))
   local t = redis.call('TIME')
   return t[1] * 1000 + math.floor(t[2] / 1000)
 end
@@ -216,7 +216,7 @@ if fresh then
     if created[i] then
       local _, stop = window(i)
       redis.call('INCRBY', KEYS[i], base)
-      redis.call('PEXPIREAT', KEYS[i], stop)
+      redis.call('PEXPIREAT', KEYS[i], string.format('%d', stop))
     end
   end
   counts[n + 1] = t[1]

@@ -79,7 +79,7 @@
 
 -- The globals the common call reads, read once: each read of a global is
 -- a table lookup, paid again at every use (about 120 instructions).
-local KEYS, ARGV, redis = KEYS, ARGV, redis
+local KEYS, ARGV, redis, string = KEYS, ARGV, redis, string
 -- o: where the limits' arguments start (ARGV[o + 2i - 1], ARGV[o + 2i])
 local o, cost, write = 0, 1, true
 if #ARGV ~= 2 * #KEYS then
@@ -111,17 +111,18 @@ if #KEYS == 1 and write then
       if cost <= burst and n <= burst * t then
         local ok = true
         if live then
-          local x = redis.call('INCRBY', KEYS[1], cost * t)
+          -- (every number passed as a string: Redis 7.0 formats a number
+          -- argument as a double, %.17g, which costs more)
+          local ct = string.format('%d', cost * t)
+          local x = redis.call('INCRBY', KEYS[1], ct)
           if x - cost * t > 9000000000000000 and x < 9007199254740992 then
-            redis.call('PEXPIRE', KEYS[1], n)
+            redis.call('PEXPIRE', KEYS[1], string.format('%d', n))
           else
-            redis.call('DECRBY', KEYS[1], cost * t)
+            redis.call('DECRBY', KEYS[1], ct)
             ok = false
           end
         else
-          -- (the 16-digit value formatted here: Redis 7.0 formats a
-          -- number argument as a double, %.17g, which costs 0.2 us more)
-          redis.call('SET', KEYS[1], string.format('%d', n + 9000000000000000), 'PX', n)
+          redis.call('SET', KEYS[1], string.format('%d', n + 9000000000000000), 'PX', string.format('%d', n))
         end
         -- {1, remaining, reset_ms, 0} as one integer when it fits below
         -- 2^52: reset_ms * (burst + 1) + remaining
@@ -157,7 +158,10 @@ if #KEYS == 1 and write then
       -- may not fit with d * 1000 is left to the general path without a
       -- write, so that a denial writes nothing)
       if cost <= burst and d * 1000 + ci <= burst * interval then
-        local x = redis.call('INCRBY', KEYS[1], ci)
+        -- (the cost of 1 the common call sends no cost for: the interval
+        -- as it came; else formatted, as below)
+        local cs = o == 0 and ARGV[1] or string.format('%d', ci)
+        local x = redis.call('INCRBY', KEYS[1], cs)
         local v = x - ci
         if v >= 8000000000000000 and x < 9000000000000000 then
           -- (the TAT lay (1000 - v % 1000) % 1000 us before the end of
@@ -165,9 +169,9 @@ if #KEYS == 1 and write then
           -- before the end of the new one's)
           n = d * 1000 - (1000 - v % 1000) % 1000 + ci
           reset = (n + (1000 - x % 1000) % 1000) / 1000
-          redis.call('PEXPIRE', KEYS[1], reset)
+          redis.call('PEXPIRE', KEYS[1], string.format('%d', reset))
         else
-          redis.call('DECRBY', KEYS[1], ci)
+          redis.call('DECRBY', KEYS[1], cs)
         end
       end
     elseif (d == -2 or d == 0) and cost <= burst and ci < 1000000000000000 then
@@ -180,7 +184,7 @@ if #KEYS == 1 and write then
       if not v or (#v == 16 and string.find(v, '^[89]%d*$') and v + 0 < 9007199254740992) then
         n = ci
         reset = (ci + 999 - (ci + 999) % 1000) / 1000
-        redis.call('SET', KEYS[1], string.format('%d', ci + 8000000000000000), 'PX', reset)
+        redis.call('SET', KEYS[1], string.format('%d', ci + 8000000000000000), 'PX', string.format('%d', reset))
       end
     end
     if n then
@@ -288,12 +292,12 @@ end
 -- limit's form
 local function put(i, r)
   if ms[i] then
-    redis.call('SET', KEYS[i], string.format('%d', r / 1000 + 9000000000000000), 'PX', r / 1000)
+    redis.call('SET', KEYS[i], string.format('%d', r / 1000 + 9000000000000000), 'PX', string.format('%d', r / 1000))
   elseif r < 1000000000000000 then
-    redis.call('SET', KEYS[i], string.format('%d', r + 8000000000000000), 'PX', math.ceil(r / 1000))
+    redis.call('SET', KEYS[i], string.format('%d', r + 8000000000000000), 'PX', string.format('%d', math.ceil(r / 1000)))
   else
     -- (more than 31 years: a TAT since the Unix epoch)
-    redis.call('SET', KEYS[i], string.format('%d', clock() + r), 'PX', math.ceil(r / 1000))
+    redis.call('SET', KEYS[i], string.format('%d', clock() + r), 'PX', string.format('%d', math.ceil(r / 1000)))
   end
 end
 
@@ -313,7 +317,7 @@ if write then
     elseif epoch[i] and not ms[i] then
       -- a TTL longer than its state needs (as read above)
       if ttls[i] > math.max(1, math.ceil(rel[i] / 1000)) then
-        redis.call('PEXPIRE', KEYS[i], math.max(1, math.ceil(rel[i] / 1000)))
+        redis.call('PEXPIRE', KEYS[i], string.format('%d', math.max(1, math.ceil(rel[i] / 1000))))
       end
     end
   end

@@ -46,18 +46,18 @@ local function expire()
   local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
   local at = math.max(tonumber(last[2] or 0), -tonumber(first[2] or 0))
   if at > now then
-    redis.call('PEXPIRE', key, at - now)
+    redis.call('PEXPIRE', key, string.format('%d', at - now))
   end
 end
 
 if op == 'x' then
-  redis.call('ZADD', key, -(now + ttl), id)
+  redis.call('ZADD', key, string.format('%d', -(now + ttl)), id)
   expire()
   return {0, redis.call('ZCOUNT', key, '(0', '+inf'), 0}
 end
 local n = redis.call('ZCOUNT', key, '(0', '+inf')
 if not gone and (mine or (op == 'a' and n < max)) then
-  redis.call('ZADD', key, now + ttl, id)
+  redis.call('ZADD', key, string.format('%d', now + ttl), id)
   expire()
   if not mine then
     n = n + 1

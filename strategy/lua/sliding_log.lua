@@ -25,6 +25,10 @@
 -- its newest member, so an idle subject leaves nothing behind.
 -- (Redis 5 and later replicate a script's effects, so writing after TIME
 -- needs no redis.replicate_commands.)
+
+-- The globals every call reads, read once: each read of a global is a
+-- table lookup, paid again at every use (about 120 instructions).
+local KEYS, ARGV, redis, string, tonumber = KEYS, ARGV, redis, string, tonumber
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local cost = tonumber(ARGV[1])
@@ -94,13 +98,13 @@ if write then
       redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', string.format('%d', now - window * 1000))
     end
     if allowed == 1 then
-      redis.call('PEXPIRE', KEYS[i], window)
+      redis.call('PEXPIRE', KEYS[i], ARGV[3 + 2 * i])
     else
       -- a denial adds nothing, but a log found without its expiry, or
       -- with one longer than its window, gets it back
       local ttl = redis.call('PTTL', KEYS[i])
       if ttl == -1 or ttl > window then
-        redis.call('PEXPIRE', KEYS[i], window)
+        redis.call('PEXPIRE', KEYS[i], ARGV[3 + 2 * i])
         ttl = -1
       end
       ttls[i] = ttl
@@ -123,7 +127,7 @@ for i = 1, n do
     -- the unit whose leaving makes room: the (counts + cost - rate)-th
     -- oldest of the window
     local first = counts[i] + cost - rate
-    local m = redis.call('ZRANGEBYSCORE', KEYS[i], now - window + 1, '+inf', 'WITHSCORES', 'LIMIT', first - 1, 1)
+    local m = redis.call('ZRANGEBYSCORE', KEYS[i], string.format('%d', now - window + 1), '+inf', 'WITHSCORES', 'LIMIT', first - 1, 1)
     retry = math.max(1, math.floor((tonumber(m[2]) + window - now + 999) / 1000))
   end
   -- the log is empty one window after its newest unit, when it expires

@@ -88,7 +88,7 @@ if rate and cost <= rate and rate < MAXC then
   local p = (v - c) / M
   if v == cost then
     -- a new limit (or one that held 0): its window starts now
-    redis.call('PEXPIRE', key, 2 * period)
+    redis.call('PEXPIRE', key, string.format('%d', 2 * period))
     local v = 2 * period * (rate + 1) + rate - cost
     if v < 4503599627370496 then
       return v
@@ -112,7 +112,7 @@ if rate and cost <= rate and rate < MAXC then
       e = e - period
       ok = c * period + p * (period - e) <= rate * period
       if ok then
-        redis.call('SET', key, string.format('%d', p * M + c), 'PX', 2 * period - e)
+        redis.call('SET', key, string.format('%d', p * M + c), 'PX', string.format('%d', 2 * period - e))
       else
         -- denied: the state as it was describes the same (its expiry is
         -- the end of the window its count weighs in)
@@ -123,7 +123,7 @@ if rate and cost <= rate and rate < MAXC then
       if ok and before == 0 then
         -- the first count of this window: the key lives until the end of
         -- the next one
-        redis.call('PEXPIRE', key, 2 * period - e)
+        redis.call('PEXPIRE', key, string.format('%d', 2 * period - e))
       elseif not ok then
         c = before
       end
@@ -253,7 +253,7 @@ for i = 1, n do
   if added then
     c = c + cost
     if moved[i] then
-      redis.call('SET', KEYS[i], string.format('%d', p * M + c), 'PX', 2 * period - e)
+      redis.call('SET', KEYS[i], string.format('%d', p * M + c), 'PX', string.format('%d', 2 * period - e))
     else
       redis.call('INCRBY', KEYS[i], costarg)
     end
@@ -267,7 +267,7 @@ for i = 1, n do
       if c > 0 then
         ttl = ttl + period
       end
-      redis.call('SET', KEYS[i], string.format('%d', p * M + c), 'PX', ttl)
+      redis.call('SET', KEYS[i], string.format('%d', p * M + c), 'PX', string.format('%d', ttl))
     end
   end
   local remaining, reset, retry = answer(rate, period, c, p, e, added)

@@ -121,7 +121,7 @@ if n == 1 and write then
           end
           return {1, remaining, m, 0}
         end
-        redis.call('SET', KEYS[1], old, 'PX', d)
+        redis.call('SET', KEYS[1], old, 'PX', string.format('%d', d))
         first = old
       end
     end
@@ -167,7 +167,9 @@ if n == 1 and write then
       if q > 0 then
         reset = reset + 1
       end
-      redis.call('SET', KEYS[1], string.format('%d:%d:%s', reset + 9000000000000000, s, ps), 'PX', reset)
+      -- (the expiry passed as a string too: Redis 7.0 formats a number
+      -- argument as a double, %.17g, which costs more)
+      redis.call('SET', KEYS[1], string.format('%d:%d:%s', reset + 9000000000000000, s, ps), 'PX', string.format('%d', reset))
       -- {1, remaining, reset_ms, 0} as one integer when it fits below 2^52
       -- (no table to build): reset_ms * (B + 1) + remaining
       local remaining = (s - s % period) / period
@@ -437,7 +439,7 @@ for i = 1, n do
       if s >= full then
         redis.call('DEL', KEYS[i])
       else
-        redis.call('SET', KEYS[i], string.format('%d:%d:%d', reset + 9000000000000000, s, period), 'PX', reset)
+        redis.call('SET', KEYS[i], string.format('%d:%d:%d', reset + 9000000000000000, s, period), 'PX', string.format('%d', reset))
       end
     end
     if cost > cap then
