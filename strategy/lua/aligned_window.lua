@@ -215,7 +215,7 @@ if fresh then
   for i = 1, n do
     if created[i] then
       local _, stop = window(i)
-      redis.call('INCRBY', KEYS[i], base)
+      redis.call('INCRBY', KEYS[i], '4503599627370496') -- base, as a string
       redis.call('PEXPIREAT', KEYS[i], string.format('%d', stop))
     end
   end

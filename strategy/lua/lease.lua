@@ -38,7 +38,7 @@ local score = tonumber(redis.call('ZSCORE', key, id))
 local mine = score and score > now
 local gone = score and score < 0 and -score > now
 -- expired leases, scored in (0, now], and expired tombstones, in [-now, 0)
-redis.call('ZREMRANGEBYSCORE', key, -now, now)
+redis.call('ZREMRANGEBYSCORE', key, string.format('%d', -now), string.format('%d', now))
 
 -- the key lives as long as its latest lease and its latest tombstone
 local function expire()

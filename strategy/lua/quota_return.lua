@@ -54,5 +54,5 @@ end
 if tonumber(v) < units then
   return 0
 end
-redis.call('DECRBY', key, units)
+redis.call('DECRBY', key, ARGV[2])
 return 1
