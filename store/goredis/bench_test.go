@@ -320,6 +320,32 @@ func BenchmarkStrategies(b *testing.B) {
 	}
 }
 
+// BenchmarkCheapestRatio compares the library's cheapest exact strategy,
+// AlignedWindow through a Limiter on the go-redis adapter, with the minimal
+// hand-written fixed window (INCR, PEXPIRE when new, the count returned) as
+// a raw EVALSHA through the same client, in interleaved rounds at 1, 16
+// and 64 callers: ratio-cN is AlignedWindow's decisions/s over the minimal
+// script's (RunRatio's metrics, with the minimal script as raw), measured
+// as for the rueidis and redigo adapters.
+//
+//	go test -run '^$' -bench CheapestRatio -benchtime 1x ./store/goredis/
+func BenchmarkCheapestRatio(b *testing.B) {
+	e := newBenchEnv(b)
+	ctx := context.Background()
+	minimal := benchkit.MinimalScript()
+	if err := e.rdb.ScriptLoad(ctx, minimal.Source()).Err(); err != nil {
+		b.Fatal(err)
+	}
+	lim, err := limiter.New(goredis.New(e.rdb), strategy.NewAlignedWindow(), limiter.WithPrefix("aligned"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw := benchkit.Variant{Name: "minimal", Decide: func(ctx context.Context, subject string) error {
+		return e.rdb.EvalSha(ctx, minimal.Hash(), []string{"minimal:{" + subject + "}"}, e.windowMs).Err()
+	}}
+	e.RunRatio(b, raw, benchkit.AlignedWindow(lim, e.limit()), nil)
+}
+
 // BenchmarkStrategyRatios compares each strategy with FixedWindow on one
 // redis-server through the go-redis adapter, every decision admitted: at 16
 // callers, in interleaved rounds, its decisions/s over FixedWindow's
