@@ -37,12 +37,16 @@ const maxBucketUnits = 1 << 51
 //     takes to come back) is whole milliseconds (10/s, 100/min: most
 //     limits): the key's expiry is the time until the bucket is full
 //     again, on the server's millisecond clock, so its PTTL is the tokens
-//     missing times the interval; its value, "<ms missing>/<rate>/<period
+//     missing times the interval; its value, "<bound, ms>/<rate>/<period
 //     µs>/<burst>", names the bucket's scale as the limit's arguments give
-//     it (and what was missing when it was written, read only when the key
-//     has lost its TTL); an admitted call is a PTTL and a SET whose GET
-//     option returns the value it replaced, checked after the fact (a
-//     value of another rule or none is put back and read again), no TIME;
+//     it and bounds what the bucket lacks (read only when the key has lost
+//     its TTL: such a bucket reads as lacking its bound, at most twice
+//     what it lacked when the value was written); an admitted call on a
+//     live bucket is a PTTL and a GETEX, which moves the expiry and returns
+//     the value, checked after the fact (a value of another rule or none
+//     gets its TTL back and is read again; a bound that no longer covers
+//     what the bucket lacks is written again, twice that, at most full), a
+//     PTTL and a SET on a new bucket, no TIME;
 //   - state, for any other interval (3/s: a token every 333 333.3 µs), on
 //     the same clock: "<9·10^15 + ms>:<units>:<period µs>", the tokens
 //     when the bucket was written in units of 1/Period-in-µs of a token
@@ -74,7 +78,7 @@ const maxBucketUnits = 1 << 51
 //     milliseconds (TIME only to read an earlier release's bucket), never
 //     the app server's;
 //   - keys per decision: one per limit, in one Cluster slot;
-//   - Redis 6.2 or later (SET's GET option), or a server that runs Lua,
+//   - Redis 6.2 or later (GETEX), or a server that runs Lua,
 //     such as miniredis, whose key expiry moves only when a test moves it.
 type TokenBucket struct{}
 

@@ -389,3 +389,158 @@ func TestTokenBucketEarlierRelease(t *testing.T) {
 		}
 	})
 }
+
+// TestTokenBucketBound: a bucket of whole milliseconds keeps its state in
+// its key's expiry, and its value names the rule and a bound of what it
+// lacks, read only when the key has lost its TTL. A new bucket's bound is
+// what it lacks; a decision that leaves it lacking more than its bound
+// writes twice that (at most full), else it only moves the expiry. A
+// bucket found without its TTL is read as lacking its bound: never more
+// tokens than it has.
+func TestTokenBucketBound(t *testing.T) {
+	m, st := newMini(t)
+	lim := newLim(t, st, strategy.NewTokenBucket())
+	ctx := context.Background()
+	l := limiter.Limit{Rate: 10, Period: time.Second, Burst: 10} // a token every 100 ms, full 1000 ms
+	key, _ := limiter.Key("t", "b", l)
+	for i, want := range []string{"100", "400", "400", "400", "1000", "1000"} {
+		if r, err := lim.Allow(ctx, "b", l); err != nil || !r.Allowed || r.ResetAfter != time.Duration(100*(i+1))*time.Millisecond {
+			t.Fatalf("call %d = %+v, %v; want admitted, full in %dms", i+1, r, err, 100*(i+1))
+		}
+		if v, _ := m.Get(key); v != want+"/10/1000000/10" {
+			t.Errorf("after call %d: state %q, want %s/10/1000000/10", i+1, v, want)
+		}
+		if ttl := pttl(t, m, key); ttl != time.Duration(100*(i+1))*time.Millisecond {
+			t.Errorf("after call %d: TTL %s, want %dms", i+1, ttl, 100*(i+1))
+		}
+	}
+	// 600 ms missing, read as 1000 without the TTL: empty
+	if _, err := st.Do(ctx, store.Cmd{Name: "PERSIST", Args: []any{key}}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := lim.Allow(ctx, "b", l); err != nil || r.Allowed || r.RetryAfter != 100*time.Millisecond {
+		t.Fatalf("Allow without the TTL = %+v, %v; want denied (read as lacking its bound, 1000 ms), retry after 100ms", r, err)
+	}
+	if ttl := pttl(t, m, key); ttl != time.Second {
+		t.Errorf("TTL %s after the denial, want 1s (the bound, until full)", ttl)
+	}
+}
+
+// TestTokenBucketValueAcrossReleases: a limit of whole milliseconds across
+// the release before its value held a bound (testdata/
+// token_bucket_before_getex.lua, which wrote what the bucket lacked at
+// each call). Each release reads the other's bucket exactly while the key
+// has its TTL (the state is the expiry); a bucket found without its TTL is
+// read as lacking what its value says, which both releases write at least
+// as large as what the bucket lacks.
+func TestTokenBucketValueAcrossReleases(t *testing.T) {
+	src, err := os.ReadFile("testdata/token_bucket_before_getex.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := store.NewScript(string(src))
+	l := limiter.Limit{Rate: 10, Period: 3 * time.Second, Burst: 3} // a token every 300 ms
+	ctx := context.Background()
+	// earlier returns the earlier release's decision of one token:
+	// admitted, the tokens left and the ms until full.
+	earlier := func(t *testing.T, st store.Store, key string, args []int64) (bool, int64, int64) {
+		t.Helper()
+		nums, err := old.RunInt64s(ctx, st, []string{key}, args, nil)
+		if err != nil {
+			t.Fatalf("the earlier release: %v", err)
+		}
+		if len(nums) == 1 { // admitted, packed: reset·(B+1) + remaining
+			return true, nums[0] % (args[2] + 1), nums[0] / (args[2] + 1)
+		}
+		if len(nums) != 4 {
+			t.Fatalf("the earlier release replied %v", nums)
+		}
+		return nums[0] == 1, nums[1], nums[2]
+	}
+	persist := func(t *testing.T, st store.Store, key string) {
+		t.Helper()
+		if _, err := st.Do(ctx, store.Cmd{Name: "PERSIST", Args: []any{key}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	t.Run("miniredis", func(t *testing.T) {
+		m, st := newMini(t)
+		lim := newLim(t, st, strategy.NewTokenBucket())
+		key, _ := limiter.Key("t", "b", l)
+		args := []int64{10, 3_000_000, 3}
+		for i := range 2 {
+			if ok, rem, reset := earlier(t, st, key, args); !ok || rem != int64(2-i) || reset != int64(300*(i+1)) {
+				t.Fatalf("the earlier release's call %d: admitted %v, %d left, full in %d ms", i+1, ok, rem, reset)
+			}
+		}
+		if v, _ := m.Get(key); v != "600/10/3000000/3" {
+			t.Fatalf("the earlier release wrote %q, want 600/10/3000000/3", v)
+		}
+		// this release: 600 ms missing (the TTL), one token left; the
+		// value's 600 no longer bounds the 900 it lacks after: rewritten
+		if r, err := lim.Allow(ctx, "b", l); err != nil || !r.Allowed || r.Remaining != 0 || r.ResetAfter != 900*time.Millisecond {
+			t.Fatalf("Allow = %+v, %v; want admitted, 0 left, full in 900ms", r, err)
+		}
+		if v, _ := m.Get(key); v != "900/10/3000000/3" {
+			t.Errorf("state %q, want 900/10/3000000/3", v)
+		}
+		if ttl := pttl(t, m, key); ttl != 900*time.Millisecond {
+			t.Errorf("TTL %s, want 900ms", ttl)
+		}
+		m.Advance(300 * time.Millisecond)
+		// the earlier release reads this one's bucket by its TTL: 600 ms
+		// missing, a token
+		if ok, rem, reset := earlier(t, st, key, args); !ok || rem != 0 || reset != 900 {
+			t.Fatalf("the earlier release after 300ms: admitted %v, %d left, full in %d ms; want admitted, 0, 900", ok, rem, reset)
+		}
+		if r, err := lim.Allow(ctx, "b", l); err != nil || r.Allowed || r.RetryAfter != 300*time.Millisecond {
+			t.Fatalf("Allow on an empty bucket = %+v, %v; want retry after 300ms", r, err)
+		}
+		// without a TTL: the earlier release's value says 300 ms missing
+		if err := m.Set(key, "300/10/3000000/3"); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := lim.Allow(ctx, "b", l); err != nil || !r.Allowed || r.Remaining != 1 || r.ResetAfter != 600*time.Millisecond {
+			t.Fatalf("Allow on the earlier release's bucket without a TTL = %+v, %v; want admitted, 1 left, full in 600ms", r, err)
+		}
+		if ttl := pttl(t, m, key); ttl != 600*time.Millisecond {
+			t.Errorf("TTL %s, want 600ms", ttl)
+		}
+		// this release's value (a bound of 900: full) without a TTL: the
+		// earlier release reads it as empty
+		persist(t, st, key)
+		if ok, _, _ := earlier(t, st, key, args); ok {
+			t.Errorf("the earlier release admitted on this release's bucket without a TTL, whose bound is full")
+		}
+	})
+
+	t.Run("redis-server", func(t *testing.T) {
+		st := goredis.New(realServer(t))
+		lim := newLim(t, st, strategy.NewTokenBucket())
+		fast := limiter.Limit{Rate: 10, Period: time.Second, Burst: 3} // a token every 100 ms
+		key, _ := limiter.Key("t", "mix", fast)
+		args := []int64{10, 1_000_000, 3}
+		start := time.Now()
+		admitted := 0
+		// both releases, alternating, on one bucket
+		for i := range 30 {
+			if i%2 == 0 {
+				if ok, _, _ := earlier(t, st, key, args); ok {
+					admitted++
+				}
+			} else if r, err := lim.Allow(ctx, "mix", fast); err != nil {
+				t.Fatalf("call %d: %v", i+1, err)
+			} else if r.Allowed {
+				admitted++
+			}
+		}
+		elapsed := time.Since(start)
+		if most := 3 + int(elapsed/(100*time.Millisecond)) + 1; admitted > most {
+			t.Errorf("%d admitted in %s by both releases; at most %d", admitted, elapsed, most)
+		}
+		if admitted < 3 {
+			t.Errorf("%d admitted by both releases; the burst of 3 at least", admitted)
+		}
+	})
+}

@@ -9,10 +9,14 @@
 --     arguments give them (its scale: the interval is P / R), the key's
 --     expiry the time the bucket is full again, so that its PTTL is the
 --     tokens missing times the interval, on the server's millisecond
---     clock: an admitted decision reads one PTTL and writes one SET, whose
---     GET option returns the value it replaced, checked after the fact (no
---     TIME, no GET); d is what the PTTL was when the bucket was written,
---     read only when the key has lost its TTL;
+--     clock: an admitted decision on a live bucket reads one PTTL and
+--     moves the expiry with GETEX, which returns the value, checked after
+--     the fact (a new bucket: PTTL and SET; no TIME, no GET); d bounds
+--     what the bucket lacks, in ms, read only when the key has lost its
+--     TTL: a new bucket's value is written with what it lacks, a bucket
+--     whose bound no longer covers what it lacks gets twice that (at most
+--     its capacity times the interval), and the value is kept while its
+--     bound covers what the bucket lacks, so that it rarely changes;
 --   - any other interval (3/s: a token every 333 333.3 us), on the same
 --     clock: "<9 * 10^15 + px>:<s>:<P>", s the tokens when the bucket was
 --     written, scaled by the period P in microseconds (a token is P units,
@@ -64,8 +68,10 @@
 -- TTL, or with a longer one than it was written with, is read as refilled
 -- by nothing since. A bucket "<t>:<s>" without its
 -- period is read at this limit's. A bucket expires when it is full again
--- (a full bucket is deleted). SET's GET option makes this script need
--- Redis 6.2.
+-- (a full bucket is deleted). GETEX makes this script need Redis 6.2.
+-- On a live bucket of whole milliseconds an admitted decision writes
+-- only an expiry, which Redis allows when its memory is full (noeviction
+-- refuses commands that may use memory).
 
 -- The globals the common call reads, read once: each read of a global is
 -- a table lookup, paid again at every use (about 120 instructions).
@@ -94,25 +100,51 @@ if n == 1 and write then
     local t = period / (rate * 1000)
     -- (the limit's arguments as they came: no number to format)
     local tail = '/' .. ARGV[o + 1] .. '/' .. ps .. '/' .. ARGV[o + 3]
-    -- PTTL is the state (-2 without a key: full); SET writes the new one
-    -- and returns the old value, checked after the fact: a bucket of
-    -- another scale or form, or no bucket at all, is put back as it was,
-    -- with its TTL, for the general path to read. (-1, no TTL: the general
-    -- path reads what the value says was missing; 0, a key expiring within
-    -- this millisecond: a TTL that could not be put back, so the general
-    -- path too.)
+    -- PTTL is the state (-2 without a key: full). On a live key GETEX
+    -- moves the expiry and returns the value, checked after the fact: a
+    -- bucket of another scale or form, or no bucket at all, gets its TTL
+    -- back, for the general path to read; a bucket of this scale whose
+    -- bound no longer covers what it lacks gets a new one (SET KEEPTTL).
+    -- A new key is one SET. (-1, no TTL: the general path reads the
+    -- bound; 0, a key expiring within this millisecond: a TTL that could
+    -- not be put back, so the general path too.)
     local d = redis.call('PTTL', KEYS[1])
     if d ~= -1 and d ~= 0 then
-      if d < 0 then
+      local live = d > 0
+      if not live then
         d = 0
       end
       local m = d + cost * t
       local full = cap * t
       if cost <= cap and m <= full then
-        -- (m formatted once, for the value and the expiry)
         local sm = string.format('%d', m)
-        local old = redis.call('SET', KEYS[1], sm .. tail, 'PX', sm, 'GET')
-        if not old or (#old <= 80 and string.match(old, '^[1-9]%d*(/.*)$') == tail) then
+        local ok = true
+        if live then
+          local old = redis.call('GETEX', KEYS[1], 'PX', sm)
+          local a, rest
+          if #old <= 80 then
+            a, rest = string.match(old, '^([1-9]%d*)(/.*)$')
+          end
+          if rest == tail and #a <= 16 then
+            if a + 0 < m then
+              -- a new bound: twice what the bucket lacks, at most full,
+              -- so that a bucket that goes on lacking more is written
+              -- again rarely
+              local bound = m + m
+              if bound > full then
+                bound = full
+              end
+              redis.call('SET', KEYS[1], string.format('%d', bound) .. tail, 'KEEPTTL')
+            end
+          else
+            redis.call('PEXPIRE', KEYS[1], string.format('%d', d))
+            first = old
+            ok = false
+          end
+        else
+          redis.call('SET', KEYS[1], sm .. tail, 'PX', sm)
+        end
+        if ok then
           local remaining = full - m
           remaining = (remaining - remaining % t) / t
           local v = m * (cap + 1) + remaining
@@ -121,8 +153,6 @@ if n == 1 and write then
           end
           return {1, remaining, m, 0}
         end
-        redis.call('SET', KEYS[1], old, 'PX', string.format('%d', d))
-        first = old
       end
     end
   else
@@ -293,7 +323,9 @@ end
 -- per limit: ms[i] its interval in milliseconds when whole (else false);
 -- x[i] the milliseconds until its bucket is full (ms form) or the tokens
 -- scaled by its period (else), at the time of the decision
-local ms, x, redo = {}, {}, {}
+-- seen[i] whether a value was found; keep[i] the bound of a bucket of
+-- this limit's scale found with its TTL
+local ms, x, redo, seen, keep = {}, {}, {}, {}, {}
 local allowed = 1
 for i = 1, n do
   local rate, period, cap = tonumber(ARGV[o - 2 + 3 * i]), tonumber(ARGV[o - 1 + 3 * i]), tonumber(ARGV[o + 3 * i])
@@ -310,13 +342,17 @@ for i = 1, n do
   -- lack: the bucket's missing tokens, as ms (t) or as scaled units
   local lack = 0
   if v then
+    seen[i] = true
     local d, b, c, own = readms(v, o + 3 * i)
     if d then
       local ttl = redis.call('PTTL', KEYS[i])
       if ttl == -1 then
-        -- no TTL: what was missing when it was written
+        -- no TTL: at most the bound the value holds
         redo[i] = true
       else
+        if own then
+          keep[i] = d
+        end
         d = math.max(ttl, 0)
       end
       if own then
@@ -418,9 +454,17 @@ for i = 1, n do
     remaining = math.floor((cap * t - m) / t)
     reset = m
     if write and (take > 0 or redo[i]) then
-      if m > 0 then
-        local sm = string.format('%d', m)
-        redis.call('SET', KEYS[i], sm .. '/' .. ARGV[o - 2 + 3 * i] .. '/' .. ARGV[o - 1 + 3 * i] .. '/' .. ARGV[o + 3 * i], 'PX', sm)
+      if m > 0 and keep[i] and keep[i] >= m then
+        -- the value still bounds what the bucket lacks: kept
+        redis.call('PEXPIRE', KEYS[i], string.format('%d', m))
+      elseif m > 0 then
+        -- a new bucket's bound is what it lacks; a new bound for a bucket
+        -- found is twice that, at most full (see the common call)
+        local bound = m
+        if seen[i] then
+          bound = math.min(m + m, cap * t)
+        end
+        redis.call('SET', KEYS[i], string.format('%d', bound) .. '/' .. ARGV[o - 2 + 3 * i] .. '/' .. ARGV[o - 1 + 3 * i] .. '/' .. ARGV[o + 3 * i], 'PX', string.format('%d', m))
       else
         redis.call('DEL', KEYS[i])
       end
