@@ -23,8 +23,9 @@ import (
 // password is missing (NOAUTH). Memory full refuses only commands that may
 // use memory: a decision that needs none (a live bucket whose state is its
 // key's expiry) may instead be made, exactly as without the condition
-// (admitted, one unit counted, nothing degraded). Then a promoted replica continues the counts
-// with TTLs carried over, its empty script cache invisible.
+// (admitted, one unit counted, nothing degraded). Then a promoted replica
+// continues the counts with TTLs carried over, its empty script cache
+// invisible.
 func checkServerConditions(c *checker) {
 	h, ok := c.h.(*harness)
 	if !ok || h.server == nil {
