@@ -358,7 +358,6 @@ func TestTokenBucketEarlierRelease(t *testing.T) {
 	t.Run("redis-server", func(t *testing.T) {
 		st := goredis.New(realServer(t))
 		lim := newLim(t, st, strategy.NewTokenBucket())
-		key, _ := limiter.Key("t", "mix", l)
 		start := time.Now()
 		admitted := 0
 		for range 3 { // the whole burst through this release
@@ -368,20 +367,7 @@ func TestTokenBucketEarlierRelease(t *testing.T) {
 			admitted++
 		}
 		// both releases, alternating
-		for range 10 {
-			nums, err := old.RunInt64s(ctx, st, []string{key}, args, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(nums) == 1 || nums[0] == 1 {
-				admitted++
-			}
-			if r, err := lim.Allow(ctx, "mix", l); err != nil {
-				t.Fatal(err)
-			} else if r.Allowed {
-				admitted++
-			}
-		}
+		admitted += alternateReleases(t, old, st, lim, "mix", l, args, 10)
 		// a token every 333 ms came back meanwhile, one more at most for
 		// where the first fell
 		if most := 3 + int(time.Since(start)/(333*time.Millisecond)) + 1; admitted > most {
@@ -519,22 +505,9 @@ func TestTokenBucketValueAcrossReleases(t *testing.T) {
 		st := goredis.New(realServer(t))
 		lim := newLim(t, st, strategy.NewTokenBucket())
 		fast := limiter.Limit{Rate: 10, Period: time.Second, Burst: 3} // a token every 100 ms
-		key, _ := limiter.Key("t", "mix", fast)
-		args := []int64{10, 1_000_000, 3}
 		start := time.Now()
-		admitted := 0
 		// both releases, alternating, on one bucket
-		for i := range 30 {
-			if i%2 == 0 {
-				if ok, _, _ := earlier(t, st, key, args); ok {
-					admitted++
-				}
-			} else if r, err := lim.Allow(ctx, "mix", fast); err != nil {
-				t.Fatalf("call %d: %v", i+1, err)
-			} else if r.Allowed {
-				admitted++
-			}
-		}
+		admitted := alternateReleases(t, old, st, lim, "mix", fast, []int64{10, 1_000_000, 3}, 15)
 		elapsed := time.Since(start)
 		if most := 3 + int(elapsed/(100*time.Millisecond)) + 1; admitted > most {
 			t.Errorf("%d admitted in %s by both releases; at most %d", admitted, elapsed, most)
@@ -543,4 +516,33 @@ func TestTokenBucketValueAcrossReleases(t *testing.T) {
 			t.Errorf("%d admitted by both releases; the burst of 3 at least", admitted)
 		}
 	})
+}
+
+// alternateReleases makes rounds pairs of calls of one token on subject's
+// bucket of l: the earlier release's script old (with its arguments args,
+// the common call's), then this release's, through lim. It returns the
+// calls admitted.
+func alternateReleases(t *testing.T, old *store.Script, st store.Store, lim *limiter.Limiter, subject string, l limiter.Limit, args []int64, rounds int) int {
+	t.Helper()
+	ctx := context.Background()
+	key, err := limiter.Key("t", subject, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admitted := 0
+	for i := range rounds {
+		nums, err := old.RunInt64s(ctx, st, []string{key}, args, nil)
+		if err != nil {
+			t.Fatalf("round %d, the earlier release: %v", i+1, err)
+		}
+		if len(nums) == 1 || nums[0] == 1 { // one integer: admitted, packed
+			admitted++
+		}
+		if r, err := lim.Allow(ctx, subject, l); err != nil {
+			t.Fatalf("round %d, this release: %v", i+1, err)
+		} else if r.Allowed {
+			admitted++
+		}
+	}
+	return admitted
 }
