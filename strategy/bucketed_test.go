@@ -3,6 +3,8 @@ package strategy_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -72,6 +74,17 @@ func newLim(t *testing.T, st store.Store, s limiter.Strategy) *limiter.Limiter {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// earlierRelease returns the script of an earlier release kept verbatim in
+// testdata, for tests that mix releases on one key.
+func earlierRelease(t *testing.T, name string) *store.Script {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store.NewScript(string(src))
 }
 
 func pttl(t *testing.T, m *redistest.Mini, key string) time.Duration {

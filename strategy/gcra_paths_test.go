@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math/rand"
-	"os"
 	"testing"
 	"time"
 
@@ -87,11 +86,7 @@ func TestGCRAFastVsGeneral(t *testing.T) {
 // writes the burst used up), never admits more. Alternating calls between
 // an old and a new instance admit at most the limit.
 func TestGCRAMixedVersions(t *testing.T) {
-	src, err := os.ReadFile("testdata/gcra_before_expiry_state.lua")
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := store.NewScript(string(src))
+	old := earlierRelease(t, "gcra_before_expiry_state.lua")
 	_, mst := newMini(t)
 	for _, tc := range []struct {
 		name string

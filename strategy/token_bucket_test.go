@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -310,11 +309,7 @@ func TestTokenBucketBurstLowered(t *testing.T) {
 // refilled in 2255: no refill until it expires, so a rolling deploy admits
 // less, never more.
 func TestTokenBucketEarlierRelease(t *testing.T) {
-	src, err := os.ReadFile("testdata/token_bucket_before_ms_clock.lua")
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := store.NewScript(string(src))
+	old := earlierRelease(t, "token_bucket_before_ms_clock.lua")
 	l := limiter.Limit{Rate: 3, Period: time.Second} // burst 3, a token every 333 333.3 µs
 	args := []int64{3, 1_000_000, 3}
 	ctx := context.Background()
@@ -420,11 +415,7 @@ func TestTokenBucketBound(t *testing.T) {
 // read as lacking what its value says, which both releases write at least
 // as large as what the bucket lacks.
 func TestTokenBucketValueAcrossReleases(t *testing.T) {
-	src, err := os.ReadFile("testdata/token_bucket_before_getex.lua")
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := store.NewScript(string(src))
+	old := earlierRelease(t, "token_bucket_before_getex.lua")
 	l := limiter.Limit{Rate: 10, Period: 3 * time.Second, Burst: 3} // a token every 300 ms
 	ctx := context.Background()
 	// earlier returns the earlier release's decision of one token:

@@ -69,9 +69,10 @@
 -- by nothing since. A bucket "<t>:<s>" without its
 -- period is read at this limit's. A bucket expires when it is full again
 -- (a full bucket is deleted). GETEX makes this script need Redis 6.2.
--- On a live bucket of whole milliseconds an admitted decision writes
--- only an expiry, which Redis allows when its memory is full (noeviction
--- refuses commands that may use memory).
+-- On a live bucket of whole milliseconds an admitted decision's first
+-- write moves an expiry (GETEX), which Redis allows when its memory is
+-- full (noeviction refuses commands that may use memory, and lets a
+-- script that has written go on: a bound rewritten after it too).
 
 -- The globals the common call reads, read once: each read of a global is
 -- a table lookup, paid again at every use (about 120 instructions).
