@@ -624,6 +624,14 @@ func (c *checker) neverSlidesRun(l limiter.Limit, subject string, scale time.Dur
 		slack = time.Millisecond
 	}
 	window := int64(-1) // Aligned: the epoch window expLo belongs to
+	// On a real server the current window's expiry is also read as the
+	// server keeps it, an absolute time (PEXPIRETIME, Redis 7.0 and
+	// later): within a window it must not change by a millisecond, whatever
+	// the server's wall clock does against this process's (an NTP step or
+	// slew on the server's host moves PTTL, not the expiry). expAt is 0
+	// while unknown; abs false once the server has refused the command.
+	var expAt int64
+	abs := !virtual
 	admitted := 0
 	for tick := 0; tick < ticks; tick++ {
 		due := time.Duration(tick) * interval
@@ -645,6 +653,7 @@ func (c *checker) neverSlidesRun(l limiter.Limit, subject string, scale time.Dur
 		// epoch-aligned strategy keeps the last window's key for a grace).
 		var p time.Duration
 		found := false
+		var longest string
 		lo := elapsed()
 		var early []string // counts in a window after the server's
 		for k, ms := range c.ttls() {
@@ -657,7 +666,10 @@ func (c *checker) neverSlidesRun(l limiter.Limit, subject string, scale time.Dur
 				}
 				continue
 			}
-			p, found = max(p, time.Duration(ms)*time.Millisecond), true
+			if d := time.Duration(ms) * time.Millisecond; !found || d > p {
+				p, longest = d, k
+			}
+			found = true
 		}
 		hi := elapsed()
 		var same bool
@@ -685,12 +697,22 @@ func (c *checker) neverSlidesRun(l limiter.Limit, subject string, scale time.Dur
 			}
 		}
 		newLo, newHi := lo+p, hi+p+slack
-		if same {
+		var at int64
+		if abs {
+			at, abs = c.expireTime(longest)
+		}
+		switch {
+		case same && abs && expAt != 0:
+			if at != expAt {
+				problems = append(problems, fmt.Sprintf("property 9: tick %d: the window's expiry moved within the window, from %s to %s by the server's clock (EXPIRE on every call?)", tick, time.UnixMilli(expAt).UTC().Format(time.StampMilli), time.UnixMilli(at).UTC().Format(time.StampMilli)))
+			}
+		case same && !abs:
 			if newLo > expHi || newHi < expLo {
 				problems = append(problems, fmt.Sprintf("property 9: tick %d: the window's expiry moved within the window, from [%s, %s] to [%s, %s] since the start (EXPIRE on every call?)", tick, expLo, expHi, newLo, newHi))
 			}
-		} else {
-			expLo, expHi = newLo, newHi
+		}
+		if !same {
+			expLo, expHi, expAt = newLo, newHi, at
 		}
 		if !virtual {
 			if took := elapsed() - due; took > budget {

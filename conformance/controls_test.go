@@ -352,3 +352,93 @@ func TestSpecOptionsReachEveryLimiter(t *testing.T) {
 		}
 	}
 }
+
+// driftingPTTL reports every PTTL sent through Do shorter by rate of the
+// time since the first one (rate 0.02: 20 ms less per second), as a
+// server whose wall clock runs fast against this process's monotonic one
+// does (an NTP slew or step on the server's host): the keys' expiries, as
+// the server keeps them (PEXPIRETIME), do not move.
+type driftingPTTL struct {
+	store.Store
+	*drift
+}
+
+// drift is the clock the stores of one harness share.
+type drift struct {
+	rate    float64
+	mu      sync.Mutex
+	first   time.Time
+	shifted time.Duration // the most taken from a reply
+}
+
+func (s *driftingPTTL) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	rs, err := s.Store.Do(ctx, cmds...)
+	for i, cmd := range cmds {
+		if cmd.Name != "PTTL" || err != nil || i >= len(rs) || rs[i].Err != nil {
+			continue
+		}
+		ms, ok := rs[i].Val.(int64)
+		if !ok || ms <= 0 {
+			continue
+		}
+		s.mu.Lock()
+		if s.first.IsZero() {
+			s.first = time.Now()
+		}
+		d := time.Duration(float64(time.Since(s.first)) * s.rate)
+		s.shifted = max(s.shifted, d)
+		s.mu.Unlock()
+		rs[i].Val = max(ms-d.Milliseconds(), 0)
+	}
+	return rs, err
+}
+
+// TestNeverSlidesOnServerClock: on a real server, property 9 reads the
+// window's expiry as the server keeps it, so a server clock that drifts
+// against this process's (2%: 18 ms over a window's 900 ms of ticks,
+// beyond the millisecond the check allows between PTTL readings) fails no
+// strategy whose window stays put, and a strategy whose expiry moves on
+// every call still fails, by the server's clock.
+func TestNeverSlidesOnServerClock(t *testing.T) {
+	p9, ok := conformance.CheckByName("window-never-slides")
+	if !ok {
+		t.Fatal("no window-never-slides check")
+	}
+	s := redistest.StartServer(t)
+	probe := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	defer probe.Close()
+	if err := probe.Do(context.Background(), "PEXPIRETIME", "p9-probe").Err(); err != nil {
+		t.Skipf("redis-server has no PEXPIRETIME (before 7.0): property 9 times the expiry on this process's clock there: %v", err)
+	}
+	var bad conformance.Spec
+	for _, c := range conformance.KnownBad() {
+		if c.Spec.Name == "IncrThenExpire" {
+			bad = c.Spec
+		}
+	}
+	if bad.Strategy == nil {
+		t.Fatal("no IncrThenExpire control")
+	}
+	for _, tc := range []struct {
+		spec conformance.Spec
+		pass bool
+	}{{conformance.FixedWindow(), true}, {conformance.AlignedWindow(), true}, {conformance.Bucketed(), true}, {bad, false}} {
+		fast := &drift{rate: 0.02}
+		wrap := func(st store.Store) store.Store { return &driftingPTTL{Store: st, drift: fast} }
+		outcomes := conformance.Run(context.Background(), conformance.RedisServer(conformance.WrapDialer(dial, wrap)), []conformance.Spec{tc.spec}, []conformance.Check{p9}, false)
+		if len(outcomes) != 1 {
+			t.Fatalf("%s: %d outcomes", tc.spec.Name, len(outcomes))
+		}
+		o := outcomes[0]
+		msgs := strings.Join(o.Messages, " | ")
+		if o.Passed != tc.pass || o.Skipped {
+			t.Errorf("%s with the server's clock 2%% fast: passed=%v skipped=%v, want passed=%v: %s", tc.spec.Name, o.Passed, o.Skipped, tc.pass, msgs)
+		}
+		if !tc.pass && !strings.Contains(msgs, "by the server's clock") {
+			t.Errorf("%s: property 9 did not find the expiry moving by the server's clock: %s", tc.spec.Name, msgs)
+		}
+		if fast.shifted < 10*time.Millisecond {
+			t.Errorf("%s: the PTTL replies drifted by at most %v, want at least 10ms (else the check proves nothing)", tc.spec.Name, fast.shifted)
+		}
+	}
+}

@@ -292,6 +292,25 @@ func (c *checker) serverTime() time.Time {
 	return time.Unix(sec, usec*1000)
 }
 
+// expireTime returns key's expiry as the server keeps it, in Unix
+// milliseconds (PEXPIRETIME), and true; or 0 and false when the server
+// has no such command (before Redis 7.0) or the key has no expiry.
+func (c *checker) expireTime(key string) (int64, bool) {
+	c.t.Helper()
+	r, err := c.do(store.Cmd{Name: "PEXPIRETIME", Args: []any{key}})
+	if err != nil {
+		c.t.Fatalf("PEXPIRETIME %s: %v", key, err)
+	}
+	if r.Err != nil {
+		return 0, false
+	}
+	at, err := store.Int64(r.Val)
+	if err != nil || at <= 0 {
+		return 0, false
+	}
+	return at, true
+}
+
 // alignTo moves the backend's clock (Advance; on a real server, waits)
 // until it is offset into an epoch-aligned window of length period.
 func (c *checker) alignTo(period, offset time.Duration) {
