@@ -50,11 +50,15 @@ const maxBucketUnits = 1 << 51
 //   - state, for any other interval (3/s: a token every 333 333.3 µs), on
 //     the same clock: "<9·10^15 + ms>:<units>:<period µs>", the tokens
 //     when the bucket was written in units of 1/Period-in-µs of a token
-//     (Rate units come back every µs) and the expiry it was written with
-//     (the time until full, rounded up to the ms), so that the expiry
-//     written less the PTTL is the time since, in whole milliseconds, and
-//     the bucket exact to the unit; an admitted call is a PTTL, a GET and
-//     a SET (a PTTL and a SET on a new key), no TIME. Buckets of earlier releases, "<last refill in µs on
+//     (Rate units come back every µs) and the TTL the key had when it was
+//     written, so that the TTL written less the PTTL is the time since, in
+//     whole milliseconds, and the bucket exact to the unit; an admitted
+//     call is a PTTL, a GET and a SET (a PTTL and a SET on a new key), no
+//     TIME; the SET keeps the key's expiry (KEEPTTL) while that covers the
+//     time until full, and else sets twice that time, at most the time to
+//     fill from empty (a new bucket's is the time until full), so that a
+//     subject who keeps asking moves its expiry rarely. Buckets of earlier
+//     releases, "<last refill in µs on
 //     TIME>:<units>:<period µs>", are read (with 2 ms less refill: TIME may
 //     run up to a millisecond ahead of the expiry clock) and written back
 //     in this form; earlier releases read this form as a bucket last
@@ -71,9 +75,13 @@ const maxBucketUnits = 1 << 51
 //     a cost above Burst is never admitted (RetryAfter -1);
 //   - a key that holds anything but a bucket is limiter.ErrCorruptCounter,
 //     and the call writes nothing to any limit;
-//   - expiry: a bucket expires when it is full again (a full bucket is
-//     deleted); a call that writes gives a bucket found without that
-//     expiry its expiry back;
+//   - expiry: a bucket of an interval of whole milliseconds expires when
+//     it is full again (a full bucket is deleted); one of any other
+//     interval at most twice the time until full after the write that set
+//     its expiry, and never more than the time to fill from empty after
+//     any write; a call that writes gives a bucket found without its
+//     expiry, or with one shorter than the time until full or longer than
+//     the time to fill from empty, its expiry back;
 //   - time source: the Redis server's clock that keys expire by, in whole
 //     milliseconds (TIME only to read an earlier release's bucket), never
 //     the app server's;

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
@@ -117,6 +118,63 @@ func TestTokenBucketMicrosecondForm(t *testing.T) {
 	m.Advance(time.Millisecond)
 	if m.Exists(key) {
 		t.Errorf("a full bucket's key outlived its expiry")
+	}
+}
+
+// TestTokenBucketMicrosecondExpiry: a bucket of an interval that is not
+// whole milliseconds (3/s, burst 30: full from empty in 10 s) keeps its
+// key's expiry while that covers the time until full, and records the TTL
+// it kept in its value; else its expiry becomes twice the time until full,
+// at most the time to fill from empty (a new bucket's: the time until
+// full). Each step's value, TTL and reply are exact.
+func TestTokenBucketMicrosecondExpiry(t *testing.T) {
+	m, st := newMini(t)
+	lim := newLim(t, st, strategy.NewTokenBucket())
+	ctx := context.Background()
+	l := limiter.Limit{Rate: 3, Period: time.Second, Burst: 30}
+	key, _ := limiter.Key("t", "e", l)
+	step := func(what string, l limiter.Limit, remaining int64, reset time.Duration, value string, ttl time.Duration) {
+		t.Helper()
+		r, err := lim.Allow(ctx, "e", l)
+		if err != nil || !r.Allowed || r.Remaining != remaining || r.ResetAfter != reset {
+			t.Fatalf("%s: %+v, %v; want admitted, %d left, full in %s", what, r, err, remaining, reset)
+		}
+		if v, _ := m.Get(key); v != value {
+			t.Errorf("%s: state %q, want %q", what, v, value)
+		}
+		if got := pttl(t, m, key); got != ttl {
+			t.Errorf("%s: TTL %s, want %s", what, got, ttl)
+		}
+	}
+	// 10^6 units a token, 3000 a millisecond
+	step("a new bucket", l, 29, 334*time.Millisecond, "9000000000000334:29000000:1000000", 334*time.Millisecond)
+	step("its TTL short of the time until full (667 ms)", l, 28, 667*time.Millisecond, "9000000000001334:28000000:1000000", 1334*time.Millisecond)
+	step("its TTL covers the time until full (1000 ms)", l, 27, time.Second, "9000000000001334:27000000:1000000", 1334*time.Millisecond)
+	m.Advance(100 * time.Millisecond)
+	// 300 000 units back: 27.3 tokens, 26.3 after the call, full in
+	// 1233.3 ms, rounded up: the TTL of 1234 ms covers it exactly
+	step("100 ms later", l, 26, 1234*time.Millisecond, "9000000000001234:26300000:1000000", 1234*time.Millisecond)
+	step("at once again (full in 1567 ms)", l, 25, 1567*time.Millisecond, "9000000000003134:25300000:1000000", 3134*time.Millisecond)
+	// full again after 1567 ms: the key lives on, read as full
+	m.Advance(1567 * time.Millisecond)
+	if r, err := lim.Peek(ctx, "e", l); err != nil || r.Remaining != 30 || r.ResetAfter != 0 {
+		t.Fatalf("full again: Peek = %+v, %v; want 30 left, full", r, err)
+	}
+	step("a full bucket's key that lives on", l, 29, 334*time.Millisecond, "9000000000001567:29000000:1000000", 1567*time.Millisecond)
+	// the burst lowered to 3 (full from empty in 1000 ms): a TTL beyond it
+	// is not kept; the bucket, capped at 3 tokens, lacks 1 after the call:
+	// twice 334 ms
+	low := l
+	low.Burst = 3
+	step("the burst lowered", low, 2, 334*time.Millisecond, "9000000000000668:2000000:1000000", 668*time.Millisecond)
+	// never more than the time to fill from empty
+	for i := range 2 {
+		if _, err := lim.Allow(ctx, "e", low); err != nil {
+			t.Fatal(err)
+		}
+		if got := pttl(t, m, key); got > time.Second {
+			t.Errorf("call %d at burst 3: TTL %s, beyond the time to fill from empty (1s)", i, got)
+		}
 	}
 }
 
@@ -507,6 +565,53 @@ func TestTokenBucketValueAcrossReleases(t *testing.T) {
 			t.Errorf("%d admitted by both releases; the burst of 3 at least", admitted)
 		}
 	})
+}
+
+// TestTokenBucketMicrosecondAcrossReleases: on a limit whose interval is
+// not whole milliseconds (3/s, burst 5) the earlier release gave every key
+// the exact time until full, this one keeps a longer TTL (within the time
+// to fill from empty) and records it in the value. A bucket that both
+// releases use in turn decides exactly as one that this release alone
+// uses, call by call (admitted, tokens left, time until full, wait), over
+// clock moves of 0 to 1000 ms.
+func TestTokenBucketMicrosecondAcrossReleases(t *testing.T) {
+	old := earlierRelease(t, "token_bucket_before_getex.lua")
+	m, st := newMini(t)
+	lim := newLim(t, st, strategy.NewTokenBucket())
+	ctx := context.Background()
+	l := limiter.Limit{Rate: 3, Period: time.Second, Burst: 5}
+	args := []int64{3, 1_000_000, 5}
+	mixed, _ := limiter.Key("t", "mixed", l)
+	rng := rand.New(rand.NewPCG(7, 11))
+	moves := []time.Duration{0, 0, 0, time.Millisecond, 50 * time.Millisecond, 333 * time.Millisecond, 334 * time.Millisecond, time.Second}
+	for i := range 400 {
+		m.Advance(moves[rng.IntN(len(moves))])
+		want, err := lim.Allow(ctx, "alone", l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got limiter.Result
+		if i%2 == 0 {
+			nums, err := old.RunInt64s(ctx, st, []string{mixed}, args, nil)
+			if err != nil {
+				t.Fatalf("call %d, the earlier release: %v", i, err)
+			}
+			if len(nums) == 1 { // admitted, packed: reset·(B+1) + remaining
+				nums = []int64{1, nums[0] % 6, nums[0] / 6, 0}
+			}
+			if len(nums) != 4 {
+				t.Fatalf("call %d: the earlier release replied %v", i, nums)
+			}
+			got = limiter.Result{Allowed: nums[0] == 1, Remaining: nums[1], ResetAfter: time.Duration(nums[2]) * time.Millisecond, RetryAfter: time.Duration(nums[3]) * time.Millisecond}
+		} else if got, err = lim.Allow(ctx, "mixed", l); err != nil {
+			t.Fatalf("call %d, this release: %v", i, err)
+		}
+		if got.Allowed != want.Allowed || got.Remaining != want.Remaining || got.ResetAfter != want.ResetAfter || (!want.Allowed && got.RetryAfter != want.RetryAfter) {
+			v, _ := m.Get(mixed)
+			t.Fatalf("call %d (the earlier release: %v): admitted %v, %d left, full in %s, retry %s; this release alone: %v, %d, %s, %s (the mixed bucket now %q)",
+				i, i%2 == 0, got.Allowed, got.Remaining, got.ResetAfter, got.RetryAfter, want.Allowed, want.Remaining, want.ResetAfter, want.RetryAfter, v)
+		}
+	}
 }
 
 // alternateReleases makes rounds pairs of calls of one token on subject's

@@ -21,11 +21,17 @@
 --     clock: "<9 * 10^15 + px>:<s>:<P>", s the tokens when the bucket was
 --     written, scaled by the period P in microseconds (a token is P units,
 --     and R units come back every microsecond, 1000 R every millisecond),
---     px the expiry it was written with (the time until the bucket is
---     full, rounded up to the millisecond), so that px - PTTL is the time
---     since, in whole milliseconds of the clock keys expire by, and the
---     bucket is exact to the unit: an admitted decision reads one PTTL
---     and one GET and writes one SET (a new key: PTTL and SET; no TIME). Scripts before this form
+--     px the TTL the key had when the bucket was written (at least the
+--     time until it is full, rounded up to the millisecond), so that
+--     px - PTTL is the time since, in whole milliseconds of the clock keys
+--     expire by, and the bucket is exact to the unit: an admitted decision
+--     reads one PTTL and one GET and writes one SET (a new key: PTTL and
+--     SET; no TIME), which keeps the key's expiry (KEEPTTL) while it
+--     covers the time until full and is no longer than the time to fill
+--     from empty, and else sets twice the time until full, at most the
+--     time to fill from empty (a new bucket: the time until full), so
+--     that the expiry of a subject who keeps asking moves rarely. Scripts
+--     before this form
 --     read it as a bucket last refilled in 2255: they refill nothing until
 --     it expires, never admit more.
 -- A third form, "<t>:<s>:<P>" with t the last refill in microseconds since
@@ -67,7 +73,8 @@
 -- the reading limit's rate. A bucket of the second form found without its
 -- TTL, or with a longer one than it was written with, is read as refilled
 -- by nothing since. A bucket "<t>:<s>" without its
--- period is read at this limit's. A bucket expires when it is full again
+-- period is read at this limit's. A bucket of the first form expires when
+-- it is full again, one of the second within the time to fill from empty
 -- (a full bucket is deleted). GETEX makes this script need Redis 6.2.
 -- On a live bucket of whole milliseconds an admitted decision's first
 -- write moves an expiry (GETEX), which Redis allows when its memory is
@@ -169,8 +176,8 @@ if n == 1 and write then
     local ok = d == -2
     if d >= 0 then
       first = redis.call('GET', KEYS[1])
-      local a, b, p = string.match(first, '^(9%d+):(%d+):(%d+)$')
-      if p == ps and #a == 16 and #b <= 16 and (b == '0' or string.byte(b) ~= 48) then
+      local a, b, p = string.match(first, '^(9%d+):([1-9]%d*):(%d+)$')
+      if p == ps and #a == 16 and #b <= 16 then
         -- (each string to number conversion is a strtod: b's made once)
         b = b + 0
         local e = a - 9000000000000000 - d
@@ -198,9 +205,30 @@ if n == 1 and write then
       if q > 0 then
         reset = reset + 1
       end
+      -- A bucket found keeps its expiry while that covers the time until
+      -- full, within the time to fill from empty (f): the SET moves no
+      -- expiry (KEEPTTL, cheaper), and its value records the TTL it has
+      -- (d); else its expiry becomes twice the time until full, at most
+      -- f. A new bucket's is the time until full.
       -- (the expiry passed as a string too: Redis 7.0 formats a number
       -- argument as a double, %.17g, which costs more)
-      redis.call('SET', KEYS[1], string.format('%d:%d:%s', reset + 9000000000000000, s, ps), 'PX', string.format('%d', reset))
+      if d >= 0 then
+        local f = full % u
+        local px = (full - f) / u
+        if f > 0 then
+          px = px + 1
+        end
+        if d >= reset and d <= px then
+          redis.call('SET', KEYS[1], string.format('%d:%d:%s', d + 9000000000000000, s, ps), 'KEEPTTL')
+        else
+          if reset + reset < px then
+            px = reset + reset
+          end
+          redis.call('SET', KEYS[1], string.format('%d:%d:%s', px + 9000000000000000, s, ps), 'PX', string.format('%d', px))
+        end
+      else
+        redis.call('SET', KEYS[1], string.format('%d:%d:%s', reset + 9000000000000000, s, ps), 'PX', string.format('%d', reset))
+      end
       -- {1, remaining, reset_ms, 0} as one integer when it fits below 2^52
       -- (no table to build): reset_ms * (B + 1) + remaining
       local remaining = (s - s % period) / period
@@ -325,8 +353,10 @@ end
 -- x[i] the milliseconds until its bucket is full (ms form) or the tokens
 -- scaled by its period (else), at the time of the decision
 -- seen[i] whether a value was found; keep[i] the bound of a bucket of
--- this limit's scale found with its TTL
-local ms, x, redo, seen, keep = {}, {}, {}, {}, {}
+-- this limit's scale found with its TTL; held[i] the TTL of a bucket of
+-- the second form and this limit's period found with a TTL no longer
+-- than it was written with
+local ms, x, redo, seen, keep, held = {}, {}, {}, {}, {}, {}
 local allowed = 1
 for i = 1, n do
   local rate, period, cap = tonumber(ARGV[o - 2 + 3 * i]), tonumber(ARGV[o - 1 + 3 * i]), tonumber(ARGV[o + 3 * i])
@@ -384,15 +414,18 @@ for i = 1, n do
         if ttl == -1 or e < 0 then
           e = 0
           redo[i] = true
+        elseif own then
+          held[i] = ttl
         end
         s = math.min(full, math.min(s, full) + e * 1000 * rate)
         if not own then
           redo[i] = true
         end
         if not t then
-          -- a TTL other than the time until full (another rate, a lower
-          -- burst) is repaired
-          if ttl ~= tillfull(full - s, rate) then
+          -- a TTL shorter than the time until full, or longer than the
+          -- time to fill from empty (another rate, a lower burst), is
+          -- repaired
+          if ttl < tillfull(full - s, rate) or ttl > tillfull(full, rate) then
             redo[i] = true
           end
         end
@@ -481,10 +514,20 @@ for i = 1, n do
     reset = tillfull(full - s, rate)
     remaining = math.floor(s / period)
     if write and (take > 0 or redo[i]) then
+      local h, f = held[i], tillfull(full, rate)
       if s >= full then
         redis.call('DEL', KEYS[i])
+      elseif h and h >= reset and h <= f then
+        -- the expiry it has covers the time until full: kept (see the
+        -- common call)
+        redis.call('SET', KEYS[i], string.format('%d:%d:%d', h + 9000000000000000, s, period), 'KEEPTTL')
       else
-        redis.call('SET', KEYS[i], string.format('%d:%d:%d', reset + 9000000000000000, s, period), 'PX', string.format('%d', reset))
+        -- a bucket found: twice the time until full, at most f
+        local px = reset
+        if h then
+          px = math.min(reset + reset, f)
+        end
+        redis.call('SET', KEYS[i], string.format('%d:%d:%d', px + 9000000000000000, s, period), 'PX', string.format('%d', px))
       end
     end
     if cost > cap then
