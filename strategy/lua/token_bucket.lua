@@ -169,7 +169,8 @@ if n == 1 and write then
     -- expiry px ms ahead, so px - PTTL is the time since, in whole ms of
     -- the clock keys expire by (no TIME). GET reads it; anything but a
     -- bucket of this form and period, or a TTL longer than it was written
-    -- with, is left to the general path.
+    -- with, is left to the general path (so is an empty bucket, "0" tokens:
+    -- the pattern admits no leading zero, and the general path reads it).
     local full = cap * period
     local d = redis.call('PTTL', KEYS[1])
     local s = full
