@@ -58,12 +58,13 @@ const maxBucketUnits = 1 << 51
 //     time until full, and else sets twice that time, at most the time to
 //     fill from empty (a new bucket's is the time until full), so that a
 //     subject who keeps asking moves its expiry rarely. Buckets of earlier
-//     releases, "<last refill in µs on
-//     TIME>:<units>:<period µs>", are read (with 2 ms less refill: TIME may
-//     run up to a millisecond ahead of the expiry clock) and written back
-//     in this form; earlier releases read this form as a bucket last
-//     refilled in 2255, with no refill until it expires: during a rolling
-//     deploy they admit less, never more;
+//     releases, "<last refill in µs on TIME>:<units>:<period µs>", are
+//     read (with 2 ms less refill: TIME may run up to a millisecond ahead
+//     of the expiry clock) and written back in this form; those releases
+//     read this form as a bucket last refilled in 2255, with no refill
+//     until it expires: during a rolling deploy they admit less, never
+//     more (releases that wrote this form with the exact expiry read it
+//     exactly);
 //   - integers only: the arithmetic is exact and never drifts; Burst ×
 //     Period (in µs) above 2^51 is limiter.ErrInvalidLimit, returned
 //     before any I/O;

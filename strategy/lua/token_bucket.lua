@@ -31,9 +31,9 @@
 --     from empty, and else sets twice the time until full, at most the
 --     time to fill from empty (a new bucket: the time until full), so
 --     that the expiry of a subject who keeps asking moves rarely. Scripts
---     before this form
---     read it as a bucket last refilled in 2255: they refill nothing until
---     it expires, never admit more.
+--     before this form read it as a bucket last refilled in 2255: they
+--     refill nothing until it expires, never admit more (the release
+--     before that, which wrote the exact expiry, reads it exactly).
 -- A third form, "<t>:<s>:<P>" with t the last refill in microseconds since
 -- the Unix epoch (below 9 * 10^15), on TIME, is how scripts before the
 -- second held a limit of any other interval: this script reads it (for
