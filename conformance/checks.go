@@ -13,6 +13,7 @@ import (
 
 	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/store"
+	"github.com/quotagate/limiter/strategy"
 )
 
 // Property 1: exact admission under contention. A call whose outcome is
@@ -321,19 +322,33 @@ func checkForcedLeak(c *checker) {
 	c.window(l)
 	hs := newHookStore(c.h.Store())
 	lim := c.limiter(hs.store())
+	stale := 0
 	for i := 0; i < 4; i++ {
 		hs.arm(func() { c.h.Advance(l.Period + time.Millisecond) })
 		r, err := lim.Allow(c.ctx, "p6", l)
-		if err != nil {
+		switch {
+		case err != nil:
 			c.t.Errorf("property 6: call %d: %v", i, err)
-		} else if !r.Allowed {
-			c.t.Errorf("property 6: call %d denied in a window that had just expired", i)
+		case !r.Allowed && !c.h.Caps().VirtualClock && errors.Is(r.Cause, strategy.ErrStaleWindow):
+			// On a real clock the hook sleeps a whole window, and when it
+			// falls between two of a decision's tries (the first sent for
+			// a window the server had not begun), the next ones may meet
+			// windows' ends on a busy machine: a strategy that will not
+			// count in a window that is over denies, saying so. No lack of
+			// quota, and the keys are still checked below.
+			stale++
+			c.t.Logf("property 6: call %d: %v", i, r.Cause)
+		case !r.Allowed:
+			c.t.Errorf("property 6: call %d denied in a window that had just expired: %+v", i, r)
 		}
 		for k, p := range c.ttls() {
 			if p == -1 {
 				c.t.Errorf("property 6: call %d left %q without a TTL (the key expired between read and write)", i, k)
 			}
 		}
+	}
+	if stale == 4 {
+		c.t.Errorf("property 6: all 4 calls denied as too slow for their windows of %s: the machine is too busy to run the check", l.Period)
 	}
 }
 

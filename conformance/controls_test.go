@@ -442,3 +442,48 @@ func TestNeverSlidesOnServerClock(t *testing.T) {
 		}
 	}
 }
+
+// staleEvery is Bucketed denying every every-th decision as too slow for
+// its window (ErrStaleWindow), as a busy machine makes it do when the
+// round trips keep meeting windows' ends.
+type staleEvery struct {
+	*strategy.Bucketed
+	every int64
+	calls atomic.Int64
+}
+
+func (s *staleEvery) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	if s.calls.Add(1)%s.every == 0 {
+		return limiter.Result{Allowed: false, Cause: strategy.ErrStaleWindow}, nil
+	}
+	return s.Bucketed.Decide(ctx, st, req)
+}
+
+// TestForcedLeakStaleWindow: on a real clock property 6 sleeps a whole
+// window inside a decision, and a strategy that will not count in a window
+// that is over may deny, saying so (ErrStaleWindow): not a lack of quota,
+// so such denials fail nothing, unless every call is one (the machine is
+// too busy to run the check); a denial without that cause still fails.
+func TestForcedLeakStaleWindow(t *testing.T) {
+	p6, ok := conformance.CheckByName("forced-leak")
+	if !ok {
+		t.Fatal("no forced-leak check")
+	}
+	for _, tc := range []struct {
+		every int64
+		pass  bool
+		says  string
+	}{{2, true, ""}, {1, false, "too busy"}} {
+		spec := conformance.Bucketed()
+		spec.Name, spec.Strategy, spec.Clocked = fmt.Sprintf("StaleEvery%d", tc.every), &staleEvery{Bucketed: strategy.NewBucketed(), every: tc.every}, nil
+		outcomes := conformance.Run(context.Background(), conformance.RedisServer(dial), []conformance.Spec{spec}, []conformance.Check{p6}, false)
+		if len(outcomes) != 1 {
+			t.Fatalf("%d outcomes", len(outcomes))
+		}
+		o := outcomes[0]
+		msgs := strings.Join(o.Messages, " | ")
+		if o.Passed != tc.pass || o.Skipped || !strings.Contains(msgs, tc.says) {
+			t.Errorf("every %d-th decision stale: passed=%v skipped=%v, want passed=%v saying %q: %s", tc.every, o.Passed, o.Skipped, tc.pass, tc.says, msgs)
+		}
+	}
+}
