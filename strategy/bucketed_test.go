@@ -3,7 +3,6 @@ package strategy_test
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -80,11 +79,7 @@ func newLim(t *testing.T, st store.Store, s limiter.Strategy) *limiter.Limiter {
 // testdata, for tests that mix releases on one key.
 func earlierRelease(t *testing.T, name string) *store.Script {
 	t.Helper()
-	src, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return store.NewScript(string(src))
+	return store.NewScript(readSrc(t, filepath.Join("testdata", name)))
 }
 
 func pttl(t *testing.T, m *redistest.Mini, key string) time.Duration {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/internal/redistest"
 	"github.com/quotagate/limiter/store"
 	"github.com/quotagate/limiter/store/goredis"
 	"github.com/quotagate/limiter/strategy"
@@ -135,16 +136,7 @@ func TestTokenBucketMicrosecondExpiry(t *testing.T) {
 	key, _ := limiter.Key("t", "e", l)
 	step := func(what string, l limiter.Limit, remaining int64, reset time.Duration, value string, ttl time.Duration) {
 		t.Helper()
-		r, err := lim.Allow(ctx, "e", l)
-		if err != nil || !r.Allowed || r.Remaining != remaining || r.ResetAfter != reset {
-			t.Fatalf("%s: %+v, %v; want admitted, %d left, full in %s", what, r, err, remaining, reset)
-		}
-		if v, _ := m.Get(key); v != value {
-			t.Errorf("%s: state %q, want %q", what, v, value)
-		}
-		if got := pttl(t, m, key); got != ttl {
-			t.Errorf("%s: TTL %s, want %s", what, got, ttl)
-		}
+		admitsInto(t, what, lim, m, "e", l, remaining, reset, value, ttl)
 	}
 	// 10^6 units a token, 3000 a millisecond
 	step("a new bucket", l, 29, 334*time.Millisecond, "9000000000000334:29000000:1000000", 334*time.Millisecond)
@@ -383,15 +375,7 @@ func TestTokenBucketEarlierRelease(t *testing.T) {
 		m.SetTTL(key, 667*time.Millisecond)
 		// 1 000 000 + 100 000 µs · 3 − 2 ms · 3 = 1 294 000 units: a token
 		// taken, 294 000 left, full in ⌈2 706 000 / 3000⌉ ms
-		if r, err := lim.Allow(ctx, "old", l); err != nil || !r.Allowed || r.Remaining != 0 || r.ResetAfter != 902*time.Millisecond {
-			t.Fatalf("Allow = %+v, %v; want admitted, 0 left, full in 902ms", r, err)
-		}
-		if v, _ := m.Get(key); v != "9000000000000902:294000:1000000" {
-			t.Errorf("state %q, want 9000000000000902:294000:1000000", v)
-		}
-		if ttl := pttl(t, m, key); ttl != 902*time.Millisecond {
-			t.Errorf("TTL %s, want 902ms", ttl)
-		}
+		admitsInto(t, "the earlier release's bucket", lim, m, "old", l, 0, 902*time.Millisecond, "9000000000000902:294000:1000000", 902*time.Millisecond)
 		m.Advance(900 * time.Millisecond)
 		// the earlier release: 294 000 units, no refill: denied, its
 		// wait ⌈(1 000 000 − 294 000) / 3 µs⌉ = 236 ms; nothing written
@@ -480,17 +464,8 @@ func TestTokenBucketValueAcrossReleases(t *testing.T) {
 	// admitted, the tokens left and the ms until full.
 	earlier := func(t *testing.T, st store.Store, key string, args []int64) (bool, int64, int64) {
 		t.Helper()
-		nums, err := old.RunInt64s(ctx, st, []string{key}, args, nil)
-		if err != nil {
-			t.Fatalf("the earlier release: %v", err)
-		}
-		if len(nums) == 1 { // admitted, packed: reset·(B+1) + remaining
-			return true, nums[0] % (args[2] + 1), nums[0] / (args[2] + 1)
-		}
-		if len(nums) != 4 {
-			t.Fatalf("the earlier release replied %v", nums)
-		}
-		return nums[0] == 1, nums[1], nums[2]
+		r := earlierDecision(t, old, st, key, args)
+		return r.Allowed, r.Remaining, r.ResetAfter.Milliseconds()
 	}
 	persist := func(t *testing.T, st store.Store, key string) {
 		t.Helper()
@@ -514,15 +489,7 @@ func TestTokenBucketValueAcrossReleases(t *testing.T) {
 		}
 		// this release: 600 ms missing (the TTL), one token left; the
 		// value's 600 no longer bounds the 900 it lacks after: rewritten
-		if r, err := lim.Allow(ctx, "b", l); err != nil || !r.Allowed || r.Remaining != 0 || r.ResetAfter != 900*time.Millisecond {
-			t.Fatalf("Allow = %+v, %v; want admitted, 0 left, full in 900ms", r, err)
-		}
-		if v, _ := m.Get(key); v != "900/10/3000000/3" {
-			t.Errorf("state %q, want 900/10/3000000/3", v)
-		}
-		if ttl := pttl(t, m, key); ttl != 900*time.Millisecond {
-			t.Errorf("TTL %s, want 900ms", ttl)
-		}
+		admitsInto(t, "the earlier release's bucket", lim, m, "b", l, 0, 900*time.Millisecond, "900/10/3000000/3", 900*time.Millisecond)
 		m.Advance(300 * time.Millisecond)
 		// the earlier release reads this one's bucket by its TTL: 600 ms
 		// missing, a token
@@ -592,17 +559,7 @@ func TestTokenBucketMicrosecondAcrossReleases(t *testing.T) {
 		}
 		var got limiter.Result
 		if i%2 == 0 {
-			nums, err := old.RunInt64s(ctx, st, []string{mixed}, args, nil)
-			if err != nil {
-				t.Fatalf("call %d, the earlier release: %v", i, err)
-			}
-			if len(nums) == 1 { // admitted, packed: reset·(B+1) + remaining
-				nums = []int64{1, nums[0] % 6, nums[0] / 6, 0}
-			}
-			if len(nums) != 4 {
-				t.Fatalf("call %d: the earlier release replied %v", i, nums)
-			}
-			got = limiter.Result{Allowed: nums[0] == 1, Remaining: nums[1], ResetAfter: time.Duration(nums[2]) * time.Millisecond, RetryAfter: time.Duration(nums[3]) * time.Millisecond}
+			got = earlierDecision(t, old, st, mixed, args)
 		} else if got, err = lim.Allow(ctx, "mixed", l); err != nil {
 			t.Fatalf("call %d, this release: %v", i, err)
 		}
@@ -612,6 +569,46 @@ func TestTokenBucketMicrosecondAcrossReleases(t *testing.T) {
 				i, i%2 == 0, got.Allowed, got.Remaining, got.ResetAfter, got.RetryAfter, want.Allowed, want.Remaining, want.ResetAfter, want.RetryAfter, v)
 		}
 	}
+}
+
+// admitsInto asks lim for one token of l for subject and fails unless it
+// is admitted with remaining tokens left and the bucket full in reset,
+// and the subject's key then holds value with a TTL of ttl.
+func admitsInto(t *testing.T, what string, lim *limiter.Limiter, m *redistest.Mini, subject string, l limiter.Limit, remaining int64, reset time.Duration, value string, ttl time.Duration) {
+	t.Helper()
+	r, err := lim.Allow(context.Background(), subject, l)
+	if err != nil || !r.Allowed || r.Remaining != remaining || r.ResetAfter != reset {
+		t.Fatalf("%s: Allow = %+v, %v; want admitted, %d left, full in %s", what, r, err, remaining, reset)
+	}
+	key, err := limiter.Key("t", subject, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := m.Get(key); v != value {
+		t.Errorf("%s: state %q, want %q", what, v, value)
+	}
+	if got := pttl(t, m, key); got != ttl {
+		t.Errorf("%s: TTL %s, want %s", what, got, ttl)
+	}
+}
+
+// earlierDecision runs the earlier release's token bucket script old
+// on key with the common call's arguments args {rate, period µs, burst}
+// and returns its decision: admitted, tokens left, the time until full
+// and, for a denial, the wait.
+func earlierDecision(t *testing.T, old *store.Script, st store.Store, key string, args []int64) limiter.Result {
+	t.Helper()
+	nums, err := old.RunInt64s(context.Background(), st, []string{key}, args, nil)
+	if err != nil {
+		t.Fatalf("the earlier release: %v", err)
+	}
+	if len(nums) == 1 { // admitted, packed: reset·(B+1) + remaining
+		nums = []int64{1, nums[0] % (args[2] + 1), nums[0] / (args[2] + 1), 0}
+	}
+	if len(nums) != 4 {
+		t.Fatalf("the earlier release replied %v", nums)
+	}
+	return limiter.Result{Allowed: nums[0] == 1, Remaining: nums[1], ResetAfter: time.Duration(nums[2]) * time.Millisecond, RetryAfter: time.Duration(nums[3]) * time.Millisecond}
 }
 
 // alternateReleases makes rounds pairs of calls of one token on subject's
@@ -626,16 +623,12 @@ func alternateReleases(t *testing.T, old *store.Script, st store.Store, lim *lim
 		t.Fatal(err)
 	}
 	admitted := 0
-	for i := range rounds {
-		nums, err := old.RunInt64s(ctx, st, []string{key}, args, nil)
-		if err != nil {
-			t.Fatalf("round %d, the earlier release: %v", i+1, err)
-		}
-		if len(nums) == 1 || nums[0] == 1 { // one integer: admitted, packed
+	for range rounds {
+		if earlierDecision(t, old, st, key, args).Allowed {
 			admitted++
 		}
 		if r, err := lim.Allow(ctx, subject, l); err != nil {
-			t.Fatalf("round %d, this release: %v", i+1, err)
+			t.Fatalf("this release, after %d admitted: %v", admitted, err)
 		} else if r.Allowed {
 			admitted++
 		}
