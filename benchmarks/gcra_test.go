@@ -51,6 +51,12 @@ var gcraIntervals = []struct {
 //   - ap-x-redis_rate-cN: the limiter through the AutoPipeliner over
 //     redis_rate on the client.
 //
+// The CPU time per decision of each variant in rounds of its own (see
+// reportCPU): this process's and the server's, and how many decisions the
+// limiter makes for each of redis_rate's with the same CPU time. Through
+// one client both spend about the same CPU time per decision in the
+// client, so the difference in the server's is what the limiter gains.
+//
 // The server's time per decision, the usec_per_call of EVALSHA in INFO
 // commandstats after a CONFIG RESETSTAT: each script alone for 400 ms at 16
 // callers, in 6 interleaved rounds, as a raw EVALSHA through one client
@@ -132,6 +138,9 @@ func gcraVsRedisRate(b *testing.B, rate int64) {
 			b.ReportMetric(benchkit.Median(ratios[1]), fmt.Sprintf("x-redis_rate-c%d", c))
 			b.ReportMetric(benchkit.Median(apOverAP), fmt.Sprintf("ap-x-redis_rate-ap-c%d", c))
 			b.ReportMetric(benchkit.Median(ratios[3]), fmt.Sprintf("ap-x-redis_rate-c%d", c))
+			if err := reportCPU(b, kit, c, variants, func() (time.Duration, error) { return serverCPU(ctx, rdb) }); err != nil {
+				b.Fatal(err)
+			}
 		}
 		us, err := kit.ServerRounds(16, 6, 400*time.Millisecond, alone,
 			func() error { return rdb.ConfigResetStat(ctx).Err() },
@@ -214,6 +223,70 @@ func (s evalshaSpy) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (evalshaSpy) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
+}
+
+// reportCPU runs the variants (redis_rate and the limiter on the client,
+// then both through the AutoPipeliner) in rounds as Compare does, and
+// reports each one's CPU time per decision, this process's
+// (client-cpu-us-<name>-cN) and the server's (server-cpu-us-<name>-cN),
+// the medians of the rounds, and the medians of the rounds' ratios of
+// redis_rate's CPU time per decision, client and server together, to the
+// limiter's (cpu-x-redis_rate-cN, both on the client; ap-cpu-x-redis_rate-
+// ap-cN, both through the AutoPipeliner): how many decisions the limiter
+// makes for each of redis_rate's with the same CPU. On a machine whose
+// client and server share the cores and are busy, decisions/s follow it.
+func reportCPU(b *testing.B, kit *benchkit.Kit, c int, variants []benchkit.Variant, server func() (time.Duration, error)) error {
+	cpu, err := kit.CPURounds(c, benchkit.RatioRounds, benchkit.RatioRoundTime, variants, server)
+	if err != nil {
+		return err
+	}
+	for i, v := range variants {
+		var cl, sv []float64
+		for _, r := range cpu[i] {
+			cl = append(cl, r.ClientMicros())
+			sv = append(sv, r.ServerMicros())
+		}
+		b.ReportMetric(benchkit.Median(cl), fmt.Sprintf("client-cpu-us-%s-c%d", v.Name, c))
+		b.ReportMetric(benchkit.Median(sv), fmt.Sprintf("server-cpu-us-%s-c%d", v.Name, c))
+	}
+	per := func(base, x int) float64 {
+		var rs []float64
+		for r := range cpu[x] {
+			rs = append(rs, cpu[base][r].TotalMicros()/cpu[x][r].TotalMicros())
+		}
+		return benchkit.Median(rs)
+	}
+	b.ReportMetric(per(0, 1), fmt.Sprintf("cpu-x-redis_rate-c%d", c))
+	b.ReportMetric(per(2, 3), fmt.Sprintf("ap-cpu-x-redis_rate-ap-c%d", c))
+	return nil
+}
+
+// serverCPU reads the server process's CPU time so far, user and system
+// (INFO cpu).
+func serverCPU(ctx context.Context, rdb *redis.Client) (time.Duration, error) {
+	info, err := rdb.Info(ctx, "cpu").Result()
+	if err != nil {
+		return 0, err
+	}
+	var sum time.Duration
+	found := 0
+	for _, line := range strings.Split(info, "\n") {
+		line = strings.TrimSpace(line)
+		for _, f := range []string{"used_cpu_sys:", "used_cpu_user:"} {
+			if v, ok := strings.CutPrefix(line, f); ok {
+				s, err := strconv.ParseFloat(v, 64)
+				if err != nil {
+					return 0, fmt.Errorf("INFO cpu: %q: %w", line, err)
+				}
+				sum += time.Duration(s * float64(time.Second))
+				found++
+			}
+		}
+	}
+	if found != 2 {
+		return 0, fmt.Errorf("no used_cpu_sys and used_cpu_user in INFO cpu: %q", info)
+	}
+	return sum, nil
 }
 
 // evalshaMicros reads the server's mean time per EVALSHA since the last
