@@ -16,6 +16,9 @@ var (
 	errorLua string
 	//go:embed lua/store_ints.lua
 	intsLua string
+	//go:embed lua/expire_time.lua
+	expireTimeLua    string
+	expireTimeScript = store.NewScript(expireTimeLua)
 )
 
 // StoreCheck is one check of the store contract itself.

@@ -293,22 +293,32 @@ func (c *checker) serverTime() time.Time {
 }
 
 // expireTime returns key's expiry as the server keeps it, in Unix
-// milliseconds (PEXPIRETIME), and true; or 0 and false when the server
-// has no such command (before Redis 7.0) or the key has no expiry.
-func (c *checker) expireTime(key string) (int64, bool) {
+// milliseconds, as the interval [lo, hi] that holds it, and true: read
+// with PEXPIRETIME (lo = hi), or, where the server refuses it (before
+// Redis 7.0), from its clock before and after the key's PTTL in one script
+// (expireTimeScript: a millisecond or two wide, wider when the server was
+// descheduled in between, never wrong); 0, 0 and false when the server
+// refuses both (an ACL) or the key has no expiry.
+func (c *checker) expireTime(key string) (lo, hi int64, ok bool) {
 	c.t.Helper()
 	r, err := c.do(store.Cmd{Name: "PEXPIRETIME", Args: []any{key}})
 	if err != nil {
 		c.t.Fatalf("PEXPIRETIME %s: %v", key, err)
 	}
-	if r.Err != nil {
-		return 0, false
+	if r.Err == nil {
+		at, err := store.Int64(r.Val)
+		return at, at, err == nil && at > 0
 	}
-	at, err := store.Int64(r.Val)
-	if err != nil || at <= 0 {
-		return 0, false
+	v, err := expireTimeScript.Run(c.ctx, c.h.Store(), []string{key}, nil)
+	if err != nil {
+		return 0, 0, false
 	}
-	return at, true
+	xs, err := store.Int64s(v)
+	if err != nil || len(xs) != 5 || xs[2] < 0 {
+		return 0, 0, false
+	}
+	before, after := xs[0]*1000+xs[1]/1000, xs[3]*1000+xs[4]/1000
+	return before + xs[2] - 1, after + xs[2], true
 }
 
 // alignTo moves the backend's clock (Advance; on a real server, waits)
