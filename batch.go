@@ -39,13 +39,15 @@ const batchWorkers = 16
 // invalid limit, a negative cost) is its own sentinel error, and the others
 // are decided; the fail mode applies to each decision Redis could not make.
 //
-// When the strategy decides with one script (limiter.ScriptStrategy: every
-// scripted strategy of package strategy) and the store can batch
-// (store.Batcher: every adapter of this module), the decisions go in one
-// pipeline per Redis server, the servers of a Cluster in parallel, and a
-// script missing from a server's cache is sent once more for the batch.
-// Otherwise each decision is its own call, up to 16 at a time. The
-// Limiter's timeout bounds the whole batch.
+// When the strategy decides with one script (limiter.ScriptStrategy:
+// FixedWindow, GCRA, TokenBucket, SlidingWindow and SlidingLog of package
+// strategy) and the store can batch (store.Batcher: every adapter of this
+// module), the decisions go in one pipeline per Redis server, the servers
+// of a Cluster in parallel, and a script missing from a server's cache is
+// sent once more for the batch. Otherwise (AlignedWindow, whose call is
+// tried again when the app's clock names another window than the
+// server's; Bucketed; Optimistic) each decision is its own call, up to 16
+// at a time. The Limiter's timeout bounds the whole batch.
 func (l *Limiter) AllowMany(ctx context.Context, asks []Ask) []Answer {
 	answers := make([]Answer, len(asks))
 	ss, scripted := l.strategy.(ScriptStrategy)

@@ -179,3 +179,28 @@ func TestAllowManyWithoutScripts(t *testing.T) {
 		t.Errorf("admitted %v; want 4 subjects", admitted)
 	}
 }
+
+// TestWhichStrategiesBatch: AllowMany's doc and the README name the
+// strategies whose decisions go in one pipeline per server (a
+// ScriptStrategy) and those decided one call per ask; this keeps both lists
+// true.
+func TestWhichStrategiesBatch(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		s       limiter.Strategy
+		batches bool
+	}{
+		{"FixedWindow", strategy.NewFixedWindow(), true},
+		{"GCRA", strategy.NewGCRA(), true},
+		{"TokenBucket", strategy.NewTokenBucket(), true},
+		{"SlidingWindow", strategy.NewSlidingWindow(), true},
+		{"SlidingLog", strategy.NewSlidingLog(), true},
+		{"AlignedWindow", strategy.NewAlignedWindow(), false},
+		{"Bucketed", strategy.NewBucketed(), false},
+		{"Optimistic", strategy.NewOptimistic(), false},
+	} {
+		if _, ok := tc.s.(limiter.ScriptStrategy); ok != tc.batches {
+			t.Errorf("%s is a ScriptStrategy: %v, the docs say %v", tc.name, ok, tc.batches)
+		}
+	}
+}

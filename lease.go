@@ -15,10 +15,10 @@ import (
 // in fixed windows: units consumed at one moment may be admitted one by one
 // later, as long as that is before the window ends, and an admitted Result
 // of a single-limit call has ResetAfter at most the time left in that
-// window. WithQuotaLease leases quota only from such strategies (the fixed
-// windows of package strategy); a refilling strategy (GCRA, a token
-// bucket) or a sliding one would let leased units through in an interval
-// where its bound does not allow them.
+// window. WithQuotaLease leases quota only from such strategies
+// (FixedWindow, Bucketed and Optimistic of package strategy); a refilling
+// strategy (GCRA, a token bucket) or a sliding one would let leased units
+// through in an interval where its bound does not allow them.
 type WindowQuota interface {
 	Strategy
 	// WindowQuota marks the strategy; it is never called.
@@ -64,7 +64,8 @@ type QuotaReturner interface {
 // QuotaReturner: FixedWindow, Bucketed, Optimistic); and Result.Remaining of a leased
 // decision is this process's view (what Redis had left when the lease was
 // taken, plus what the lease still holds). Calls with several limits, a
-// cost above units, Peek, AllowN(0) and AllowMany always go to Redis.
+// cost above units, a limit whose rate is below units, Peek, AllowN(0) and
+// AllowMany always go to Redis.
 // Reset forgets the subject's leases in this process, and a lease taken
 // while it ran admits only its own call (its units may have been counted
 // in the counter Reset deleted); other processes keep their leases of the

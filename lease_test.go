@@ -34,6 +34,7 @@ func TestQuotaLeaseOptions(t *testing.T) {
 		{strategy.NewTokenBucket(), 10, false},
 		{strategy.NewSlidingWindow(), 10, false},
 		{strategy.NewSlidingLog(), 10, false},
+		{strategy.NewAlignedWindow(), 10, false}, // as the README says
 	} {
 		_, err := limiter.New(st, c.s, limiter.WithQuotaLease(c.units))
 		if c.ok != (err == nil) || (err != nil && !errors.Is(err, limiter.ErrInvalidOption)) {

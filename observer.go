@@ -9,8 +9,9 @@ import (
 	"github.com/quotagate/limiter/store"
 )
 
-// Observer is told about every call of Allow, AllowN and Peek, so that users
-// can count decisions and alert on backend errors. Reset is not observed.
+// Observer is told about every call of Allow, AllowN and Peek, every
+// answer of AllowMany and every try of Wait and WaitN, so that users can
+// count decisions and alert on backend errors. Reset is not observed.
 //
 // For each call:
 //
@@ -37,7 +38,8 @@ type Observer interface {
 }
 
 // CallObserver is an Observer that is also told each call's outcome and
-// how long it took, once per call of Allow, AllowN and Peek, after
+// how long it took, once per call of Allow, AllowN and Peek (per answer of
+// AllowMany, per try of Wait and WaitN), after
 // OnDecision or OnError: r and err are what the call returns (bad input
 // included). Latency histograms and tracing spans are built on it.
 type CallObserver interface {

@@ -8,8 +8,8 @@
 // of a key stripped of its TTL, quota that comes back exactly when it
 // refills (no drift), a quota lease's unused units given back to their own
 // window and no other, NOSCRIPT after SCRIPT FLUSH or a restart, and a lost
-// reply counted exactly once. Each check carries its number from the
-// project's test plan.
+// reply counted exactly once. Each check carries its number, as the
+// README's table of properties lists it.
 //
 // The shape follows gocloud.dev's drivertest: a Harness gives the suite a
 // store on one backend, a HarnessMaker makes one per check, and every check
@@ -30,7 +30,7 @@
 // (exact under contention, a crashed holder's slot freed at its TTL). Run is the same suite without the
 // testing package (the limiter command reports with it).
 //
-// Each check is shown to fail: KnownBad lists the hand-written designs from
-// the articles this project started from (package knownbad), each with the
+// Each check is shown to fail: KnownBad lists hand-written designs common in
+// the wild (package knownbad), each with the
 // checks it must fail, and the package's tests assert that it does.
 package conformance

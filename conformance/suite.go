@@ -18,9 +18,10 @@ import (
 	"github.com/quotagate/limiter/store"
 )
 
-// Check is one property of the suite, numbered as in the test plan.
+// Check is one property of the suite, with its number.
 type Check struct {
-	// ID is the property's number in the test plan.
+	// ID is the property's number, as the README's table of properties
+	// lists it.
 	ID int
 	// Name is a short slug, used as the subtest name.
 	Name string

@@ -47,7 +47,7 @@ func newLimiter(t *testing.T, st store.Store, opts ...limiter.Option) *limiter.L
 	return lim
 }
 
-// method is seed 003's method: the request path.
+// method is the request path, as the method of an appkey+method rule.
 func method(r *http.Request) (string, error) { return strings.Trim(r.URL.Path, "/"), nil }
 
 var appkeyMethod = httplimit.Join("-", httplimit.Header("X-App-Key"), method)

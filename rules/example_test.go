@@ -46,9 +46,10 @@ func ExampleStatic() {
 	// unknown subject: allowed=false default=true
 }
 
-// Seed 003's Redis hash, one field per appkey-method: editing it changes
-// the limit on the next reload (Watch polls; Reload is immediate) without
-// resetting the count, and a malformed edit keeps the last good rules.
+// Rules kept in a Redis hash, one field per appkey-method (a JSON list of
+// limits): editing it changes the limit on the next reload (Watch polls;
+// Reload is immediate) without resetting the count, and a malformed edit
+// keeps the last good rules.
 func ExampleRedisHash() {
 	mr, _ := miniredis.Run()
 	defer mr.Close()

@@ -101,7 +101,7 @@ var (
 )
 
 // TestTenPerSecondHundredPerDay: a subject with 10/s and 100/day rules in
-// the seed's hash admits exactly 10 of 20 concurrent requests, and both
+// a rules hash admits exactly 10 of 20 concurrent requests, and both
 // counters read 10: the requests refused by the per-second rule consumed
 // nothing from the daily one.
 func TestTenPerSecondHundredPerDay(t *testing.T) {

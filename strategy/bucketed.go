@@ -98,7 +98,8 @@ import (
 //     which is tried up to 3 times; then the units stay where they are, so
 //     a subject that other processes decide thousands of times a second
 //     rarely gets its units back;
-//   - Redis 2.6 or later (PEXPIREAT, TIME); no scripting.
+//   - Redis 5.0 or later, as the rest of the library (it needs only
+//     MULTI/EXEC, TIME, SET NX and PEXPIREAT); no scripting.
 type Bucketed struct {
 	epochClock
 	grace time.Duration

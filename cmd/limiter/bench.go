@@ -33,9 +33,10 @@ import (
 // and the Limiter do the same work on the server.
 const benchRate = 1 << 40
 
-// bench compares, for each adapter, FixedWindow decisions through the
-// Limiter with the client's own EVALSHA of the same script on the same keys
-// (what a user writes by hand), in interleaved rounds.
+// bench compares, for each adapter, strategy and workload (-adapters,
+// -strategies, -workloads), decisions through the Limiter with the
+// client's own EVALSHA of the same script on the same keys (what a user
+// writes by hand), in interleaved rounds.
 func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (int, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -196,7 +196,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // TestServeDemo runs the one-command demo: embedded Redis, demo rules in
-// seed 003's hash. A client gets 200s, then 429; an edit of the hash takes
+// a Redis hash of appkey+method rules. A client gets 200s, then 429; an edit of the hash takes
 // effect without restarting; a malformed edit is reported and ignored.
 func TestServeDemo(t *testing.T) {
 	s := startServe(t, "-interval", "50ms")

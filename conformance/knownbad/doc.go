@@ -83,6 +83,19 @@
 //     to in two round trips.
 //   - ReleaseAbandon: correct leases whose Abandon is a Release (ZREM): an
 //     Acquire that reaches Redis after it takes a slot nobody holds.
+//   - RepairAtDenial: a first-request fixed window that gives a counter
+//     stripped of its TTL its TTL back only when it denies: a stripped
+//     counter that is never denied holds its subject past its window.
+//   - InlinedLimits: FixedWindow with the limits written into the script's
+//     source (a template filled with the rate and window): every distinct
+//     limit is a new script, sent whole with EVAL, and the server's script
+//     cache grows with the number of distinct limits.
+//   - BatchOneCost: FixedWindow whose batched calls (AllowMany) send a
+//     cost of 1 whatever each request asks for, as batching code that
+//     builds one argument list for a whole batch does.
+//   - BlindExpiryGCRA: GCRA whose state is the key's expiry, whose call
+//     writes without looking at what the key held: a key holding another
+//     program's value is overwritten, not reported.
 //
 // SwallowErrors: any error admits the request silently: not
 // Degraded, no error, so the fail mode never applies and nobody can alert.

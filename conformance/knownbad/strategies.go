@@ -111,10 +111,10 @@ func incrThenExpire(ctx context.Context, st store.Store, req limiter.Request, tw
 	return b.Result(allowed), nil
 }
 
-//go:embed lua/seed003_incr_expire.lua
-var seed003Lua string
+//go:embed lua/rule_by_rule.lua
+var ruleByRuleLua string
 
-var seed003 = store.NewScript(seed003Lua)
+var ruleByRuleScript = store.NewScript(ruleByRuleLua)
 
 //go:embed lua/repair_at_denial.lua
 var repairAtDenialLua string
@@ -173,7 +173,7 @@ func (RuleByRule) Decide(ctx context.Context, st store.Store, req limiter.Reques
 			b.Add(i, l.Rate-n, l.Period, retry)
 			continue
 		}
-		v, err := seed003.Run(ctx, st, []string{req.Keys[i]}, []any{int64(l.Period / time.Second), l.Rate, req.Cost})
+		v, err := ruleByRuleScript.Run(ctx, st, []string{req.Keys[i]}, []any{int64(l.Period / time.Second), l.Rate, req.Cost})
 		if err != nil {
 			return limiter.Result{}, err
 		}

@@ -1,4 +1,4 @@
--- Seed 003, kept as a known-bad control: INCR first, EXPIRE (in whole
+-- One rule of RuleByRule, a known-bad control: INCR first, EXPIRE (in whole
 -- seconds) only when the counter was just created, then compare. A request
 -- over the limit has already consumed; a window under one second gets
 -- EXPIRE 0, which deletes the key at once.
