@@ -15,12 +15,18 @@ import (
 // returns its requests per second. It fails when redis-benchmark is not
 // installed.
 func RedisBenchmark(addr string, clients, pipeline, n int, command ...string) (float64, error) {
+	return RedisBenchmarkKeys(addr, clients, pipeline, n, 100_000, command...)
+}
+
+// RedisBenchmarkKeys is RedisBenchmark with "__rand_int__" replaced from
+// a key space of keys.
+func RedisBenchmarkKeys(addr string, clients, pipeline, n, keys int, command ...string) (float64, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return 0, err
 	}
 	args := []string{"-h", host, "-p", port, "-c", strconv.Itoa(clients), "-P", strconv.Itoa(pipeline),
-		"-n", strconv.Itoa(n), "-r", "100000", "--csv"}
+		"-n", strconv.Itoa(n), "-r", strconv.Itoa(keys), "--csv"}
 	out, err := exec.Command("redis-benchmark", append(args, command...)...).Output()
 	if err != nil {
 		return 0, fmt.Errorf("redis-benchmark: %w", err)

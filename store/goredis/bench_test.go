@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -531,9 +532,15 @@ func BenchmarkDenyCache(b *testing.B) {
 //     design's. Every case is a raw EVALSHA through the same client: on a
 //     machine whose client and server share the cores, the server's clock
 //     also counts the time the client's work takes the CPU from it, so the
-//     cases must load the client alike.
+//     cases must load the client alike;
+//   - rb-server-us-<case>, rb-server-AlignedWindow-x-minimal,
+//     rb-server-FixedWindow-x-ulule: the same server time with the load
+//     from redis-benchmark (when installed) instead of Go callers: a C
+//     client whose own work takes far less CPU from the server, on
+//     counters that exist (see redisBenchServerTime).
 //
-// One measurement takes about a minute; run it with -benchtime 1x.
+// One measurement takes about a minute and a half; run it with
+// -benchtime 1x.
 //
 //	go test -run '^$' -bench ServerTime -benchtime 1x ./store/goredis/
 func BenchmarkServerTime(b *testing.B) {
@@ -701,7 +708,84 @@ func BenchmarkServerTime(b *testing.B) {
 			b.ReportMetric(benchkit.Median(xMin), "server-"+v.Name+"-x-minimal")
 			b.ReportMetric(benchkit.Median(xUlule), "server-"+v.Name+"-x-ulule")
 		}
+		if err := redisBenchServerTime(b, ctx, e); err != nil {
+			b.Fatal(err)
+		}
 	}
+}
+
+// redisBenchServerTime reports the server's time per decision of the
+// minimal script, ulule's design, AlignedWindow and FixedWindow (one
+// limit, a cost of 1, admitted) under redis-benchmark: 16 connections, 64
+// subjects (so every counter exists after its first call), windows of a
+// day (so that none ends during the run) and a rate of a million per
+// window (a generous real limit, which no run reaches: the rate is an
+// argument the scripts convert, at a cost that grows with its digits, and
+// FixedWindow's one-integer reply, reset_ms·(2·rate+1) + count, needs
+// rate × window below 2^51), 6 rounds of 100 000 calls per case in an
+// order that rotates, each after a CONFIG RESETSTAT. Without
+// redis-benchmark it reports nothing.
+func redisBenchServerTime(b *testing.B, ctx context.Context, e *benchEnv) error {
+	if _, err := exec.LookPath("redis-benchmark"); err != nil {
+		b.Logf("no redis-benchmark, no rb- metrics: %v", err)
+		return nil
+	}
+	const day = 86_400_000
+	now, err := e.rdb.Time(ctx).Result()
+	if err != nil {
+		return err
+	}
+	rate, period := "1000000", strconv.FormatInt(day, 10)
+	cases := []struct {
+		name string
+		cmd  []string
+	}{
+		{"minimal", []string{"EVALSHA", benchkit.MinimalScript().Hash(), "1", "rb-minimal:{__rand_int__}", period}},
+		{"incr-pttl", []string{"EVALSHA", benchkit.IncrPTTLScript().Hash(), "1", "rb-incr-pttl:{__rand_int__}", "1", period}},
+		{"AlignedWindow", []string{"EVALSHA", strategy.AlignedWindowScript().Hash(), "1",
+			"rb-aligned:{__rand_int__}:" + period + ":" + strconv.FormatInt(now.UnixMilli()/day, 10), rate}},
+		{"FixedWindow", []string{"EVALSHA", strategy.FixedWindowScript().Hash(), "1", "rb-fixed:{__rand_int__}", rate, period}},
+	}
+	// Each case once by hand first: a call that fails (a script not
+	// loaded, a window the server's clock is not in) would be timed as a
+	// fast error.
+	for _, c := range cases {
+		args := make([]any, len(c.cmd))
+		for i, a := range c.cmd {
+			args[i] = strings.ReplaceAll(a, "__rand_int__", "check")
+		}
+		v, err := e.rdb.Do(ctx, args...).Result()
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.name, err)
+		}
+		if vals, ok := v.([]any); ok && len(vals) > 0 && vals[0] == int64(-1) {
+			return fmt.Errorf("%s: reply %v", c.name, v)
+		}
+	}
+	const rounds = 6
+	us := make([][]float64, len(cases))
+	for r := range rounds {
+		for j := range cases {
+			i := (j + r) % len(cases)
+			if err := e.rdb.ConfigResetStat(ctx).Err(); err != nil {
+				return err
+			}
+			if _, err := benchkit.RedisBenchmarkKeys(e.rdb.Options().Addr, 16, 1, 100_000, 64, cases[i].cmd...); err != nil {
+				return err
+			}
+			u, err := evalshaMicros(ctx, e.rdb)
+			if err != nil {
+				return err
+			}
+			us[i] = append(us[i], u)
+		}
+	}
+	for i, c := range cases {
+		b.ReportMetric(benchkit.Median(us[i]), "rb-server-us-"+c.name)
+	}
+	b.ReportMetric(benchkit.Median(benchkit.RoundRatios(us[2], us[0])), "rb-server-AlignedWindow-x-minimal")
+	b.ReportMetric(benchkit.Median(benchkit.RoundRatios(us[3], us[1])), "rb-server-FixedWindow-x-ulule")
+	return nil
 }
 
 // BenchmarkAllowMany compares Limiter.AllowMany, 16 decisions per call
