@@ -18,7 +18,11 @@ import (
 // window. WithQuotaLease leases quota only from such strategies
 // (FixedWindow, Bucketed and Optimistic of package strategy); a refilling
 // strategy (GCRA, a token bucket) or a sliding one would let leased units
-// through in an interval where its bound does not allow them.
+// through in an interval where its bound does not allow them. AlignedWindow,
+// a fixed window whose admitted decisions read no clock on the server (the
+// time left in their window is the app's estimate of the server's clock,
+// within half a round trip), does not implement it: a lease must not
+// outlive its window on the server.
 type WindowQuota interface {
 	Strategy
 	// WindowQuota marks the strategy; it is never called.
