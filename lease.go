@@ -16,13 +16,10 @@ import (
 // later, as long as that is before the window ends, and an admitted Result
 // of a single-limit call has ResetAfter at most the time left in that
 // window. WithQuotaLease leases quota only from such strategies
-// (FixedWindow, Bucketed and Optimistic of package strategy); a refilling
-// strategy (GCRA, a token bucket) or a sliding one would let leased units
-// through in an interval where its bound does not allow them. AlignedWindow,
-// a fixed window whose admitted decisions read no clock on the server (the
-// time left in their window is the app's estimate of the server's clock,
-// within half a round trip), does not implement it: a lease must not
-// outlive its window on the server.
+// (FixedWindow, AlignedWindow, Bucketed and Optimistic of package
+// strategy); a refilling strategy (GCRA, a token bucket) or a sliding one
+// would let leased units through in an interval where its bound does not
+// allow them.
 type WindowQuota interface {
 	Strategy
 	// WindowQuota marks the strategy; it is never called.
@@ -65,7 +62,8 @@ type QuotaReturner interface {
 // units−1 per lease taken (one per process, subject and window while the
 // process keeps fewer than MaxQuotaLeases leases), unless ReturnLeases gives them
 // back while their window is open (a strategy that implements
-// QuotaReturner: FixedWindow, Bucketed, Optimistic); and Result.Remaining of a leased
+// QuotaReturner: FixedWindow, Bucketed, Optimistic; not AlignedWindow); and
+// Result.Remaining of a leased
 // decision is this process's view (what Redis had left when the lease was
 // taken, plus what the lease still holds). Calls with several limits, a
 // cost above units, a limit whose rate is below units, Peek, AllowN(0) and

@@ -3,6 +3,7 @@ package limiter_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -34,7 +35,7 @@ func TestQuotaLeaseOptions(t *testing.T) {
 		{strategy.NewTokenBucket(), 10, false},
 		{strategy.NewSlidingWindow(), 10, false},
 		{strategy.NewSlidingLog(), 10, false},
-		{strategy.NewAlignedWindow(), 10, false}, // as the README says
+		{strategy.NewAlignedWindow(), 10, true},
 	} {
 		_, err := limiter.New(st, c.s, limiter.WithQuotaLease(c.units))
 		if c.ok != (err == nil) || (err != nil && !errors.Is(err, limiter.ErrInvalidOption)) {
@@ -218,5 +219,71 @@ func TestQuotaLeaseNeverOverAdmits(t *testing.T) {
 	}
 	if leased.Load() < a/2 {
 		t.Errorf("only %d of %d admissions came from leases", leased.Load(), a)
+	}
+}
+
+// TestQuotaLeaseAlignedWindow: AlignedWindow leases as FixedWindow does: a
+// hot subject takes 10 units of its window in one script and is admitted 9
+// more times from them; the window's counter holds whole leases; with
+// fewer than a lease left, calls go to Redis one by one, and the window
+// admits exactly its rate.
+func TestQuotaLeaseAlignedWindow(t *testing.T) {
+	m, st := newMiniFastFail(t)
+	// a minute into an hour of the server's clock: the window stays put
+	now := m.Now()
+	m.Advance(now.Truncate(time.Hour).Add(time.Hour + time.Minute).Sub(now))
+	ec := &evalCounter{Store: st}
+	lim, err := limiter.New(ec, strategy.NewAlignedWindow(), limiter.WithQuotaLease(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := lim.Allow(ctx, "warm-up", limiter.PerHour(1)); err != nil { // loads the script
+		t.Fatal(err)
+	}
+	l := limiter.PerHour(25)
+	key, err := limiter.Key(limiter.DefaultPrefix, "hot", l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := func() int64 { // the count of the server's current window
+		k := strategy.AlignedWindowKey(key, time.Hour, m.Now().UnixMilli()/time.Hour.Milliseconds())
+		v, err := m.Get(k)
+		if err != nil {
+			t.Fatalf("counter %s: %v", k, err)
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			t.Fatalf("counter %s holds %q", k, v)
+		}
+		return strategy.AlignedCountBase - n
+	}
+	ec.n.Store(0)
+	for i := range 10 {
+		r, err := lim.Allow(ctx, "hot", l)
+		if err != nil || !r.Allowed || !r.Leased || r.Remaining != int64(24-i) || r.ResetAfter <= 0 || r.ResetAfter > 59*time.Minute {
+			t.Fatalf("call %d: %+v, %v; want admitted from the lease, %d remaining, reset within the window's 59 minutes", i, r, err, 24-i)
+		}
+	}
+	if n, c := ec.n.Load(), counted(); n != 1 || c != 10 {
+		t.Errorf("10 calls: %d scripts, %d counted; want 1 script (the lease) and 10", n, c)
+	}
+	admitted, leased := 10, 10
+	for range 20 {
+		r, err := lim.Allow(ctx, "hot", l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Allowed {
+			admitted++
+		}
+		if r.Leased {
+			leased++
+		}
+	}
+	// a second lease of 10; a third refused (5 left), then 5 calls of one
+	// unit and 5 denials
+	if n, c := ec.n.Load(), counted(); admitted != 25 || leased != 20 || c != 25 || n != 13 {
+		t.Errorf("30 calls of 25 per hour: %d admitted (%d from leases), %d counted, %d scripts; want 25 (20), 25, 13", admitted, leased, c, n)
 	}
 }

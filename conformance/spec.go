@@ -195,6 +195,16 @@ func FixedWindowLeased() Spec {
 	return spec
 }
 
+// AlignedWindowLeased is AlignedWindow decided through a Limiter with
+// quota leases of 10 units (limiter.WithQuotaLease), as FixedWindowLeased.
+func AlignedWindowLeased() Spec {
+	spec := AlignedWindow()
+	spec.Name = "AlignedWindow+lease"
+	spec.Options = []limiter.Option{limiter.WithQuotaLease(10)}
+	spec.LeaseUnits = 10
+	return spec
+}
+
 // Bucketed is the Spec of strategy.Bucketed: epoch-aligned windows, denied
 // requests compensated (so conservative, not exact), keys living up to 1 s
 // past their window.

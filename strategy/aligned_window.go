@@ -220,6 +220,12 @@ func (a *AlignedWindow) Decide(ctx context.Context, st store.Store, req limiter.
 		case allowed && len(nums) == n+2:
 			now = nums[n]*1_000_000 + nums[n+1]
 			c.observe(t0, a.now(), now)
+		case allowed && len(nums) == n:
+			// No clock read on the server: the time left in each window
+			// counts from the latest time the server's clock may show,
+			// not from the estimate, so that it is never longer than the
+			// server's (a quota lease lives by it: limiter.WindowQuota).
+			now = max(now, c.latestAt(t0))
 		case !allowed || len(nums) != n:
 			return limiter.Result{}, fmt.Errorf("strategy: aligned window: %d values for %d limits (admitted: %v)", len(nums), n, allowed)
 		}

@@ -176,6 +176,12 @@ func (*Optimistic) WindowQuota() {}
 // epoch-aligned window their transaction's TIME names.
 func (*Bucketed) WindowQuota() {}
 
+// WindowQuota implements limiter.WindowQuota: units are counted in the
+// epoch-aligned window the server's clock is in when they are counted, and
+// an admitted decision's ResetAfter counts from the latest time the
+// server's clock may show.
+func (*AlignedWindow) WindowQuota() {}
+
 // TransientDenials implements limiter.TransientDenials: a denied request's
 // cost is counted until its second transaction takes it back.
 func (*Bucketed) TransientDenials() {}

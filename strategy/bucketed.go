@@ -198,7 +198,20 @@ const maxStamps = 4
 type serverClock struct {
 	synced atomic.Bool
 	offset atomic.Int64 // microseconds: server - app
+	// bound is the latest time the server's clock may show, as
+	// latestAt reads it: from the last TIME reading, the server read its
+	// clock after the call was sent (at t0), so at app time t it shows at
+	// most t + (serverUs - t0) + clockRate·(t - t0), where clockRate bounds
+	// how much faster the server's clock may run than the app's. It holds
+	// serverUs - t0 - clockRate·t0, so that one atomic word carries it
+	// (any reading's bound is a bound: concurrent readings may land in any
+	// order).
+	bound atomic.Int64
 }
+
+// clockRateDiv is 1/clockRate: clocks are taken to run at rates within
+// 100 ppm of each other (NTP-disciplined clocks stay within a few ppm).
+const clockRateDiv = 10_000
 
 func (b *epochClock) clockFor(st store.Store) (c *serverClock) {
 	if e := b.last.Load(); e != nil && e.same(st) {
@@ -227,7 +240,18 @@ func (b *epochClock) clockFor(st store.Store) (c *serverClock) {
 func (c *serverClock) observe(t0, t1 time.Time, serverUs int64) {
 	mid := t0.UnixMicro() + t1.Sub(t0).Microseconds()/2
 	c.offset.Store(serverUs - mid)
+	sent := t0.UnixMicro()
+	c.bound.Store(serverUs - sent - sent/clockRateDiv)
 	c.synced.Store(true)
+}
+
+// latestAt returns the latest time, in microseconds, that the server's
+// clock may show at app time t (after a reading: synced), rather than the
+// estimate: a time left in a window counted from it is never longer than
+// the window's on the server.
+func (c *serverClock) latestAt(t time.Time) int64 {
+	us := t.UnixMicro()
+	return us + c.bound.Load() + us/clockRateDiv
 }
 
 // serverNow returns the estimated server time in microseconds, sampling

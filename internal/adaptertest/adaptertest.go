@@ -258,20 +258,23 @@ var leaseChecks = map[string]bool{
 }
 
 // QuotaLeases runs the suite's checks of admission (leaseChecks) with
-// FixedWindow through a Limiter that leases quota
-// (conformance.FixedWindowLeased) on each backend of mks: no check may see
-// an admission beyond the limit.
+// FixedWindow and AlignedWindow through a Limiter that leases quota
+// (conformance.FixedWindowLeased, AlignedWindowLeased) on each backend of
+// mks: no check may see an admission beyond the limit.
 func QuotaLeases(t *testing.T, mks map[string]conformance.HarnessMaker) {
 	t.Parallel()
-	spec := conformance.FixedWindowLeased()
 	for name, mk := range mks {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			for _, ch := range conformance.Checks() {
-				if !ch.For(spec) || !leaseChecks[ch.Name] {
-					continue
-				}
-				t.Run(fmt.Sprintf("P%02d-%s", ch.ID, ch.Name), func(t *testing.T) { conformance.RunCheck(t, mk, spec, ch) })
+			for _, spec := range []conformance.Spec{conformance.FixedWindowLeased(), conformance.AlignedWindowLeased()} {
+				t.Run(spec.Name, func(t *testing.T) {
+					for _, ch := range conformance.Checks() {
+						if !ch.For(spec) || !leaseChecks[ch.Name] {
+							continue
+						}
+						t.Run(fmt.Sprintf("P%02d-%s", ch.ID, ch.Name), func(t *testing.T) { conformance.RunCheck(t, mk, spec, ch) })
+					}
+				})
 			}
 		})
 	}
