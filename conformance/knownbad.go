@@ -108,6 +108,8 @@ func KnownBad() []Control {
 			MustFail: []string{"short-and-long-windows", "denials-bind"}},
 		{Spec: claims("KeepsSubjects", &knownbad.KeepsSubjects{Strategy: strategy.NewFixedWindow()}),
 			MustFail: []string{"cardinality-bounded"}, ServerOnly: []string{"cardinality-bounded"}},
+		{Spec: claims("FullPeriodReset", knownbad.FullPeriodReset{Strategy: strategy.NewFixedWindow()}),
+			MustFail: []string{"window-quota-reset"}},
 		{Spec: claims("StrictState", knownbad.StrictState{Strategy: strategy.NewFixedWindow()}),
 			MustFail: []string{"period-change"}},
 		{Spec: claims("RateCountdown", knownbad.RateCountdown{}),

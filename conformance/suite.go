@@ -94,6 +94,7 @@ func Checks() []Check {
 		{ID: 40, Name: "allow-many-exact", run: checkAllowMany},
 		{ID: 41, Name: "refill-exact", run: checkRefillExact},
 		{ID: 42, Name: "lease-return-own-window", run: checkLeaseReturn},
+		{ID: 44, Name: "window-quota-reset", run: checkWindowQuotaReset},
 		{ID: 36, Name: "leases-exact", run: checkLeasesExact, leases: true},
 		{ID: 37, Name: "crashed-holder-frees-slot", run: checkCrashedHolder, leases: true},
 		{ID: 38, Name: "release-frees-own-slot", run: checkReleaseHarmless, leases: true},

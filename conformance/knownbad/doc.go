@@ -93,6 +93,9 @@
 //   - BatchOneCost: FixedWindow whose batched calls (AllowMany) send a
 //     cost of 1 whatever each request asks for, as batching code that
 //     builds one argument list for a whole batch does.
+//   - FullPeriodReset: a fixed window that leases its quota and reports
+//     every admission's ResetAfter as the limit's whole period: a lease
+//     outlives the window its units were counted in.
 //   - BlindExpiryGCRA: GCRA whose state is the key's expiry, whose call
 //     writes without looking at what the key held: a key holding another
 //     program's value is overwritten, not reported.

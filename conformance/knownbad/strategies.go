@@ -553,3 +553,24 @@ func (SlidingExpiry) Decide(ctx context.Context, st store.Store, req limiter.Req
 	}
 	return r, nil
 }
+
+// FullPeriodReset is a fixed window that leases its quota
+// (limiter.WindowQuota) and reports every admitted decision's ResetAfter as
+// its limit's whole period, as a hand-written limiter that sends its window
+// length for X-RateLimit-Reset does: a quota lease then lives past the
+// window its units were counted in and admits them in the next one.
+type FullPeriodReset struct {
+	Strategy limiter.Strategy // the correct strategy wrapped
+}
+
+// Decide implements limiter.Strategy, wrongly.
+func (s FullPeriodReset) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	r, err := s.Strategy.Decide(ctx, st, req)
+	if err == nil && r.Allowed && r.Index >= 0 && r.Index < len(req.Limits) {
+		r.ResetAfter = req.Limits[r.Index].Period
+	}
+	return r, err
+}
+
+// WindowQuota implements limiter.WindowQuota, wrongly.
+func (FullPeriodReset) WindowQuota() {}

@@ -255,6 +255,7 @@ var leaseChecks = map[string]bool{
 	"exact-admission": true, "weighted-costs": true, "multi-rule-all-or-nothing": true,
 	"window-never-slides": true, "short-and-long-windows": true, "app-clock-skew": true,
 	"boundary-bursts": true, "replies-slower-than-window": true, "denials-bind": true, "allow-many-exact": true,
+	"window-quota-reset": true,
 }
 
 // QuotaLeases runs the suite's checks of admission (leaseChecks) with
