@@ -1,62 +1,13 @@
 package conformance
 
 import (
-	"context"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/quotagate/limiter"
-	"github.com/quotagate/limiter/store"
+	"github.com/quotagate/limiter/internal/storetest"
 )
-
-// lateReplies hands every reply back delay late, as a congested network
-// or a busy client does: a strategy that estimates the server's clock from
-// its replies' round trips puts each reading in the middle of one.
-type lateReplies struct {
-	store.Store
-	delay time.Duration
-}
-
-func (s lateReplies) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
-	rs, err := s.Store.Do(ctx, cmds...)
-	time.Sleep(s.delay)
-	return rs, err
-}
-
-func (s lateReplies) EvalSha(ctx context.Context, sha string, keys []string, args []any) (any, error) {
-	v, err := s.Store.EvalSha(ctx, sha, keys, args)
-	time.Sleep(s.delay)
-	return v, err
-}
-
-func (s lateReplies) Eval(ctx context.Context, src string, keys []string, args []any) (any, error) {
-	v, err := s.Store.Eval(ctx, src, keys, args)
-	time.Sleep(s.delay)
-	return v, err
-}
-
-// lateWatcher is lateReplies for a store that pins connections
-// (store.Watcher), as the optimistic strategy needs.
-type lateWatcher struct {
-	lateReplies
-	w store.Watcher
-}
-
-func (s lateWatcher) Watch(ctx context.Context, keys []string, fn func(store.Tx) error) error {
-	err := s.w.Watch(ctx, keys, fn)
-	time.Sleep(s.delay)
-	return err
-}
-
-// late wraps st so that its replies come back delay late.
-func late(st store.Store, delay time.Duration) store.Store {
-	l := lateReplies{Store: st, delay: delay}
-	if w, ok := st.(store.Watcher); ok {
-		return lateWatcher{lateReplies: l, w: w}
-	}
-	return l
-}
 
 // Property 44: for a strategy whose quota may be leased
 // (limiter.WindowQuota), an admitted single-limit decision's ResetAfter
@@ -89,7 +40,7 @@ func checkWindowQuotaReset(c *checker) {
 			s = c.spec.Clocked(clock)
 		}
 	}
-	lim := c.limiterOf(late(c.h.Store(), 30*time.Millisecond), s, opts...)
+	lim := c.limiterOf(storetest.Late(c.h.Store(), 30*time.Millisecond), s, opts...)
 	// scripts loaded first, the server's clock read once
 	if _, err := lim.Allow(c.ctx, "p44-warm-up", l); err != nil {
 		c.t.Fatalf("property 44: %v", err)

@@ -9,36 +9,10 @@ import (
 
 	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/internal/redistest"
-	"github.com/quotagate/limiter/store"
+	"github.com/quotagate/limiter/internal/storetest"
 	"github.com/quotagate/limiter/store/goredis"
 	"github.com/quotagate/limiter/strategy"
 )
-
-// slowReplies hands every reply back late: the server read its clock
-// (TIME) at the start of each round trip, and the app, seeing a long round
-// trip, puts that reading in its middle.
-type slowReplies struct {
-	store.Store
-	delay time.Duration
-}
-
-func (s slowReplies) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
-	rs, err := s.Store.Do(ctx, cmds...)
-	time.Sleep(s.delay)
-	return rs, err
-}
-
-func (s slowReplies) EvalSha(ctx context.Context, sha string, keys []string, args []any) (any, error) {
-	v, err := s.Store.EvalSha(ctx, sha, keys, args)
-	time.Sleep(s.delay)
-	return v, err
-}
-
-func (s slowReplies) Eval(ctx context.Context, src string, keys []string, args []any) (any, error) {
-	v, err := s.Store.Eval(ctx, src, keys, args)
-	time.Sleep(s.delay)
-	return v, err
-}
 
 // TestAlignedWindowResetWithinServerWindow: an admitted AlignedWindow
 // decision that read no clock on the server (one DECR) reports a
@@ -51,7 +25,7 @@ func TestAlignedWindowResetWithinServerWindow(t *testing.T) {
 	srv := redistest.StartServer(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1})
 	t.Cleanup(func() { _ = rdb.Close() })
-	st := slowReplies{Store: goredis.New(rdb), delay: 30 * time.Millisecond}
+	st := storetest.Late(goredis.New(rdb), 30*time.Millisecond)
 	lim, err := limiter.New(st, strategy.NewAlignedWindow())
 	if err != nil {
 		t.Fatal(err)

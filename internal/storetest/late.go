@@ -1,0 +1,56 @@
+package storetest
+
+import (
+	"context"
+	"time"
+
+	"github.com/quotagate/limiter/store"
+)
+
+// Late returns st with every reply handed back delay late (after the
+// server has answered), as a congested network or a busy client does: a
+// strategy that estimates the server's clock from its replies' round
+// trips puts each reading in the middle of one. A store that pins
+// connections (store.Watcher) keeps doing so.
+func Late(st store.Store, delay time.Duration) store.Store {
+	l := lateReplies{Store: st, delay: delay}
+	if w, ok := st.(store.Watcher); ok {
+		return lateWatcher{lateReplies: l, w: w}
+	}
+	return l
+}
+
+type lateReplies struct {
+	store.Store
+	delay time.Duration
+}
+
+func (s lateReplies) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	rs, err := s.Store.Do(ctx, cmds...)
+	time.Sleep(s.delay)
+	return rs, err
+}
+
+func (s lateReplies) EvalSha(ctx context.Context, sha string, keys []string, args []any) (any, error) {
+	v, err := s.Store.EvalSha(ctx, sha, keys, args)
+	time.Sleep(s.delay)
+	return v, err
+}
+
+func (s lateReplies) Eval(ctx context.Context, src string, keys []string, args []any) (any, error) {
+	v, err := s.Store.Eval(ctx, src, keys, args)
+	time.Sleep(s.delay)
+	return v, err
+}
+
+// lateWatcher is lateReplies for a store.Watcher.
+type lateWatcher struct {
+	lateReplies
+	w store.Watcher
+}
+
+func (s lateWatcher) Watch(ctx context.Context, keys []string, fn func(store.Tx) error) error {
+	err := s.w.Watch(ctx, keys, fn)
+	time.Sleep(s.delay)
+	return err
+}
