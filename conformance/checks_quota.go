@@ -27,8 +27,8 @@ func checkWindowQuotaReset(c *checker) {
 	l := limiter.PerMinute(1000)
 	c.window(l)
 	// On a virtual clock the server's moves only with Advance: a strategy
-	// that reads the app's clock gets one that moves with it.
-	// (as do the Limiter's quota leases, which live on the app's clock).
+	// that reads the app's clock, and the Limiter (whose quota leases live
+	// on the app's clock), get one that moves with it.
 	var advanced atomic.Int64
 	s := c.spec.Strategy
 	virtual := c.h.Caps().VirtualClock
