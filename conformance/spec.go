@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"github.com/quotagate/limiter"
@@ -187,20 +188,16 @@ func FixedWindow() Spec {
 // FixedWindowLeased is FixedWindow decided through a Limiter with quota
 // leases of 10 units (limiter.WithQuotaLease): the checks of exact
 // admission hold with most decisions made in the process.
-func FixedWindowLeased() Spec {
-	spec := FixedWindow()
-	spec.Name = "FixedWindow+lease"
-	spec.Options = []limiter.Option{limiter.WithQuotaLease(10)}
-	spec.LeaseUnits = 10
-	return spec
-}
+func FixedWindowLeased() Spec { return leased(FixedWindow()) }
 
 // AlignedWindowLeased is AlignedWindow decided through a Limiter with
 // quota leases of 10 units (limiter.WithQuotaLease), as FixedWindowLeased.
-func AlignedWindowLeased() Spec {
-	spec := AlignedWindow()
-	spec.Name = "AlignedWindow+lease"
-	spec.Options = []limiter.Option{limiter.WithQuotaLease(10)}
+func AlignedWindowLeased() Spec { return leased(AlignedWindow()) }
+
+// leased is spec decided through a Limiter with quota leases of 10 units.
+func leased(spec Spec) Spec {
+	spec.Name += "+lease"
+	spec.Options = append(slices.Clone(spec.Options), limiter.WithQuotaLease(10))
 	spec.LeaseUnits = 10
 	return spec
 }
