@@ -36,6 +36,11 @@ type Store struct {
 	boxes argcache.Boxes
 	// dials remembers the client's last failure to connect.
 	dials *dialErrors
+	// shareN is WithSharedPipelines' n; sh shares pipelines among
+	// concurrent script calls on a *redis.Client, nil when they are not
+	// shared.
+	shareN int
+	sh     *sharing
 }
 
 var (
@@ -112,10 +117,14 @@ func New(c redis.UniversalClient, opts ...Option) *Store {
 	if ap, ok := c.(*redis.AutoPipeliner); ok {
 		s.ap = ap
 	}
+	s.shareN = DefaultSharedPipelines
 	for _, o := range opts {
 		if o != nil { // an option chosen conditionally and left unset
 			o(s)
 		}
+	}
+	if _, ok := c.(*redis.Client); ok && s.ap == nil && s.apErr == nil && s.shareN > 0 {
+		s.sh = &sharing{max: s.shareN}
 	}
 	return s
 }
@@ -433,16 +442,31 @@ func (s *Store) run(ctx context.Context, call *evalCall, a []any) (any, error) {
 		} else if err := s.boundedAlways(ctx, call.g.seal, func() { _ = s.ap.Process(ctx, cmd); _ = cmd.Err() }); err != nil {
 			return nil, fmt.Errorf("goredis: %w", err)
 		}
-	} else if !s.bounds(ctx) {
-		_ = s.c.Process(ctx, cmd) // the hot path: no closure to allocate
-	} else if err := s.bounded(ctx, call.g.seal, func() { _ = s.c.Process(ctx, cmd) }); err != nil {
-		return nil, fmt.Errorf("goredis: %w", err)
+	} else if s.sh != nil {
+		if err := s.runShared(ctx, call, cmd); err != nil {
+			return nil, err
+		}
+	} else if err := s.send(ctx, call, cmd); err != nil {
+		return nil, err
 	}
 	v, err := cmd.Result()
 	if err != nil {
 		return nil, s.mapErr(ctx, err, call.g.written())
 	}
 	return v, nil
+}
+
+// send sends a script call on its own and returns once cmd has its reply,
+// or with an error when ctx ended first (see bounded).
+func (s *Store) send(ctx context.Context, call *evalCall, cmd *redis.Cmd) error {
+	if !s.bounds(ctx) {
+		_ = s.c.Process(ctx, cmd) // the hot path: no closure to allocate
+		return nil
+	}
+	if err := s.bounded(ctx, call.g.seal, func() { _ = s.c.Process(ctx, cmd) }); err != nil {
+		return fmt.Errorf("goredis: %w", err)
+	}
+	return nil
 }
 
 // Do implements store.Store: the commands go in one pipeline. A call that

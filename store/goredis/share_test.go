@@ -1,0 +1,331 @@
+package goredis_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quotagate/limiter/internal/redistest"
+	"github.com/quotagate/limiter/store"
+	"github.com/quotagate/limiter/store/goredis"
+)
+
+// incr is the script the sharing tests run: it counts its calls per key.
+const incr = "return redis.call('INCR', KEYS[1])"
+
+// roundTrips is a go-redis hook that records the round trips of script
+// calls: single commands, and pipelines with their sizes. Calls on the
+// key "held" wait in the hook until release is closed; pipelines wait
+// delay before they are written (or after their replies came, when
+// after is set).
+type roundTrips struct {
+	mu        sync.Mutex
+	singles   int
+	pipelines []int
+	held      atomic.Int32
+	release   chan struct{}
+	delay     time.Duration
+	after     bool
+}
+
+func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() != "evalsha" && cmd.Name() != "eval" {
+			return next(ctx, cmd)
+		}
+		h.mu.Lock()
+		h.singles++
+		h.mu.Unlock()
+		if args := cmd.Args(); len(args) > 3 && fmt.Sprint(args[3]) == "held" {
+			h.held.Add(1)
+			<-h.release
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if !slices.ContainsFunc(cmds, func(c redis.Cmder) bool { return c.Name() == "evalsha" || c.Name() == "eval" }) {
+			return next(ctx, cmds) // a new connection's set-up
+		}
+		h.mu.Lock()
+		h.pipelines = append(h.pipelines, len(cmds))
+		h.mu.Unlock()
+		if !h.after {
+			time.Sleep(h.delay)
+		}
+		err := next(ctx, cmds)
+		if h.after {
+			time.Sleep(h.delay)
+		}
+		return err
+	}
+}
+
+func (h *roundTrips) counts() (int, []int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.singles, slices.Clone(h.pipelines)
+}
+
+// sharingSetup starts a redis-server and returns a Store on a client
+// hooked by h, with the script loaded.
+func sharingSetup(t *testing.T, h *roundTrips, ctxTimeouts bool) (*goredis.Store, *redis.Client, string) {
+	t.Helper()
+	srv := redistest.StartServer(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts})
+	t.Cleanup(func() { _ = rdb.Close() })
+	sha, err := rdb.ScriptLoad(context.Background(), incr).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.release = make(chan struct{})
+	rdb.AddHook(h)
+	return goredis.New(rdb), rdb, sha
+}
+
+// waitFor polls cond for up to 10 s (a busy machine's scheduling).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(end) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// holdSlots sends two calls on the key "held", which wait in the hook:
+// both of the Store's pipelines (DefaultSharedPipelines) are then in
+// flight. It returns a function that waits for them to end.
+func holdSlots(t *testing.T, st *goredis.Store, h *roundTrips, sha string) (wait func()) {
+	t.Helper()
+	if goredis.DefaultSharedPipelines != 2 {
+		t.Fatalf("DefaultSharedPipelines = %d; the test holds 2 slots", goredis.DefaultSharedPipelines)
+	}
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			if _, err := st.EvalSha(context.Background(), sha, []string{"held"}, nil); err != nil {
+				t.Errorf("held call: %v", err)
+			}
+		})
+	}
+	waitFor(t, "2 held calls in the hook", func() bool { return h.held.Load() == 2 })
+	return wg.Wait
+}
+
+// TestSharedPipelinesUnderLoad: when both pipelines are in flight, the
+// calls that arrive meanwhile queue and then leave together, in one
+// pipeline of all of them, each with its own reply (the counts 1..14, each
+// once); the key counts exactly the 14 calls.
+func TestSharedPipelinesUnderLoad(t *testing.T) {
+	h := &roundTrips{}
+	st, rdb, sha := sharingSetup(t, h, true)
+	ctx := context.Background()
+	wait := holdSlots(t, st, h, sha)
+	const n = 14
+	got := make([]int64, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			var v any
+			v, errs[i] = st.EvalSha(ctx, sha, []string{"k"}, nil)
+			got[i], _ = v.(int64)
+		})
+	}
+	waitFor(t, fmt.Sprintf("%d calls queued", n), func() bool { return goredis.Queued(st) == n })
+	close(h.release)
+	wg.Wait()
+	wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("call %d: %v", i, err)
+		}
+	}
+	slices.Sort(got)
+	for i, v := range got {
+		if v != int64(i+1) {
+			t.Fatalf("replies = %v; want 1..%d, each once", got, n)
+		}
+	}
+	if c, err := rdb.Get(ctx, "k").Int64(); err != nil || c != n {
+		t.Errorf("k = %d, %v; want %d", c, err, n)
+	}
+	singles, pipes := h.counts()
+	if singles != 2 || !slices.Equal(pipes, []int{n}) {
+		t.Errorf("round trips: %d single calls, pipelines of %v; want the 2 held calls alone and one pipeline of %d", singles, pipes, n)
+	}
+	// The slots are free again: a lone call goes alone.
+	if _, err := st.EvalSha(ctx, sha, []string{"k"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if singles, pipes := h.counts(); singles != 3 || len(pipes) != 1 {
+		t.Errorf("after the load, a lone call: %d single calls, pipelines %v; want 3 and 1", singles, pipes)
+	}
+}
+
+// TestSharedPipelinesLoneCaller: one caller at a time never waits for a
+// pipeline: each call is its own round trip, as without sharing.
+func TestSharedPipelinesLoneCaller(t *testing.T) {
+	h := &roundTrips{}
+	st, _, sha := sharingSetup(t, h, true)
+	for i := range 20 {
+		if v, err := st.EvalSha(context.Background(), sha, []string{"k"}, nil); err != nil || v != int64(i+1) {
+			t.Fatalf("call %d = %v, %v", i, v, err)
+		}
+	}
+	if singles, pipes := h.counts(); singles != 20 || len(pipes) != 0 {
+		t.Errorf("%d single calls, pipelines %v; want 20 and none", singles, pipes)
+	}
+	off := goredis.New(st.Client(), goredis.WithSharedPipelines(0))
+	if _, err := off.EvalSha(context.Background(), "0000000000000000000000000000000000000000", nil, nil); !errors.Is(err, store.ErrNoScript) {
+		t.Errorf("sharing off: unknown sha = %v; want ErrNoScript", err)
+	}
+}
+
+// TestSharedPipelineQueuedDeadline: a call whose context ends while it
+// waits to share a pipeline is never sent: its error is the deadline's,
+// without store.ErrUnknownOutcome, and its key was never counted; the
+// calls after it are served as before.
+func TestSharedPipelineQueuedDeadline(t *testing.T) {
+	for _, ctxTimeouts := range []bool{true, false} {
+		t.Run(fmt.Sprintf("ContextTimeoutEnabled=%v", ctxTimeouts), func(t *testing.T) {
+			h := &roundTrips{}
+			st, rdb, sha := sharingSetup(t, h, ctxTimeouts)
+			wait := holdSlots(t, st, h, sha)
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			_, err := st.EvalSha(ctx, sha, []string{"gone"}, nil)
+			if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, store.ErrUnknownOutcome) {
+				t.Errorf("queued call past its deadline = %v; want context.DeadlineExceeded, not store.ErrUnknownOutcome", err)
+			}
+			if q := goredis.Queued(st); q != 0 {
+				t.Errorf("%d calls still queued after the only one left", q)
+			}
+			close(h.release)
+			wait()
+			if n, err := rdb.Exists(context.Background(), "gone").Result(); err != nil || n != 0 {
+				t.Errorf("EXISTS gone = %d, %v; want 0: the abandoned call ran", n, err)
+			}
+			var wg sync.WaitGroup
+			for range 8 {
+				wg.Go(func() {
+					if _, err := st.EvalSha(context.Background(), sha, []string{"k"}, nil); err != nil {
+						t.Errorf("later call: %v", err)
+					}
+				})
+			}
+			wg.Wait()
+			if c, err := rdb.Get(context.Background(), "k").Int64(); err != nil || c != 8 {
+				t.Errorf("k = %d, %v; want 8", c, err)
+			}
+		})
+	}
+}
+
+// TestSharedPipelineCallerLeavesInFlight: the first call of a shared
+// pipeline, which sends it, has the shortest deadline; it passes while
+// the pipeline is out. The pipeline still waits for the others' replies
+// (until the latest deadline), and the caller who left gets the outcome
+// it can know: not sent (its command goes as one the server refuses,
+// unrun) when the pipeline had not been written, store.ErrUnknownOutcome
+// when it had (and then it ran).
+func TestSharedPipelineCallerLeavesInFlight(t *testing.T) {
+	for _, after := range []bool{false, true} {
+		for _, ctxTimeouts := range []bool{true, false} {
+			t.Run(fmt.Sprintf("written=%v/ContextTimeoutEnabled=%v", after, ctxTimeouts), func(t *testing.T) {
+				h := &roundTrips{delay: 600 * time.Millisecond, after: after}
+				st, rdb, sha := sharingSetup(t, h, ctxTimeouts)
+				wait := holdSlots(t, st, h, sha)
+				short, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+				defer cancel()
+				long, cancel2 := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel2()
+				var shortErr, longErr error
+				var longV any
+				var wg sync.WaitGroup
+				wg.Go(func() { _, shortErr = st.EvalSha(short, sha, []string{"short"}, nil) })
+				waitFor(t, "the short call queued", func() bool { return goredis.Queued(st) == 1 })
+				wg.Go(func() { longV, longErr = st.EvalSha(long, sha, []string{"long"}, nil) })
+				waitFor(t, "both calls queued", func() bool { return goredis.Queued(st) == 2 })
+				close(h.release)
+				wg.Wait()
+				wait()
+				if longErr != nil || longV != int64(1) {
+					t.Errorf("long call = %v, %v; want 1: the pipeline ended at the short call's deadline?", longV, longErr)
+				}
+				short1, err := rdb.Get(context.Background(), "short").Int64()
+				if err != nil && !errors.Is(err, redis.Nil) {
+					t.Fatal(err)
+				}
+				if !errors.Is(shortErr, context.DeadlineExceeded) {
+					t.Errorf("short call = %v; want context.DeadlineExceeded", shortErr)
+				}
+				if after {
+					if !errors.Is(shortErr, store.ErrUnknownOutcome) || short1 != 1 {
+						t.Errorf("short call written, then abandoned = %v (key %d); want store.ErrUnknownOutcome, and the call ran once", shortErr, short1)
+					}
+				} else if errors.Is(shortErr, store.ErrUnknownOutcome) || short1 != 0 {
+					t.Errorf("short call abandoned before its pipeline was written = %v (key %d); want a known outcome, and the call never ran", shortErr, short1)
+				}
+				if _, pipes := h.counts(); !slices.Equal(pipes, []int{2}) {
+					t.Errorf("pipelines %v; want one of 2", pipes)
+				}
+			})
+		}
+	}
+}
+
+// TestSharedPipelineServerGone: calls queued behind a server that stops
+// answering each end at their own deadline, and the Store serves again
+// once it is back.
+func TestSharedPipelineServerGone(t *testing.T) {
+	m := redistest.NewMini(t)
+	p := redistest.NewProxy(t, m.Addr())
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = rdb.Close() })
+	st := goredis.New(rdb)
+	ctx := context.Background()
+	if _, err := st.Eval(ctx, incr, []string{"k"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	p.Blackhole(true)
+	var wg sync.WaitGroup
+	errs := make([]error, 12)
+	start := time.Now()
+	for i := range errs {
+		wg.Go(func() {
+			c, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			defer cancel()
+			_, errs[i] = st.Eval(c, incr, []string{"k"}, nil)
+		})
+	}
+	wg.Wait()
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("calls with 200ms deadlines on a silent server returned after %v", took.Round(time.Millisecond))
+	}
+	for i, err := range errs {
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("call %d = %v; want context.DeadlineExceeded", i, err)
+		}
+	}
+	p.Blackhole(false)
+	waitFor(t, "the store to serve again", func() bool {
+		c, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		_, err := st.Eval(c, incr, []string{"k"}, nil)
+		return err == nil
+	})
+}
