@@ -41,6 +41,8 @@ type Store struct {
 	// shared.
 	shareN int
 	sh     *sharing
+	// nodes shares pipelines per master on a *redis.ClusterClient.
+	nodes *nodeSharing
 }
 
 var (
@@ -123,8 +125,13 @@ func New(c redis.UniversalClient, opts ...Option) *Store {
 			o(s)
 		}
 	}
-	if _, ok := c.(*redis.Client); ok && s.ap == nil && s.apErr == nil && s.shareN > 0 {
-		s.sh = &sharing{max: s.shareN}
+	if s.ap == nil && s.apErr == nil && s.shareN > 0 {
+		switch x := c.(type) {
+		case *redis.Client:
+			s.sh = &sharing{max: s.shareN}
+		case *redis.ClusterClient:
+			s.nodes = &nodeSharing{cc: x, max: s.shareN, m: map[string]*sharing{}}
+		}
 	}
 	return s
 }
@@ -378,7 +385,7 @@ type evalCall struct {
 func (s *Store) eval(ctx context.Context, name, script string, keys []string, args []any) (any, error) {
 	call, a := s.newEvalCall(name, script, keys, len(args))
 	a = append(a, args...)
-	v, err := s.run(ctx, call, a)
+	v, err := s.run(ctx, call, keys, a)
 	if err != nil {
 		return nil, err
 	}
@@ -401,7 +408,7 @@ func (s *Store) evalInt64s(ctx context.Context, name, script string, keys []stri
 	for _, n := range args {
 		a = append(a, s.boxes.Box(n))
 	}
-	v, err := s.run(ctx, call, a)
+	v, err := s.run(ctx, call, keys, a)
 	if err != nil {
 		return nil, err
 	}
@@ -428,7 +435,7 @@ func (s *Store) newEvalCall(name, script string, keys []string, nargs int) (*eva
 }
 
 // run sends a script call and returns its reply value.
-func (s *Store) run(ctx context.Context, call *evalCall, a []any) (any, error) {
+func (s *Store) run(ctx context.Context, call *evalCall, keys []string, a []any) (any, error) {
 	if s.apErr != nil {
 		return nil, s.apErr
 	}
@@ -442,8 +449,8 @@ func (s *Store) run(ctx context.Context, call *evalCall, a []any) (any, error) {
 		} else if err := s.boundedAlways(ctx, call.g.seal, func() { _ = s.ap.Process(ctx, cmd); _ = cmd.Err() }); err != nil {
 			return nil, fmt.Errorf("goredis: %w", err)
 		}
-	} else if s.sh != nil {
-		if err := s.runShared(ctx, call, cmd); err != nil {
+	} else if sh := s.sharingFor(ctx, keys); sh != nil {
+		if err := s.runShared(ctx, sh, call, cmd); err != nil {
 			return nil, err
 		}
 	} else if err := s.send(ctx, call, cmd); err != nil {

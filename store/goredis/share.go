@@ -20,7 +20,10 @@ const DefaultSharedPipelines = 2
 
 // WithSharedPipelines sets how many script calls' round trips may be in
 // flight at once before further calls share them, on a *redis.Client (one
-// server, or a failover client): a call that finds fewer than n in flight
+// server, or a failover client) and per master on a *redis.ClusterClient
+// (there for calls that go-redis bounds by their context itself: with
+// ContextTimeoutEnabled, under a context with a deadline or one that is
+// never cancelled): a call that finds fewer than n in flight
 // goes at once on its own connection, as it would without sharing; one
 // that finds n waits, with the others that arrive meanwhile, for the first
 // of them to return, and they then leave together in one pipeline. So a
@@ -28,8 +31,8 @@ const DefaultSharedPipelines = 2
 // goroutines share a round trip: fewer system calls and less of the
 // server's time per decision, more decisions per second. n ≤ 0 turns
 // sharing off (every call on its own connection). The default is
-// DefaultSharedPipelines. It changes nothing on a ClusterClient, a Ring or
-// with WithAutoPipeline.
+// DefaultSharedPipelines. It changes nothing on a Ring or with
+// WithAutoPipeline.
 //
 // Each call keeps its own outcome and its own deadline: a call whose
 // context ends while it waits to leave is not sent (a known outcome); one
@@ -109,8 +112,8 @@ func (sh *sharing) withdraw(w *waiter) bool {
 // runShared sends a script call when pipelines are shared: alone when a
 // slot is free, else in the next shared pipeline. It returns when cmd has
 // its reply, or an error when the caller's context ended first.
-func (s *Store) runShared(ctx context.Context, call *evalCall, cmd *redis.Cmd) error {
-	w, alone := s.sh.enter(func() *waiter {
+func (s *Store) runShared(ctx context.Context, sh *sharing, call *evalCall, cmd *redis.Cmd) error {
+	w, alone := sh.enter(func() *waiter {
 		// Shared, a sealed call is sent as one the server refuses, not
 		// as a write that fails its whole pipeline.
 		call.g.shared = true
@@ -119,7 +122,7 @@ func (s *Store) runShared(ctx context.Context, call *evalCall, cmd *redis.Cmd) e
 		return w
 	})
 	if alone {
-		defer s.sh.leave()
+		defer sh.leave()
 		return s.send(ctx, call, cmd)
 	}
 	for {
@@ -129,21 +132,21 @@ func (s *Store) runShared(ctx context.Context, call *evalCall, cmd *redis.Cmd) e
 				return nil // the reply is in cmd
 			}
 			if len(batch) == 1 {
-				defer s.sh.leave()
+				defer sh.leave()
 				return s.send(ctx, call, cmd)
 			}
-			go s.sendShared(ctx, batch)
+			go s.sendShared(ctx, sh, batch)
 		case <-ctx.Done():
-			return s.abandonShared(ctx, w)
+			return s.abandonShared(ctx, sh, w)
 		}
 	}
 }
 
 // abandonShared ends a queued call whose context ended before its reply
 // came.
-func (s *Store) abandonShared(ctx context.Context, w *waiter) error {
+func (s *Store) abandonShared(ctx context.Context, sh *sharing, w *waiter) error {
 	err := s.dials.explain(ctx.Err())
-	if s.sh.withdraw(w) {
+	if sh.withdraw(w) {
 		return fmt.Errorf("goredis: %w: %w", errAbandoned, err)
 	}
 	// Taken into a pipeline: perhaps as the call that sends it.
@@ -154,9 +157,9 @@ func (s *Store) abandonShared(ctx context.Context, w *waiter) error {
 		}
 		w.g.seal() // sent as a call the server refuses unrun
 		if len(batch) == 1 {
-			s.sh.leave()
+			sh.leave()
 		} else {
-			go s.sendShared(ctx, batch)
+			go s.sendShared(ctx, sh, batch)
 		}
 		return fmt.Errorf("goredis: %w: %w", errAbandoned, err)
 	default:
@@ -171,7 +174,7 @@ func (s *Store) abandonShared(ctx context.Context, w *waiter) error {
 // frees the slot. The pipeline carries ctx's values but not its end: it
 // waits until the latest of its calls' deadlines, each call leaving at its
 // own.
-func (s *Store) sendShared(ctx context.Context, batch []*waiter) {
+func (s *Store) sendShared(ctx context.Context, sh *sharing, batch []*waiter) {
 	ctx = context.WithoutCancel(ctx)
 	if !s.enforce {
 		var latest time.Time
@@ -195,7 +198,7 @@ func (s *Store) sendShared(ctx context.Context, batch []*waiter) {
 		_ = p.Process(ctx, w.cmd)
 	}
 	_, execErr := p.Exec(ctx)
-	s.sh.leave()
+	sh.leave()
 	for _, w := range batch {
 		if v, err := w.cmd.Result(); v == nil && err == nil {
 			// never processed: the pipeline failed before it
@@ -207,3 +210,45 @@ func (s *Store) sendShared(ctx context.Context, batch []*waiter) {
 		w.wake <- nil
 	}
 }
+
+// nodeSharing shares pipelines per master of a ClusterClient.
+type nodeSharing struct {
+	cc  *redis.ClusterClient
+	max int
+	mu  sync.Mutex
+	m   map[string]*sharing
+}
+
+// sharingFor returns the sharing that a script call on keys under ctx
+// takes part in, or nil when it goes alone. On a ClusterClient, the
+// sharing of its first key's master, looked up in the client's slot map:
+// only when go-redis bounds the call by ctx itself (see bounds), since the
+// client's first lookup loads the map from the Cluster.
+func (s *Store) sharingFor(ctx context.Context, keys []string) *sharing {
+	if s.sh != nil || s.nodes == nil {
+		return s.sh
+	}
+	if len(keys) == 0 || s.bounds(ctx) {
+		return nil
+	}
+	m, err := s.nodes.cc.MasterForKey(ctx, keys[0])
+	if err != nil {
+		return nil // the call alone meets the failure and reports it
+	}
+	addr := m.Options().Addr
+	n := s.nodes
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	sh := n.m[addr]
+	if sh == nil {
+		if len(n.m) >= maxSharedNodes {
+			clear(n.m) // masters that left; the calls in flight keep theirs
+		}
+		sh = &sharing{max: n.max}
+		n.m[addr] = sh
+	}
+	return sh
+}
+
+// maxSharedNodes bounds the masters a Store keeps a sharing for.
+const maxSharedNodes = 1024

@@ -329,3 +329,72 @@ func TestSharedPipelineServerGone(t *testing.T) {
 		return err == nil
 	})
 }
+
+// TestSharedPipelinesCluster: on a ClusterClient the calls of many
+// goroutines share pipelines per master, every count exact; and a master
+// that stops answering holds only its own calls: those for another master
+// are answered meanwhile, within their deadlines.
+func TestSharedPipelinesCluster(t *testing.T) {
+	c := redistest.StartCluster(t)
+	addrs := c.Addrs()
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRetries: -1, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = rdb.Close() })
+	h := &roundTrips{release: make(chan struct{})}
+	rdb.AddHook(h)
+	st := goredis.New(rdb)
+	ka, kb := keyOn(t, rdb, addrs[0]), keyOn(t, rdb, addrs[1])
+	keys := []string{ka, kb, ka + "x", kb + "x", "a", "b", "c", "d"}
+	const callers, each = 24, 40
+	var wg sync.WaitGroup
+	for g := range callers {
+		wg.Go(func() {
+			for i := range each {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				_, err := st.Eval(ctx, incr, []string{keys[(g+i)%len(keys)]}, nil)
+				cancel()
+				if err != nil {
+					t.Errorf("caller %d, call %d: %v", g, i, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, k := range keys {
+		if n, err := rdb.Get(context.Background(), k).Int64(); err != nil || n != callers*each/int64(len(keys)) {
+			t.Errorf("%s = %d, %v; want %d", k, n, err, callers*each/len(keys))
+		}
+	}
+	if _, pipes := h.counts(); len(pipes) == 0 || slices.Max(pipes) < 2 {
+		t.Errorf("%d callers shared no pipeline (pipelines %v)", callers, pipes)
+	}
+
+	pause := redis.NewClient(&redis.Options{Addr: addrs[1]})
+	defer pause.Close()
+	if err := pause.Do(context.Background(), "CLIENT", "PAUSE", 2000, "ALL").Err(); err != nil {
+		t.Fatal(err)
+	}
+	var silent, served atomic.Int32
+	for range 8 {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			defer cancel()
+			if _, err := st.Eval(ctx, incr, []string{kb}, nil); errors.Is(err, context.DeadlineExceeded) {
+				silent.Add(1)
+			}
+		})
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+			defer cancel()
+			if _, err := st.Eval(ctx, incr, []string{ka}, nil); err != nil {
+				t.Errorf("call for the answering master while another is silent: %v", err)
+				return
+			}
+			served.Add(1)
+		})
+	}
+	wg.Wait()
+	if silent.Load() != 8 || served.Load() != 8 {
+		t.Errorf("while one master was paused: %d of its 8 calls ended at their deadline, %d of the other's 8 were answered; want 8 and 8", silent.Load(), served.Load())
+	}
+}
