@@ -45,7 +45,11 @@ var gcraIntervals = []struct {
 // Decisions per second, at 16 and 64 callers, in interleaved rounds (the
 // medians of the rounds' ratios):
 //   - x-redis_rate-cN: the limiter over redis_rate, both on one
-//     *redis.Client;
+//     *redis.Client (the limiter's concurrent calls sharing pipelines, as
+//     goredis.New does by default);
+//   - unshared-x-redis_rate-cN: the same with every call on its own
+//     connection (goredis.WithSharedPipelines(0)), as redis_rate sends
+//     them;
 //   - ap-x-redis_rate-ap-cN: the same, both through the client's
 //     AutoPipeliner (goredis.WithAutoPipeline for the limiter);
 //   - ap-x-redis_rate-cN: the limiter through the AutoPipeliner over
@@ -119,6 +123,7 @@ func gcraVsRedisRate(b *testing.B, rate int64) {
 		viaLimiter("limiter"),
 		viaRR("redis_rate-autopipeline", redis_rate.NewLimiter(ap)),
 		viaLimiter("limiter-autopipeline", goredis.WithAutoPipeline()),
+		viaLimiter("limiter-unshared", goredis.WithSharedPipelines(0)),
 	}
 	alone := serverTimeVariants(b, ctx, rdb, srv.Addr(), rrLimit)
 	kit := benchkit.New(b, []int{16, 64}, nil)
@@ -138,6 +143,7 @@ func gcraVsRedisRate(b *testing.B, rate int64) {
 			b.ReportMetric(benchkit.Median(ratios[1]), fmt.Sprintf("x-redis_rate-c%d", c))
 			b.ReportMetric(benchkit.Median(apOverAP), fmt.Sprintf("ap-x-redis_rate-ap-c%d", c))
 			b.ReportMetric(benchkit.Median(ratios[3]), fmt.Sprintf("ap-x-redis_rate-c%d", c))
+			b.ReportMetric(benchkit.Median(ratios[4]), fmt.Sprintf("unshared-x-redis_rate-c%d", c))
 			if err := reportCPU(b, kit, c, variants, func() (time.Duration, error) { return serverCPU(ctx, rdb) }); err != nil {
 				b.Fatal(err)
 			}

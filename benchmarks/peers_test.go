@@ -28,7 +28,9 @@ import (
 // one redis-server, at 16 and 64 callers in interleaved rounds, and logs
 // the comparison table: each one's decisions per second and its ratio to
 // go-redis/redis_rate's. The limiter runs FixedWindow and GCRA through
-// go-redis and FixedWindow through rueidis; the peers are redis_rate
+// go-redis (by default its concurrent calls share pipelines; also with
+// goredis.WithSharedPipelines(0), each call on its own connection as the
+// peers send theirs) and FixedWindow through rueidis; the peers are redis_rate
 // (GCRA, Lua), ulule/limiter (a fixed window, Lua) and throttled (GCRA
 // with GET/SET compare-and-swap), each through go-redis; then redis_rate,
 // the limiter and ulule again through go-redis's AutoPipeliner (the
@@ -71,6 +73,8 @@ func BenchmarkPeers(b *testing.B) {
 	gcraAP, err5 := limiter.New(goredis.New(rdb, goredis.WithAutoPipeline()), strategy.NewGCRA(), limiter.WithPrefix("gcra-goredis-ap"))
 	fwRueidis, err2 := limiter.New(rueidisstore.New(rc), strategy.NewFixedWindow(), limiter.WithPrefix("fw-rueidis"))
 	gcraGoredis, err3 := limiter.New(goredis.New(rdb), strategy.NewGCRA(), limiter.WithPrefix("gcra-goredis"))
+	fwUnshared, err6 := limiter.New(goredis.New(rdb, goredis.WithSharedPipelines(0)), strategy.NewFixedWindow(), limiter.WithPrefix("fw-goredis-unshared"))
+	gcraUnshared, err7 := limiter.New(goredis.New(rdb, goredis.WithSharedPipelines(0)), strategy.NewGCRA(), limiter.WithPrefix("gcra-goredis-unshared"))
 
 	rr := redis_rate.NewLimiter(rdb)
 	rrLimit := redis_rate.Limit{Rate: gcraRate, Burst: gcraBurst, Period: time.Second}
@@ -118,6 +122,10 @@ func BenchmarkPeers(b *testing.B) {
 			}
 			return err
 		}},
+		// the limiter with every call on its own connection, as the
+		// peers send theirs
+		ours("limiter FixedWindow, go-redis, unshared", fwUnshared, err6, fixed),
+		ours("limiter GCRA, go-redis, unshared", gcraUnshared, err7, gcra),
 		// the same through go-redis's AutoPipeliner, which shares round
 		// trips among goroutines
 		{Name: "go-redis/redis_rate, AutoPipeliner", Decide: func(ctx context.Context, s string) error {
