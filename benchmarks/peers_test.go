@@ -37,7 +37,7 @@ import (
 // limiter with goredis.WithAutoPipeline). One measurement takes about two
 // minutes; run it with -benchtime 1x:
 //
-//	cd benchmarks && go test -run '^$' -bench Peers -benchtime 1x .
+//	cd benchmarks && go test -v -run '^$' -bench Peers -benchtime 1x .
 func BenchmarkPeers(b *testing.B) {
 	srv := redistest.StartServer(b)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), PoolSize: 128, MaxRetries: -1})

@@ -377,8 +377,13 @@ func BenchmarkCheapestRatio(b *testing.B) {
 // strategy whose state is read and written on the server's clock:
 // "floor-TIME-GET-SET" makes a raw EVALSHA of a script that only calls
 // TIME, GET and SET PX and decides nothing (benchkit.GCRAFloorScript), so
-// its x-FixedWindow is the most such a strategy could reach through this
-// client. One measurement takes about a minute; run it with -benchtime 1x.
+// its server-x-FixedWindow is the least such a strategy could cost the
+// server (and, unshared, its x-FixedWindow the most it could reach through
+// this client). Two sub-benchmarks: "shared", the stores as goredis.New
+// makes them (concurrent calls share pipelines, so the server's time
+// weighs more), and "unshared" (goredis.WithSharedPipelines(0)), every
+// call on its own connection, whose client work then weighs more. One
+// measurement takes about two minutes; run it with -benchtime 1x.
 //
 //	go test -run '^$' -bench StrategyRatios -benchtime 1x ./store/goredis/
 func BenchmarkStrategyRatios(b *testing.B) {
@@ -409,51 +414,59 @@ func BenchmarkStrategyRatios(b *testing.B) {
 		{"SlidingWindow", strategy.NewSlidingWindow(), limiter.PerSecond(1<<26 - 1)}, // its largest rate
 		{"SlidingLog", strategy.NewSlidingLog(), limiter.PerSecond(strategy.SlidingLogMaxRate)},
 	}
-	ctx := context.Background()
-	variants := make([]benchkit.Variant, len(suts))
-	for i, s := range suts {
-		lim, err := limiter.New(goredis.New(e.rdb), s.s, limiter.WithPrefix("ratio-"+s.name))
-		if err != nil {
-			b.Fatal(err)
-		}
-		variants[i] = benchkit.Variant{Name: s.name, Decide: func(ctx context.Context, subject string) error {
-			r, err := lim.Allow(ctx, subject, s.l)
-			if err == nil && !r.Allowed {
-				err = fmt.Errorf("%s denied %s: %+v", s.name, subject, r)
+	for _, m := range []struct {
+		mode string
+		opts []goredis.Option
+	}{{"shared", nil}, {"unshared", []goredis.Option{goredis.WithSharedPipelines(0)}}} {
+		mode, opts := m.mode, m.opts
+		b.Run(mode, func(b *testing.B) {
+			ctx := context.Background()
+			variants := make([]benchkit.Variant, len(suts))
+			for i, s := range suts {
+				lim, err := limiter.New(goredis.New(e.rdb, opts...), s.s, limiter.WithPrefix("ratio-"+mode+"-"+s.name))
+				if err != nil {
+					b.Fatal(err)
+				}
+				variants[i] = benchkit.Variant{Name: s.name, Decide: func(ctx context.Context, subject string) error {
+					r, err := lim.Allow(ctx, subject, s.l)
+					if err == nil && !r.Allowed {
+						err = fmt.Errorf("%s denied %s: %+v", s.name, subject, r)
+					}
+					return err
+				}}
 			}
-			return err
-		}}
-	}
-	floor := benchkit.GCRAFloorScript()
-	if err := e.rdb.ScriptLoad(ctx, floor.Source()).Err(); err != nil {
-		b.Fatal(err)
-	}
-	variants = append(variants, benchkit.Variant{Name: "floor-TIME-GET-SET", Decide: func(ctx context.Context, subject string) error {
-		return e.rdb.EvalSha(ctx, floor.Hash(), []string{"ratio-floor:{" + subject + "}"}, "3").Err()
-	}})
-	for range b.N {
-		tallies, ratios, err := e.Compare(callers, benchkit.RatioRounds, benchkit.RatioWarmUp, benchkit.RatioRoundTime, variants)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for i, v := range variants {
-			b.ReportMetric(tallies[i].Rate(), v.Name+"-decisions/s")
-			if i > 0 {
-				b.ReportMetric(benchkit.Median(ratios[i]), v.Name+"-x-FixedWindow")
+			floor := benchkit.GCRAFloorScript()
+			if err := e.rdb.ScriptLoad(ctx, floor.Source()).Err(); err != nil {
+				b.Fatal(err)
 			}
-		}
-		us, err := e.ServerRounds(callers, 6, 250*time.Millisecond, variants,
-			func() error { return e.rdb.ConfigResetStat(ctx).Err() },
-			func() (float64, error) { return evalshaMicros(ctx, e.rdb) })
-		if err != nil {
-			b.Fatal(err)
-		}
-		for i, v := range variants {
-			b.ReportMetric(benchkit.Median(us[i]), v.Name+"-server-us")
-			if i > 0 {
-				b.ReportMetric(benchkit.Median(benchkit.RoundRatios(us[i], us[0])), v.Name+"-server-x-FixedWindow")
+			variants = append(variants, benchkit.Variant{Name: "floor-TIME-GET-SET", Decide: func(ctx context.Context, subject string) error {
+				return e.rdb.EvalSha(ctx, floor.Hash(), []string{"ratio-floor-" + mode + ":{" + subject + "}"}, "3").Err()
+			}})
+			for range b.N {
+				tallies, ratios, err := e.Compare(callers, benchkit.RatioRounds, benchkit.RatioWarmUp, benchkit.RatioRoundTime, variants)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for i, v := range variants {
+					b.ReportMetric(tallies[i].Rate(), v.Name+"-decisions/s")
+					if i > 0 {
+						b.ReportMetric(benchkit.Median(ratios[i]), v.Name+"-x-FixedWindow")
+					}
+				}
+				us, err := e.ServerRounds(callers, 6, 250*time.Millisecond, variants,
+					func() error { return e.rdb.ConfigResetStat(ctx).Err() },
+					func() (float64, error) { return evalshaMicros(ctx, e.rdb) })
+				if err != nil {
+					b.Fatal(err)
+				}
+				for i, v := range variants {
+					b.ReportMetric(benchkit.Median(us[i]), v.Name+"-server-us")
+					if i > 0 {
+						b.ReportMetric(benchkit.Median(benchkit.RoundRatios(us[i], us[0])), v.Name+"-server-x-FixedWindow")
+					}
+				}
 			}
-		}
+		})
 	}
 }
 
@@ -811,7 +824,9 @@ func redisBenchServerTime(b *testing.B, ctx context.Context, e *benchEnv) error 
 // (FixedWindow, every one admitted, 16 subjects per call), with one
 // decision per call (Allow), both through the go-redis adapter at 16
 // callers in interleaved rounds: many-x-allow is the ratio of their
-// decisions per second. redis-benchmark's pipelined EVALSHA of the same
+// decisions per second, the Allow calls sharing pipelines as goredis.New
+// makes them do; many-x-allow-unshared the ratio to Allow with each call
+// a round trip of its own (goredis.WithSharedPipelines(0)). redis-benchmark's pipelined EVALSHA of the same
 // script (-c 16 -P 16) on the same server is reported beside them.
 //
 //	go test -run '^$' -bench AllowMany -benchtime 1x ./store/goredis/
@@ -821,15 +836,23 @@ func BenchmarkAllowMany(b *testing.B) {
 	l := e.limit()
 	many := benchkit.Variant{Name: "many", Decide: benchkit.Many(e.lim, benchkit.ManyAsks(callers, perCall, l))}
 	one := benchkit.Variant{Name: "allow", Decide: e.allow}
+	lim, err := limiter.New(goredis.New(e.rdb, goredis.WithSharedPipelines(0)), strategy.NewFixedWindow())
+	if err != nil {
+		b.Fatal(err)
+	}
+	unshared := &benchEnv{Kit: e.Kit, rdb: e.rdb, lim: lim, prefix: e.prefix, rate: e.rate, windowMs: e.windowMs}
+	oneUnshared := benchkit.Variant{Name: "allow-unshared", Decide: unshared.allow}
 	for range b.N {
-		tallies, _, err := e.Compare(callers, benchkit.RatioRounds, benchkit.RatioWarmUp, benchkit.RatioRoundTime, []benchkit.Variant{one, many})
+		tallies, _, err := e.Compare(callers, benchkit.RatioRounds, benchkit.RatioWarmUp, benchkit.RatioRoundTime, []benchkit.Variant{one, many, oneUnshared})
 		if err != nil {
 			b.Fatal(err)
 		}
-		single, batched := tallies[0].Rate(), tallies[1].Rate()*perCall
+		single, batched, alone := tallies[0].Rate(), tallies[1].Rate()*perCall, tallies[2].Rate()
 		b.ReportMetric(single, "allow-decisions/s")
+		b.ReportMetric(alone, "allow-unshared-decisions/s")
 		b.ReportMetric(batched, "many-decisions/s")
 		b.ReportMetric(batched/single, "many-x-allow")
+		b.ReportMetric(batched/alone, "many-x-allow-unshared")
 		rps, err := benchkit.RedisBenchmark(e.rdb.Options().Addr, callers, perCall, 200000,
 			"EVALSHA", strategy.FixedWindowScript().Hash(), "1", "limiter:{rb:__rand_int__}:1000ms", strconv.FormatInt(e.rate, 10), "1000")
 		if err != nil {

@@ -13,8 +13,9 @@ import (
 	"github.com/quotagate/limiter/store"
 )
 
-// DefaultSharedPipelines is how many pipelines of shared script calls a
-// Store keeps in flight at most on a *redis.Client (see
+// DefaultSharedPipelines is how many round trips of script calls a Store
+// keeps in flight at most, on a *redis.Client and per master of a
+// *redis.ClusterClient, before further calls share them (see
 // WithSharedPipelines).
 const DefaultSharedPipelines = 2
 
