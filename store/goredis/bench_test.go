@@ -866,7 +866,9 @@ func BenchmarkAllowMany(b *testing.B) {
 // (FixedWindow, a limit no run reaches) with quota leases of 100 units
 // (limiter.WithQuotaLease) and without, through go-redis at 64 callers in
 // interleaved rounds: lease-x-fixedwindow is the ratio of their decisions
-// per second.
+// per second, the calls without leases sharing pipelines as goredis.New
+// makes them do; lease-x-fixedwindow-unshared the ratio to FixedWindow
+// with each call a round trip of its own (goredis.WithSharedPipelines(0)).
 //
 //	go test -run '^$' -bench QuotaLease -benchtime 1x ./store/goredis/
 func BenchmarkQuotaLease(b *testing.B) {
@@ -886,7 +888,11 @@ func BenchmarkQuotaLease(b *testing.B) {
 			return err
 		}
 	}
-	variants := []benchkit.Variant{{Name: "fixedwindow", Decide: hot(e.lim)}, {Name: "lease", Decide: hot(leased)}}
+	unshared, err := limiter.New(goredis.New(e.rdb, goredis.WithSharedPipelines(0)), strategy.NewFixedWindow())
+	if err != nil {
+		b.Fatal(err)
+	}
+	variants := []benchkit.Variant{{Name: "fixedwindow", Decide: hot(e.lim)}, {Name: "lease", Decide: hot(leased)}, {Name: "fixedwindow-unshared", Decide: hot(unshared)}}
 	for range b.N {
 		tallies, ratios, err := e.Compare(callers, benchkit.RatioRounds, benchkit.RatioWarmUp, benchkit.RatioRoundTime, variants)
 		if err != nil {
@@ -894,6 +900,9 @@ func BenchmarkQuotaLease(b *testing.B) {
 		}
 		b.ReportMetric(tallies[0].Rate(), "fixedwindow-decisions/s")
 		b.ReportMetric(tallies[1].Rate(), "lease-decisions/s")
+		b.ReportMetric(tallies[2].Rate(), "fixedwindow-unshared-decisions/s")
 		b.ReportMetric(benchkit.Median(ratios[1]), "lease-x-fixedwindow")
+		x := benchkit.RoundRatios(ratios[1], ratios[2])
+		b.ReportMetric(benchkit.Median(x), "lease-x-fixedwindow-unshared")
 	}
 }
