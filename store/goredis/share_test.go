@@ -398,3 +398,64 @@ func TestSharedPipelinesCluster(t *testing.T) {
 		t.Errorf("while one master was paused: %d of its 8 calls ended at their deadline, %d of the other's 8 were answered; want 8 and 8", silent.Load(), served.Load())
 	}
 }
+
+// TestSharedPipelinesDeadlineStorm: many callers on one key with deadlines
+// of a fraction of a millisecond to a few, so that calls end while queued,
+// while their pipeline is out, and after their replies. Every call that
+// failed without store.ErrUnknownOutcome never ran: the key counts at
+// least every admitted call and at most those plus the unknown outcomes;
+// the admitted calls' counts are distinct; at the end nothing is queued
+// and nothing counted in flight.
+func TestSharedPipelinesDeadlineStorm(t *testing.T) {
+	srv := redistest.StartServer(t)
+	for _, ctxTimeouts := range []bool{true, false} {
+		t.Run(fmt.Sprintf("ContextTimeoutEnabled=%v", ctxTimeouts), func(t *testing.T) {
+			rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts})
+			t.Cleanup(func() { _ = rdb.Close() })
+			st := goredis.New(rdb)
+			key := fmt.Sprintf("storm-%v", ctxTimeouts)
+			const callers, each = 32, 60
+			var mu sync.Mutex
+			seen := map[int64]bool{}
+			var ok, known, unknown int
+			var wg sync.WaitGroup
+			for g := range callers {
+				wg.Go(func() {
+					for i := range each {
+						d := time.Duration(200+(g*each+i)*7919%4800) * time.Microsecond
+						ctx, cancel := context.WithTimeout(context.Background(), d)
+						v, err := st.Eval(ctx, incr, []string{key}, nil)
+						cancel()
+						mu.Lock()
+						switch {
+						case err == nil:
+							n, _ := v.(int64)
+							if seen[n] {
+								t.Errorf("count %d returned twice", n)
+							}
+							seen[n] = true
+							ok++
+						case errors.Is(err, store.ErrUnknownOutcome):
+							unknown++
+						default:
+							known++
+						}
+						mu.Unlock()
+					}
+				})
+			}
+			wg.Wait()
+			waitFor(t, "the calls given up on to end", func() bool {
+				return goredis.Queued(st) == 0 && goredis.InFlight(st) == 0
+			})
+			n, err := rdb.Get(context.Background(), key).Int64()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				t.Fatal(err)
+			}
+			t.Logf("%d admitted, %d not sent, %d unknown outcomes; the key counts %d", ok, known, unknown, n)
+			if n < int64(ok) || n > int64(ok+unknown) {
+				t.Errorf("the key counts %d; want between the %d admitted calls and those plus the %d unknown outcomes (%d calls failed as not sent)", n, ok, unknown, known)
+			}
+		})
+	}
+}
