@@ -176,3 +176,34 @@ func TestQuotaLeases(t *testing.T) {
 		"redis-server": conformance.RedisServer(dial),
 	})
 }
+
+// TestConformanceSharing runs autoPipelineChecks where the choice of
+// shared pipelines matters: on the Cluster with ContextTimeoutEnabled,
+// where calls share pipelines per master (with go-redis's defaults a
+// ClusterClient's calls go alone: TestConformance), and on redis-server
+// with sharing off (WithSharedPipelines(0)), each call on its own
+// connection.
+func TestConformanceSharing(t *testing.T) {
+	t.Parallel()
+	specs := append(conformance.StorePaths(), conformance.GCRA())
+	sharedCluster := func(_ context.Context, addrs []string) (store.Store, func(), error) {
+		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ContextTimeoutEnabled: true})
+		return goredis.New(rdb), func() { _ = rdb.Close() }, nil
+	}
+	sharedSingle := func(_ context.Context, addr string) (store.Store, func(), error) {
+		rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+		return goredis.New(rdb), func() { _ = rdb.Close() }, nil
+	}
+	unshared := func(_ context.Context, addr string) (store.Store, func(), error) {
+		rdb := redis.NewClient(&redis.Options{Addr: addr})
+		return goredis.New(rdb, goredis.WithSharedPipelines(0)), func() { _ = rdb.Close() }, nil
+	}
+	t.Run("cluster", func(t *testing.T) {
+		t.Parallel()
+		runChecks(t, map[string]conformance.HarnessMaker{"cluster": conformance.RedisCluster(t, sharedCluster, sharedSingle)}, specs, autoPipelineChecks...)
+	})
+	t.Run("unshared", func(t *testing.T) {
+		t.Parallel()
+		runChecks(t, map[string]conformance.HarnessMaker{"redis-server": conformance.RedisServer(unshared)}, specs, autoPipelineChecks...)
+	})
+}
