@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -42,7 +43,8 @@ const DefaultSharedPipelines = 2
 // waits for its replies until the latest deadline of its calls (go-redis's
 // ReadTimeout when one has none, or without ContextTimeoutEnabled) and
 // carries the context values of the call that sends it, for go-redis's
-// hooks.
+// hooks. A pipeline all of whose calls have given up no longer counts
+// against n, even if its reply never comes.
 func WithSharedPipelines(n int) Option {
 	return func(s *Store) { s.shareN = n }
 }
@@ -67,6 +69,33 @@ type waiter struct {
 	// in it), then nil once its reply is in cmd; buffered so that neither
 	// send waits for the caller, who may have left.
 	wake chan []*waiter
+	// fl is the pipeline this call left in, set (under sharing.mu) when
+	// the queue leaves.
+	fl *flight
+}
+
+// flight is one pipeline of queued calls in flight. Its slot is freed
+// when the pipeline returns or when every one of its calls has given up
+// on it, whichever comes first: a pipeline that never returns (a server
+// gone silent, with socket timeouts turned off) must not hold the slot
+// after its callers left.
+type flight struct {
+	waiting atomic.Int32 // calls that have not given up
+	freed   atomic.Bool
+}
+
+// free frees f's slot, once.
+func (f *flight) free(sh *sharing) {
+	if f.freed.CompareAndSwap(false, true) {
+		sh.leave()
+	}
+}
+
+// gaveUp records that one of f's calls gave up on it.
+func (f *flight) gaveUp(sh *sharing) {
+	if f.waiting.Add(-1) == 0 {
+		f.free(sh)
+	}
 }
 
 // enter reports whether a call may go at once, alone (a slot is taken);
@@ -94,6 +123,11 @@ func (sh *sharing) leave() {
 	}
 	next := sh.queue
 	sh.queue = nil
+	fl := &flight{}
+	fl.waiting.Store(int32(len(next)))
+	for _, w := range next {
+		w.fl = fl
+	}
 	sh.mu.Unlock()
 	next[0].wake <- next
 }
@@ -133,7 +167,7 @@ func (s *Store) runShared(ctx context.Context, sh *sharing, call *evalCall, cmd 
 				return nil // the reply is in cmd
 			}
 			if len(batch) == 1 {
-				defer sh.leave()
+				defer w.fl.free(sh)
 				return s.send(ctx, call, cmd)
 			}
 			go s.sendShared(ctx, sh, batch)
@@ -158,13 +192,15 @@ func (s *Store) abandonShared(ctx context.Context, sh *sharing, w *waiter) error
 		}
 		w.g.seal() // sent as a call the server refuses unrun
 		if len(batch) == 1 {
-			sh.leave()
+			w.fl.free(sh)
 		} else {
 			go s.sendShared(ctx, sh, batch)
+			w.fl.gaveUp(sh)
 		}
 		return fmt.Errorf("goredis: %w: %w", errAbandoned, err)
 	default:
 	}
+	w.fl.gaveUp(sh)
 	if w.g.seal() {
 		return fmt.Errorf("goredis: %w: %w", errAbandoned, err)
 	}
@@ -199,7 +235,7 @@ func (s *Store) sendShared(ctx context.Context, sh *sharing, batch []*waiter) {
 		_ = p.Process(ctx, w.cmd)
 	}
 	_, execErr := p.Exec(ctx)
-	sh.leave()
+	batch[0].fl.free(sh)
 	for _, w := range batch {
 		if v, err := w.cmd.Result(); v == nil && err == nil {
 			// never processed: the pipeline failed before it

@@ -33,6 +33,8 @@ type roundTrips struct {
 	release   chan struct{}
 	delay     time.Duration
 	after     bool
+	// hang, when set, holds every pipeline until it is closed.
+	hang chan struct{}
 }
 
 func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -61,6 +63,9 @@ func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 		h.mu.Lock()
 		h.pipelines = append(h.pipelines, len(cmds))
 		h.mu.Unlock()
+		if h.hang != nil {
+			<-h.hang
+		}
 		if !h.after {
 			time.Sleep(h.delay)
 		}
@@ -457,5 +462,38 @@ func TestSharedPipelinesDeadlineStorm(t *testing.T) {
 				t.Errorf("the key counts %d; want between the %d admitted calls and those plus the %d unknown outcomes (%d calls failed as not sent)", n, ok, unknown, known)
 			}
 		})
+	}
+}
+
+// TestSharedPipelineNeverReturns: a pipeline that does not return (a
+// server gone silent with socket timeouts off) frees its slot once every
+// call in it has given up, so that it cannot hold the Store's pipelines
+// after its callers left.
+func TestSharedPipelineNeverReturns(t *testing.T) {
+	h := &roundTrips{hang: make(chan struct{})}
+	st, _, sha := sharingSetup(t, h, true)
+	t.Cleanup(func() { close(h.hang) })
+	wait := holdSlots(t, st, h, sha)
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range errs {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			_, errs[i] = st.EvalSha(ctx, sha, []string{"x"}, nil)
+		})
+		waitFor(t, "the calls queued", func() bool { return goredis.Queued(st) == i+1 })
+	}
+	close(h.release)
+	wg.Wait()
+	wait()
+	for i, err := range errs {
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("call %d in a pipeline that never returns = %v; want context.DeadlineExceeded", i, err)
+		}
+	}
+	waitFor(t, "no round trip counted in flight once every caller left", func() bool { return goredis.InFlight(st) == 0 })
+	if _, pipes := h.counts(); !slices.Equal(pipes, []int{2}) {
+		t.Errorf("pipelines %v; want one of 2", pipes)
 	}
 }
