@@ -5,9 +5,7 @@ func Queued(s *Store) int {
 	if s.sh == nil {
 		return 0
 	}
-	s.sh.mu.Lock()
-	defer s.sh.mu.Unlock()
-	return len(s.sh.queue)
+	return s.sh.Queued()
 }
 
 // InFlight reports how many round trips of script calls the Store counts
@@ -16,7 +14,5 @@ func InFlight(s *Store) int {
 	if s.sh == nil {
 		return 0
 	}
-	s.sh.mu.Lock()
-	defer s.sh.mu.Unlock()
-	return s.sh.busy
+	return s.sh.InFlight()
 }

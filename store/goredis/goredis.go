@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/quotagate/limiter/internal/argcache"
+	"github.com/quotagate/limiter/internal/share"
 	"github.com/quotagate/limiter/store"
 )
 
@@ -40,7 +41,7 @@ type Store struct {
 	// concurrent script calls on a *redis.Client, nil when they are not
 	// shared.
 	shareN int
-	sh     *sharing
+	sh     *gate
 	// nodes shares pipelines per master on a *redis.ClusterClient.
 	nodes *nodeSharing
 }
@@ -128,9 +129,9 @@ func New(c redis.UniversalClient, opts ...Option) *Store {
 	if s.ap == nil && s.apErr == nil && s.shareN > 0 {
 		switch x := c.(type) {
 		case *redis.Client:
-			s.sh = &sharing{max: s.shareN}
+			s.sh = share.NewGate(s.shareN, s.sendShared)
 		case *redis.ClusterClient:
-			s.nodes = &nodeSharing{cc: x, max: s.shareN, m: map[string]*sharing{}}
+			s.nodes = &nodeSharing{cc: x, max: s.shareN, m: map[string]*gate{}}
 		}
 	}
 	return s
@@ -379,7 +380,11 @@ func (s *Store) Eval(ctx context.Context, src string, keys []string, args []any)
 // array, so that both cost one allocation.
 type evalCall struct {
 	g guard
-	a [8]any // a single-limit decision's: name, script, numkeys, key, 4 arguments
+	// s and cmd are the Store and command of a call that shares round
+	// trips (share.Call's methods).
+	s   *Store
+	cmd *redis.Cmd
+	a   [8]any // a single-limit decision's: name, script, numkeys, key, 4 arguments
 }
 
 func (s *Store) eval(ctx context.Context, name, script string, keys []string, args []any) (any, error) {
