@@ -107,6 +107,22 @@ func (g *Gate[T]) Do(ctx context.Context, c Call[T]) error {
 	}
 }
 
+// TryAlone takes a slot and reports true when a round trip is free: the
+// caller then sends its call alone, without Do, and calls Leave when it
+// returns. It saves making a Call for the common case of a free slot.
+func (g *Gate[T]) TryAlone() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.busy < g.max {
+		g.busy++
+		return true
+	}
+	return false
+}
+
+// Leave frees the slot TryAlone took.
+func (g *Gate[T]) Leave() { g.leave() }
+
 // enter takes a slot and returns nil when a call may go at once, alone;
 // otherwise it queues the call's Waiter and returns it.
 func (g *Gate[T]) enter(ctx context.Context, c Call[T]) *Waiter[T] {

@@ -175,3 +175,16 @@ func TestGateLatest(t *testing.T) {
 		t.Error("Latest with a call without deadline reported one")
 	}
 }
+
+// TestGateTryAlone: TryAlone takes the free slots, then refuses; Leave
+// gives one back.
+func TestGateTryAlone(t *testing.T) {
+	g := NewGate[int](2, func(context.Context, []*Waiter[int]) {})
+	if !g.TryAlone() || !g.TryAlone() || g.TryAlone() {
+		t.Fatal("TryAlone on a gate of 2: want true, true, false")
+	}
+	g.Leave()
+	if g.InFlight() != 1 || !g.TryAlone() {
+		t.Errorf("after Leave: %d in flight, TryAlone refused", g.InFlight())
+	}
+}

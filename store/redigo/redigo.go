@@ -15,6 +15,7 @@ import (
 	"github.com/mna/redisc"
 
 	"github.com/quotagate/limiter/internal/argcache"
+	"github.com/quotagate/limiter/internal/share"
 	"github.com/quotagate/limiter/store"
 )
 
@@ -38,6 +39,11 @@ type Store struct {
 	nodes atomic.Pointer[[redisc.HashSlots]string]
 	// boxes holds recent integer arguments as interface values.
 	boxes argcache.Boxes
+	// shareN is WithSharedPipelines' n; gate shares round trips of script
+	// calls on one server, nil when they are not shared (and on a
+	// Cluster).
+	shareN int
+	gate   *share.Gate[*sharedCall]
 }
 
 var (
@@ -48,7 +54,8 @@ var (
 
 // New returns a Store on p, or nil when p is nil (limiter.New then reports
 // limiter.ErrNilStore).
-func New(p Pool) *Store {
+func New(p Pool, opts ...Option) *Store {
+	s := &Store{p: p, shareN: DefaultSharedPipelines}
 	switch x := p.(type) {
 	case nil:
 		return nil
@@ -57,9 +64,17 @@ func New(p Pool) *Store {
 			return nil
 		}
 	case clusterPool:
-		return &Store{p: p, cluster: x.c}
+		s.cluster = x.c
 	}
-	return &Store{p: p}
+	for _, o := range opts {
+		if o != nil { // an option chosen conditionally and left unset
+			o(s)
+		}
+	}
+	if s.cluster == nil && s.shareN > 0 {
+		s.gate = share.NewGate(s.shareN, s.sendShared)
+	}
+	return s
 }
 
 // Pool returns the wrapped pool.
@@ -144,7 +159,7 @@ func (s *Store) Eval(ctx context.Context, src string, keys []string, args []any)
 func (s *Store) eval(ctx context.Context, name, script string, keys []string, args []any) (any, error) {
 	a := scriptArgs(script, keys, len(args))
 	a = append(a, args...)
-	v, err := s.call(ctx, firstKey(keys), name, a)
+	v, err := s.script(ctx, firstKey(keys), name, a)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +183,7 @@ func (s *Store) evalInt64s(ctx context.Context, name, script string, keys []stri
 	for _, n := range args {
 		a = append(a, s.boxes.Box(n))
 	}
-	v, err := s.call(ctx, firstKey(keys), name, a)
+	v, err := s.script(ctx, firstKey(keys), name, a)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,145 @@
+package redigo
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/quotagate/limiter/internal/share"
+)
+
+// DefaultSharedPipelines is how many round trips of script calls a Store
+// keeps in flight at most on one server before further calls share them
+// (see WithSharedPipelines).
+const DefaultSharedPipelines = 2
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithSharedPipelines sets how many script calls' round trips may be in
+// flight at once, on one server (not on a Cluster), before further calls
+// share them: a call that finds fewer than n in flight goes at once on a
+// connection of its own, as without sharing; one that finds n waits, with
+// the others that arrive meanwhile, for the first of them to return, and
+// they then leave together in one pipeline on one connection. So a lone
+// caller waits for nothing, and under load the decisions of many
+// goroutines share a round trip. n ≤ 0 turns sharing off. The default is
+// DefaultSharedPipelines.
+//
+// Each call keeps its own deadline and outcome: a call whose context ends
+// before its pipeline is written is not sent (a known outcome); one whose
+// context ends after is store.ErrUnknownOutcome. A pipeline reads its
+// replies until the latest deadline of its calls (the connection's read
+// timeout when one has none) and carries the context values of the call
+// that sends it. A pipeline all of whose calls have given up no longer
+// counts against n, even if its reply never comes.
+func WithSharedPipelines(n int) Option {
+	return func(s *Store) { s.shareN = n }
+}
+
+// Call states: a queued call is written at most once, and a call given up
+// on before it was written is never written.
+const (
+	callFresh int32 = iota
+	callWritten
+	callSealed
+)
+
+// sharedCall is a script call that shares round trips, and its reply.
+type sharedCall struct {
+	s     *Store
+	key   string
+	name  string
+	args  []any
+	state atomic.Int32
+	// v is the raw reply (a redis.Error reply as the value), or err the
+	// failed round trip's error, sent whether the command may have been
+	// written first.
+	v    any
+	err  error
+	sent bool
+}
+
+// Queue implements share.Call.
+func (c *sharedCall) Queue() *sharedCall { return c }
+
+// Alone implements share.Call: the call on a connection of its own.
+func (c *sharedCall) Alone(ctx context.Context) error {
+	v, err := c.s.call(ctx, c.key, c.name, c.args)
+	c.v = v
+	return err
+}
+
+// Seal implements share.Call.
+func (c *sharedCall) Seal() bool {
+	return c.state.CompareAndSwap(callFresh, callSealed) || c.state.Load() == callSealed
+}
+
+// GaveUp implements share.Call.
+func (c *sharedCall) GaveUp(ctx context.Context, sent bool) error {
+	return fail(ctx, ctx.Err(), sent)
+}
+
+// script sends a script call: through the Store's gate when it shares
+// round trips, else (and on a Cluster) on a connection of its own.
+func (s *Store) script(ctx context.Context, key, name string, args []any) (any, error) {
+	if s.gate == nil {
+		return s.call(ctx, key, name, args)
+	}
+	if s.gate.TryAlone() {
+		defer s.gate.Leave()
+		return s.call(ctx, key, name, args)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fail(ctx, err, false)
+	}
+	c := &sharedCall{s: s, key: key, name: name, args: args}
+	if err := s.gate.Do(ctx, c); err != nil {
+		return nil, err
+	}
+	if c.err != nil {
+		return nil, fail(ctx, c.err, c.sent)
+	}
+	return c.v, nil
+}
+
+// sendShared sends batch in one pipeline on one connection and leaves each
+// call's reply in it. Calls sealed before they were written are left out.
+func (s *Store) sendShared(ctx context.Context, batch []*share.Waiter[*sharedCall]) {
+	if dl, ok := share.Latest(batch); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, dl)
+		defer cancel()
+	}
+	conn, err := s.p.GetContext(ctx)
+	if err != nil {
+		for _, w := range batch {
+			w.Item.err = err
+		}
+		return
+	}
+	defer conn.Close() // returns it to the pool, or discards it after an error
+	written := make([]*sharedCall, 0, len(batch))
+	for _, w := range batch {
+		c := w.Item
+		if err != nil {
+			c.err = err // not reached: never written
+			continue
+		}
+		if !c.state.CompareAndSwap(callFresh, callWritten) {
+			continue // given up on before it was written: never sent
+		}
+		written = append(written, c)
+		err = conn.Send(c.name, c.args...)
+	}
+	var raw []any
+	if err == nil && len(written) > 0 {
+		raw, err = receive(ctx, conn, len(written))
+	}
+	for i, c := range written {
+		if err != nil {
+			c.err, c.sent = err, true
+			continue
+		}
+		c.v = raw[i]
+	}
+}
