@@ -12,13 +12,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/quotagate/limiter/internal/adaptertest"
 	"github.com/quotagate/limiter/internal/redistest"
 	"github.com/quotagate/limiter/store"
 	"github.com/quotagate/limiter/store/goredis"
 )
 
 // incr is the script the sharing tests run: it counts its calls per key.
-const incr = "return redis.call('INCR', KEYS[1])"
+const incr = adaptertest.CountScript
 
 // roundTrips is a go-redis hook that records the round trips of script
 // calls: single commands, and pipelines with their sizes. Calls on the
@@ -420,36 +421,7 @@ func TestSharedPipelinesDeadlineStorm(t *testing.T) {
 			st := goredis.New(rdb)
 			key := fmt.Sprintf("storm-%v", ctxTimeouts)
 			const callers, each = 32, 60
-			var mu sync.Mutex
-			seen := map[int64]bool{}
-			var ok, known, unknown int
-			var wg sync.WaitGroup
-			for g := range callers {
-				wg.Go(func() {
-					for i := range each {
-						d := time.Duration(200+(g*each+i)*7919%4800) * time.Microsecond
-						ctx, cancel := context.WithTimeout(context.Background(), d)
-						v, err := st.Eval(ctx, incr, []string{key}, nil)
-						cancel()
-						mu.Lock()
-						switch {
-						case err == nil:
-							n, _ := v.(int64)
-							if seen[n] {
-								t.Errorf("count %d returned twice", n)
-							}
-							seen[n] = true
-							ok++
-						case errors.Is(err, store.ErrUnknownOutcome):
-							unknown++
-						default:
-							known++
-						}
-						mu.Unlock()
-					}
-				})
-			}
-			wg.Wait()
+			o := adaptertest.Hammer(t, st, key, callers, each, adaptertest.StormTimeout(each))
 			waitFor(t, "the calls given up on to end", func() bool {
 				return goredis.Queued(st) == 0 && goredis.InFlight(st) == 0
 			})
@@ -457,10 +429,7 @@ func TestSharedPipelinesDeadlineStorm(t *testing.T) {
 			if err != nil && !errors.Is(err, redis.Nil) {
 				t.Fatal(err)
 			}
-			t.Logf("%d admitted, %d not sent, %d unknown outcomes; the key counts %d", ok, known, unknown, n)
-			if n < int64(ok) || n > int64(ok+unknown) {
-				t.Errorf("the key counts %d; want between the %d admitted calls and those plus the %d unknown outcomes (%d calls failed as not sent)", n, ok, unknown, known)
-			}
+			o.CheckCount(t, n)
 		})
 	}
 }

@@ -3,20 +3,18 @@ package redigo_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
 
+	"github.com/quotagate/limiter/internal/adaptertest"
 	"github.com/quotagate/limiter/internal/redistest"
-	"github.com/quotagate/limiter/store"
 	"github.com/quotagate/limiter/store/redigo"
 )
 
-// incr is the script the sharing tests run: it counts its calls per key.
-const incr = "return redis.call('INCR', KEYS[1])"
+const incr = adaptertest.CountScript
 
 // countingPool counts the connections the Store takes: one per round trip.
 type countingPool struct {
@@ -27,42 +25,6 @@ type countingPool struct {
 func (p *countingPool) GetContext(ctx context.Context) (redis.Conn, error) {
 	p.gets.Add(1)
 	return p.Pool.GetContext(ctx)
-}
-
-// hammer runs callers×each script calls on key, each with timeout, and
-// returns how many were admitted (with their counts), not sent, and of
-// unknown outcome.
-func hammer(t *testing.T, st *redigo.Store, key string, callers, each int, timeout func(g, i int) time.Duration) (seen map[int64]bool, ok, known, unknown int) {
-	t.Helper()
-	seen = map[int64]bool{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for g := range callers {
-		wg.Go(func() {
-			for i := range each {
-				ctx, cancel := context.WithTimeout(context.Background(), timeout(g, i))
-				v, err := st.Eval(ctx, incr, []string{key}, nil)
-				cancel()
-				mu.Lock()
-				switch {
-				case err == nil:
-					n, _ := v.(int64)
-					if seen[n] {
-						t.Errorf("count %d returned twice", n)
-					}
-					seen[n] = true
-					ok++
-				case errors.Is(err, store.ErrUnknownOutcome):
-					unknown++
-				default:
-					known++
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	return seen, ok, known, unknown
 }
 
 // TestSharedPipelines: many callers on one server share round trips
@@ -81,9 +43,9 @@ func TestSharedPipelines(t *testing.T) {
 			st := redigo.New(p, tc.opts...)
 			const callers, each = 24, 40
 			key := "k-" + tc.name
-			_, ok, known, unknown := hammer(t, st, key, callers, each, func(int, int) time.Duration { return 30 * time.Second })
-			if ok != callers*each || known+unknown != 0 {
-				t.Fatalf("%d admitted, %d failed as not sent, %d unknown; want all %d admitted", ok, known, unknown, callers*each)
+			o := adaptertest.Hammer(t, st, key, callers, each, func(int, int) time.Duration { return 30 * time.Second })
+			if o.Admitted != callers*each {
+				t.Fatalf("%+v; want all %d admitted", o, callers*each)
 			}
 			c := p.Get()
 			n, err := redis.Int64(c.Do("GET", key))
@@ -113,9 +75,7 @@ func TestSharedPipelinesDeadlineStorm(t *testing.T) {
 	t.Cleanup(func() { _ = p.Close() })
 	st := redigo.New(p)
 	const callers, each = 32, 60
-	_, ok, known, unknown := hammer(t, st, "storm", callers, each, func(g, i int) time.Duration {
-		return time.Duration(200+(g*each+i)*7919%4800) * time.Microsecond
-	})
+	o := adaptertest.Hammer(t, st, "storm", callers, each, adaptertest.StormTimeout(each))
 	// calls given up on may still be in flight: wait for their replies
 	time.Sleep(time.Second)
 	c := p.Get()
@@ -124,10 +84,7 @@ func TestSharedPipelinesDeadlineStorm(t *testing.T) {
 	if err != nil && !errors.Is(err, redis.ErrNil) {
 		t.Fatal(err)
 	}
-	t.Logf("%d admitted, %d not sent, %d unknown outcomes; the key counts %d", ok, known, unknown, n)
-	if n < int64(ok) || n > int64(ok+unknown) {
-		t.Errorf("the key counts %d; want between the %d admitted calls and those plus the %d unknown outcomes (%d calls failed as not sent)", n, ok, unknown, known)
-	}
+	o.CheckCount(t, n)
 }
 
 // TestSharedPipelineServerGone: calls queued behind a server that stops
@@ -145,12 +102,12 @@ func TestSharedPipelineServerGone(t *testing.T) {
 	}
 	px.Blackhole(true)
 	start := time.Now()
-	_, ok, known, unknown := hammer(t, st, "k", 12, 1, func(int, int) time.Duration { return 200 * time.Millisecond })
+	o := adaptertest.Hammer(t, st, "k", 12, 1, func(int, int) time.Duration { return 200 * time.Millisecond })
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("calls with 200ms deadlines on a silent server returned after %v", took.Round(time.Millisecond))
 	}
-	if ok != 0 || known+unknown != 12 {
-		t.Errorf("on a silent server: %d admitted, %d not sent, %d unknown; want 12 failed", ok, known, unknown)
+	if o.Admitted != 0 || o.NotSent+o.Unknown != 12 {
+		t.Errorf("on a silent server: %+v; want 12 failed", o)
 	}
 	px.Blackhole(false)
 	for end := time.Now().Add(10 * time.Second); ; {

@@ -1,0 +1,79 @@
+package adaptertest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/quotagate/limiter/store"
+)
+
+// CountScript is the script Hammer runs: it counts its calls per key.
+const CountScript = "return redis.call('INCR', KEYS[1])"
+
+// Outcomes tallies Hammer's calls.
+type Outcomes struct {
+	// Admitted calls returned a count, NotSent failed without
+	// store.ErrUnknownOutcome (they never ran), Unknown failed with it.
+	Admitted, NotSent, Unknown int
+}
+
+// Hammer makes callers×each script calls of CountScript on key through st
+// from callers goroutines, call i of goroutine g under a context of
+// timeout(g, i), and tallies their outcomes. A count returned twice is a
+// test error: each call that ran counted once.
+func Hammer(t testing.TB, st store.Store, key string, callers, each int, timeout func(g, i int) time.Duration) Outcomes {
+	t.Helper()
+	var o Outcomes
+	seen := map[int64]bool{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for g := range callers {
+		wg.Go(func() {
+			for i := range each {
+				ctx, cancel := context.WithTimeout(context.Background(), timeout(g, i))
+				v, err := st.Eval(ctx, CountScript, []string{key}, nil)
+				cancel()
+				mu.Lock()
+				switch {
+				case err == nil:
+					n, _ := v.(int64)
+					if seen[n] {
+						t.Errorf("count %d returned twice", n)
+					}
+					seen[n] = true
+					o.Admitted++
+				case errors.Is(err, store.ErrUnknownOutcome):
+					o.Unknown++
+				default:
+					o.NotSent++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return o
+}
+
+// CheckCount fails t unless the key Hammer counted on holds n with
+// Admitted ≤ n ≤ Admitted + Unknown: every call that failed as not sent
+// never ran.
+func (o Outcomes) CheckCount(t testing.TB, n int64) {
+	t.Helper()
+	t.Logf("%d admitted, %d not sent, %d unknown outcomes; the key counts %d", o.Admitted, o.NotSent, o.Unknown, n)
+	if n < int64(o.Admitted) || n > int64(o.Admitted+o.Unknown) {
+		t.Errorf("the key counts %d; want between the %d admitted calls and those plus the %d unknown outcomes (%d calls failed as not sent)", n, o.Admitted, o.Unknown, o.NotSent)
+	}
+}
+
+// StormTimeout is a spread of deadlines from 0.2 to 5 ms for Hammer, so
+// that calls end while queued, while their round trip is out, and after
+// their replies.
+func StormTimeout(each int) func(g, i int) time.Duration {
+	return func(g, i int) time.Duration {
+		return time.Duration(200+(g*each+i)*7919%4800) * time.Microsecond
+	}
+}
