@@ -174,7 +174,9 @@ func BenchmarkFixedWindow(b *testing.B) {
 
 // BenchmarkFixedWindowRatio compares the two variants within one invocation
 // in interleaved rounds and reports ratio-cN, extra-allocs-c1, extra-B-c1,
-// allocs/op and B/op as benchkit.Kit.RunRatio describes. One measurement
+// allocs/op and B/op as benchkit.Kit.RunRatio describes. The Limiter's
+// store is redigo.New's default, whose concurrent calls share pipelines;
+// the raw calls each take a connection of their own. One measurement
 // takes about 10 s; a -benchtime above that repeats it and pools the
 // rounds. Skipped with -short.
 func BenchmarkFixedWindowRatio(b *testing.B) {
@@ -183,6 +185,23 @@ func BenchmarkFixedWindowRatio(b *testing.B) {
 	}
 	e := newBenchEnv(b)
 	e.RunRatio(b, benchkit.Variant{Name: "raw", Decide: e.raw}, benchkit.Variant{Name: "limiter", Decide: e.allow}, nil)
+}
+
+// BenchmarkFixedWindowRatioUnshared is BenchmarkFixedWindowRatio with every
+// call of the Limiter on a connection of its own
+// (redigo.WithSharedPipelines(0)), as the raw calls go: the Limiter's own
+// cost around the same round trips. Skipped with -short.
+func BenchmarkFixedWindowRatioUnshared(b *testing.B) {
+	if testing.Short() {
+		b.Skip("takes about 10 s")
+	}
+	e := newBenchEnv(b)
+	lim, err := limiter.New(redigo.New(e.pool, redigo.WithSharedPipelines(0)), strategy.NewFixedWindow())
+	if err != nil {
+		b.Fatal(err)
+	}
+	unshared := &benchEnv{Kit: e.Kit, pool: e.pool, lim: lim, prefix: e.prefix, rate: e.rate, windowMs: e.windowMs}
+	e.RunRatio(b, benchkit.Variant{Name: "raw", Decide: e.raw}, benchkit.Variant{Name: "limiter-unshared", Decide: unshared.allow}, nil)
 }
 
 // BenchmarkCheapestRatio compares the library's cheapest exact strategy,
