@@ -21,9 +21,9 @@ const DefaultSharedPipelines = 2
 // WithSharedPipelines sets how many script calls' round trips may be in
 // flight at once before further calls share them, on a *redis.Client (one
 // server, or a failover client) and per master on a *redis.ClusterClient
-// (there for calls that go-redis bounds by their context itself: with
-// ContextTimeoutEnabled, under a context with a deadline or one that is
-// never cancelled): a call that finds fewer than n in flight
+// (there for calls whose context go-redis honours itself: one that is
+// never cancelled, or, with ContextTimeoutEnabled, one with a deadline):
+// a call that finds fewer than n in flight
 // goes at once on its own connection, as it would without sharing; one
 // that finds n waits, with the others that arrive meanwhile, for the first
 // of them to return, and they then leave together in one pipeline. So a
