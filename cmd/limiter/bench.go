@@ -131,7 +131,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 		out = stderr
 	}
 	fmt.Fprintf(out, "limiter bench: one limit per call, each strategy against its script's raw EVALSHA through the same client; %s\n", backend)
-	fmt.Fprintf(out, "%d rounds of %s per level, raw and limiter alternating; latency of the limiter's calls; allocations per call over %d sequential calls\n\n", *rounds, *round, *allocCalls)
+	fmt.Fprintf(out, "%d rounds of %s per level, raw and limiter alternating; latency of the limiter's calls (and the raw calls'); allocations per call over %d sequential calls\n\n", *rounds, *round, *allocCalls)
 	levels := len(strats) * len(workloads) * len(ads) * len(callers)
 	fmt.Fprintf(stderr, "measuring %d levels (about %s each)...\n", levels, time.Duration(*rounds)*2*(*round)+max(*round, benchkit.RatioWarmUp)*2)
 
@@ -185,10 +185,10 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 		}{backend, *rounds, round.Milliseconds(), results})
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "STRATEGY\tWORKLOAD\tADAPTER\tCALLERS\tRAW/S\tLIMITER/S\tLIMITER÷RAW\tROUNDS (MEDIAN, MIN–MAX)\tP50\tP99\tALLOCS (RAW)")
+	fmt.Fprintln(tw, "STRATEGY\tWORKLOAD\tADAPTER\tCALLERS\tRAW/S\tLIMITER/S\tLIMITER÷RAW\tROUNDS (MEDIAN, MIN–MAX)\tP50 (RAW)\tP99 (RAW)\tALLOCS (RAW)")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.0f\t%.0f\t%.3f\t%.3f, %.3f–%.3f\t%s\t%s\t%.1f (%.1f)\n", r.Strategy, r.Workload, r.Adapter, r.Callers, r.RawPerSec, r.LimiterPerSec, r.Ratio, r.RoundsMedian, r.RoundsMin, r.RoundsMax,
-			micros(r.P50Micros), micros(r.P99Micros), r.Allocs, r.RawAllocs)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.0f\t%.0f\t%.3f\t%.3f, %.3f–%.3f\t%s (%s)\t%s (%s)\t%.1f (%.1f)\n", r.Strategy, r.Workload, r.Adapter, r.Callers, r.RawPerSec, r.LimiterPerSec, r.Ratio, r.RoundsMedian, r.RoundsMin, r.RoundsMax,
+			micros(r.P50Micros), micros(r.RawP50Micros), micros(r.P99Micros), micros(r.RawP99Micros), r.Allocs, r.RawAllocs)
 	}
 	return 0, tw.Flush()
 }

@@ -119,7 +119,7 @@ func TestBenchStrategiesAndWorkloads(t *testing.T) {
 		t.Fatalf("%d results, want %d", len(rep.Results), want)
 	}
 	for _, r := range rep.Results {
-		if r.RawPerSec <= 0 || r.LimiterPerSec <= 0 || r.P50Micros <= 0 || r.P99Micros < r.P50Micros || r.Allocs <= 0 || r.RawAllocs <= 0 {
+		if r.RawPerSec <= 0 || r.LimiterPerSec <= 0 || r.P50Micros <= 0 || r.P99Micros < r.P50Micros || r.RawP50Micros <= 0 || r.RawP99Micros < r.RawP50Micros || r.Allocs <= 0 || r.RawAllocs <= 0 {
 			t.Errorf("result %+v", r)
 		}
 	}
