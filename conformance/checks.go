@@ -811,6 +811,12 @@ func checkWindowLengths(c *checker) {
 			if !strings.Contains(k, "{"+subject+"}") {
 				continue
 			}
+			if c.earlierWindow(k, subject, l, cur) && c.emptyCounter(k, l) {
+				// a decision stamped with the window that had just
+				// ended, then counted in the server's: its count was
+				// taken back and the key admits nothing
+				continue
+			}
 			if c.laterWindow(k, subject, l, cur) {
 				if c.emptyCounter(k, l) {
 					continue // taken back: it admits nothing

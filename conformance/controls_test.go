@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -490,6 +491,64 @@ func TestForcedLeakStaleWindow(t *testing.T) {
 		msgs := strings.Join(o.Messages, " | ")
 		if o.Passed != tc.pass || o.Skipped || !strings.Contains(msgs, tc.says) {
 			t.Errorf("every %d-th decision stale: passed=%v skipped=%v, want passed=%v saying %q: %s", tc.every, o.Passed, o.Skipped, tc.pass, tc.says, msgs)
+		}
+	}
+}
+
+// earlierKey is Bucketed, except that before each decision it leaves, for
+// every limit, the counter of the window before the server's holding
+// left, expiring with that window plus the grace: what Bucketed leaves
+// when its app clock stamped a decision with the window that just ended
+// and the server's TIME made it count in the current one instead (0:
+// taken back), or what a strategy that counted in the past window leaves
+// (1).
+type earlierKey struct {
+	*strategy.Bucketed
+	left string
+}
+
+func (s *earlierKey) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	rs, err := st.Do(ctx, store.Cmd{Name: "TIME"})
+	if err != nil {
+		return limiter.Result{}, err
+	}
+	arr, _ := store.Slice(rs[0].Val)
+	sec, _ := store.Int64(arr[0])
+	usec, _ := store.Int64(arr[1])
+	nowMs := sec*1000 + usec/1000
+	for i, l := range req.Limits {
+		p := l.Period.Milliseconds()
+		idx := nowMs / p
+		key := string(req.AppendKey(nil, i)) + ":" + strconv.FormatInt(idx-1, 10)
+		ttl := idx*p + min(time.Second, l.Period).Milliseconds() - nowMs
+		if _, err := st.Do(ctx, store.Cmd{Name: "SET", Args: []any{key, s.left, "PX", ttl}}); err != nil {
+			return limiter.Result{}, err
+		}
+	}
+	return s.Bucketed.Decide(ctx, st, req)
+}
+
+// TestWindowLengthsEarlierKey: property 10 reads every key of the subject.
+// The counter of the window before the server's, taken back to 0 (Bucketed
+// stamped a decision with a window that had just ended, then counted it in
+// the server's), admits nothing and passes; one that holds a count fails.
+func TestWindowLengthsEarlierKey(t *testing.T) {
+	p10, ok := conformance.CheckByName("short-and-long-windows")
+	if !ok {
+		t.Fatal("no short-and-long-windows check")
+	}
+	for _, tc := range []struct {
+		left string
+		pass bool
+	}{{"0", true}, {"1", false}} {
+		spec := conformance.Bucketed()
+		spec.Name, spec.Strategy = "EarlierKey"+tc.left, &earlierKey{Bucketed: strategy.NewBucketed(), left: tc.left}
+		outcomes := conformance.Run(context.Background(), conformance.Miniredis(dial), []conformance.Spec{spec}, []conformance.Check{p10}, false)
+		if len(outcomes) != 1 {
+			t.Fatalf("%d outcomes", len(outcomes))
+		}
+		if o := outcomes[0]; o.Passed != tc.pass || o.Skipped {
+			t.Errorf("earlier window's counter left at %s: passed=%v skipped=%v, want passed=%v: %s", tc.left, o.Passed, o.Skipped, tc.pass, strings.Join(o.Messages, " | "))
 		}
 	}
 }

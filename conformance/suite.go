@@ -378,15 +378,29 @@ func (c *checker) windowPrefix(subject string, l limiter.Limit) string {
 // nothing. The checks that look for the current window's key skip such
 // keys when they hold nothing (emptyCounter).
 func (c *checker) laterWindow(key, subject string, l limiter.Limit, cur int64) bool {
+	n, ok := c.windowIndex(key, subject, l)
+	return ok && n > cur
+}
+
+// earlierWindow reports whether key is subject's counter of l for a window
+// before cur (epoch-aligned specs only).
+func (c *checker) earlierWindow(key, subject string, l limiter.Limit, cur int64) bool {
+	n, ok := c.windowIndex(key, subject, l)
+	return ok && n < cur
+}
+
+// windowIndex returns the window index that key, subject's counter of l,
+// names (epoch-aligned specs only).
+func (c *checker) windowIndex(key, subject string, l limiter.Limit) (int64, bool) {
 	if !c.spec.Aligned {
-		return false
+		return 0, false
 	}
 	idx, ok := strings.CutPrefix(key, c.windowPrefix(subject, l))
 	if !ok {
-		return false
+		return 0, false
 	}
 	n, err := strconv.ParseInt(idx, 10, 64)
-	return err == nil && n > cur
+	return n, err == nil
 }
 
 // emptyCounter reports whether key holds a counter of l at 0
