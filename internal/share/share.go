@@ -55,7 +55,7 @@ type flight struct {
 // free frees f's slot in g, once.
 func free[T any](f *flight, g *Gate[T]) {
 	if f.freed.CompareAndSwap(false, true) {
-		g.leave()
+		g.Leave()
 	}
 }
 
@@ -87,7 +87,7 @@ type Call[T any] interface {
 func (g *Gate[T]) Do(ctx context.Context, c Call[T]) error {
 	w := g.enter(ctx, c)
 	if w == nil {
-		defer g.leave()
+		defer g.Leave()
 		return c.Alone(ctx)
 	}
 	for {
@@ -113,6 +113,11 @@ func (g *Gate[T]) Do(ctx context.Context, c Call[T]) error {
 func (g *Gate[T]) TryAlone() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	return g.take()
+}
+
+// take takes a free slot, if there is one; g.mu is held.
+func (g *Gate[T]) take() bool {
 	if g.busy < g.max {
 		g.busy++
 		return true
@@ -120,16 +125,12 @@ func (g *Gate[T]) TryAlone() bool {
 	return false
 }
 
-// Leave frees the slot TryAlone took.
-func (g *Gate[T]) Leave() { g.leave() }
-
 // enter takes a slot and returns nil when a call may go at once, alone;
 // otherwise it queues the call's Waiter and returns it.
 func (g *Gate[T]) enter(ctx context.Context, c Call[T]) *Waiter[T] {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.busy < g.max {
-		g.busy++
+	if g.take() {
 		return nil
 	}
 	w := &Waiter[T]{Item: c.Queue(), wake: make(chan []*Waiter[T], 1)}
@@ -138,9 +139,9 @@ func (g *Gate[T]) enter(ctx context.Context, c Call[T]) *Waiter[T] {
 	return w
 }
 
-// leave frees a slot: the calls queued meanwhile take it, as the next
-// round trip, sent by the first.
-func (g *Gate[T]) leave() {
+// Leave frees a slot (one TryAlone took, or Do's): the calls queued
+// meanwhile take it, as the next round trip, sent by the first.
+func (g *Gate[T]) Leave() {
 	g.mu.Lock()
 	if len(g.queue) == 0 {
 		g.busy--

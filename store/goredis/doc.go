@@ -63,7 +63,8 @@
 //
 // Shared pipelines: by default the script calls (decisions) of concurrent
 // goroutines share round trips, on a *redis.Client and per master on a
-// ClusterClient. At most DefaultSharedPipelines round trips are in flight
+// ClusterClient (there for calls whose context go-redis honours itself:
+// see WithSharedPipelines). At most DefaultSharedPipelines round trips are in flight
 // at once; a call that finds them all out waits, with every call that
 // arrives meanwhile, and when one returns they leave together in one
 // pipeline, sent by the first of them. A lone caller never waits: it sends

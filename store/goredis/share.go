@@ -84,10 +84,12 @@ func (c *evalCall) GaveUp(ctx context.Context, sent bool) error {
 // sendShared sends batch in one pipeline. The pipeline waits until the
 // latest of its calls' deadlines, each call leaving at its own.
 func (s *Store) sendShared(ctx context.Context, batch []*share.Waiter[*redis.Cmd]) {
-	if dl, ok := share.Latest(batch); ok && !s.enforce {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, dl)
-		defer cancel()
+	if !s.enforce { // (without ContextTimeoutEnabled go-redis ignores it)
+		if dl, ok := share.Latest(batch); ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithDeadline(ctx, dl)
+			defer cancel()
+		}
 	}
 	p := s.c.Pipeline()
 	for _, w := range batch {
