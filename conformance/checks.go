@@ -857,7 +857,13 @@ func checkWindowLengths(c *checker) {
 		}
 		r2, err2 := lim.Allow(c.ctx, subject, l)
 		r3, err3 := lim.Allow(c.ctx, subject, l)
-		if err2 != nil || err3 != nil || !r2.Allowed || r3.Allowed {
+		if err2 == nil && err3 == nil && r2.Allowed && r3.Allowed && !virtual && time.Since(at) >= min(left, w) {
+			// A slow machine: the window may have ended (or a unit
+			// come back) before call 3, which then rightly admits;
+			// left was read off the server's clock after at, so the
+			// window surely had not ended while less had passed.
+			c.t.Logf("property 10: window %s: calls 2 and 3 both admitted, but %s had passed of the %s left: not checked", w, time.Since(at).Round(time.Millisecond), min(left, w))
+		} else if err2 != nil || err3 != nil || !r2.Allowed || r3.Allowed {
 			c.t.Errorf("property 10: window %s, limit 2: calls 2 and 3 = (%v, %v), (%v, %v); want allowed then denied", w, r2.Allowed, err2, r3.Allowed, err3)
 		} else if r3.RetryAfter <= 0 || r3.RetryAfter > c.spec.life(w) {
 			c.t.Errorf("property 10: window %s: RetryAfter %s out of (0, %s]", w, r3.RetryAfter, c.spec.life(w))
