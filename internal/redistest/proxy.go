@@ -109,6 +109,18 @@ func (p *Proxy) CutBefore(match string, skip int) {
 	p.cut = &fault{match: strings.ToUpper(match), skip: skip}
 }
 
+// Disarm drops the one-shot faults armed by DropReply and CutBefore that
+// have not fired, and reports whether there were any: a call that ended
+// (say at its deadline) before reaching its fault must not leave it for the
+// next one.
+func (p *Proxy) Disarm() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	armed := p.cut != nil || p.drop != nil
+	p.cut, p.drop = nil, nil
+	return armed
+}
+
 // Delay delays every reply by d until Delay(0) is called: a reply reaches
 // the client no earlier than d after its command was forwarded. The delay
 // in force when a command is forwarded applies to its reply.

@@ -186,6 +186,35 @@ func TestProxyCutBefore(t *testing.T) {
 	})
 }
 
+func TestProxyDisarm(t *testing.T) {
+	eachBackend(t, func(t *testing.T, addr string) {
+		ctx := context.Background()
+		p := redistest.NewProxy(t, addr)
+		c := newClient(t, p.Addr())
+		must(t, c.Ping(ctx))
+
+		p.CutBefore("GET", 0)
+		p.DropReply("SET")
+		if !p.Disarm() {
+			t.Fatal("Disarm() = false with two faults armed")
+		}
+		if p.Disarm() {
+			t.Fatal("Disarm() = true once disarmed")
+		}
+		must(t, c.Set(ctx, "a", "1", 0))
+		if got := must(t, c.Get(ctx, "a")).Val(); got != "1" {
+			t.Fatalf("GET after Disarm = %q, want 1", got)
+		}
+		p.CutBefore("GET", 0)
+		if err := c.Get(ctx, "a").Err(); err == nil {
+			t.Fatal("GET was not cut")
+		}
+		if p.Disarm() {
+			t.Fatal("Disarm() = true after the fault fired")
+		}
+	})
+}
+
 func TestProxyDelay(t *testing.T) {
 	eachBackend(t, func(t *testing.T, addr string) {
 		ctx := context.Background()
