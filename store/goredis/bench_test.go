@@ -379,7 +379,9 @@ func BenchmarkCheapestRatio(b *testing.B) {
 // TIME, GET and SET PX and decides nothing (benchkit.GCRAFloorScript), so
 // its server-x-FixedWindow is the least such a strategy could cost the
 // server (and, unshared, its x-FixedWindow the most it could reach through
-// this client). Two sub-benchmarks: "shared", the stores as goredis.New
+// this client). "FixedWindow-control" is FixedWindow again on keys of its
+// own: its ratios, which would be 1 on a quiet machine, show how far the
+// run's noise moves the others. Two sub-benchmarks: "shared", the stores as goredis.New
 // makes them (concurrent calls share pipelines, so the server's time
 // weighs more), and "unshared" (goredis.WithSharedPipelines(0)), every
 // call on its own connection, whose client work then weighs more. One
@@ -413,6 +415,9 @@ func BenchmarkStrategyRatios(b *testing.B) {
 		{"TokenBucket-1us", strategy.NewTokenBucket(), limiter.PerSecond(1_000_000)},
 		{"SlidingWindow", strategy.NewSlidingWindow(), limiter.PerSecond(1<<26 - 1)}, // its largest rate
 		{"SlidingLog", strategy.NewSlidingLog(), limiter.PerSecond(strategy.SlidingLogMaxRate)},
+		// FixedWindow again, on keys of its own: its ratio is the run's
+		// noise, the error bar of every other ratio
+		{"FixedWindow-control", strategy.NewFixedWindow(), limiter.PerSecond(e.rate)},
 	}
 	for _, m := range []struct {
 		mode string
