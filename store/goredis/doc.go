@@ -63,9 +63,9 @@
 //
 // Shared pipelines: by default the script calls (decisions) of concurrent
 // goroutines share round trips, on a *redis.Client and per master on a
-// ClusterClient (there for calls whose context go-redis honours itself:
-// see WithSharedPipelines). At most DefaultSharedPipelines round trips are in flight
-// at once; a call that finds them all out waits, with every call that
+// ClusterClient (once the client has its slot map: see
+// WithSharedPipelines). At most DefaultSharedPipelines round trips are in
+// flight at once; a call that finds them all out waits, with every call that
 // arrives meanwhile, and when one returns they leave together in one
 // pipeline, sent by the first of them. A lone caller never waits: it sends
 // at once, as without sharing. Under load the client and the server make

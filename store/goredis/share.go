@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 
@@ -21,9 +22,9 @@ const DefaultSharedPipelines = 2
 // WithSharedPipelines sets how many script calls' round trips may be in
 // flight at once before further calls share them, on a *redis.Client (one
 // server, or a failover client) and per master on a *redis.ClusterClient
-// (there for calls whose context go-redis honours itself: one that is
-// never cancelled, or, with ContextTimeoutEnabled, one with a deadline):
-// a call that finds fewer than n in flight
+// (each master's calls apart, so that a silent master holds up only its
+// own; the first calls, until one has found the client's slot map, go
+// alone): a call that finds fewer than n in flight
 // goes at once on its own connection, as it would without sharing; one
 // that finds n waits, with the others that arrive meanwhile, for the first
 // of them to return, and they then leave together in one pipeline. So a
@@ -111,28 +112,41 @@ func (s *Store) sendShared(ctx context.Context, batch []*share.Waiter[*redis.Cmd
 type nodeSharing struct {
 	cc  *redis.ClusterClient
 	max int
-	mu  sync.Mutex
-	m   map[string]*gate
+	// mapped is set once a lookup succeeded: the client has its slot
+	// map, and later lookups send nothing (go-redis reloads it in the
+	// background)
+	mapped atomic.Bool
+	mu     sync.Mutex
+	m      map[string]*gate
 }
 
 // sharingFor returns the gate that a script call on keys under ctx
 // takes part in, or nil when it goes alone. On a ClusterClient, the
-// gate of its first key's master, looked up in the client's slot map:
-// only when go-redis bounds the call by ctx itself (see bounds), since the
-// client's first lookup loads the map from the Cluster.
+// gate of its first key's master, looked up in the client's slot map.
+// Until a lookup has succeeded, one may load the map from the Cluster: it
+// is bounded by ctx where go-redis would not bound it (see bounds), as
+// Batch's is.
 func (s *Store) sharingFor(ctx context.Context, keys []string) *gate {
 	if s.sh != nil || s.nodes == nil {
 		return s.sh
 	}
-	if len(keys) == 0 || s.bounds(ctx) {
+	if len(keys) == 0 {
 		return nil
 	}
-	m, err := s.nodes.cc.MasterForKey(ctx, keys[0])
+	n := s.nodes
+	var m *redis.Client
+	var err error
+	lookup := func() { m, err = n.cc.MasterForKey(ctx, keys[0]) }
+	if n.mapped.Load() || !s.bounds(ctx) {
+		lookup()
+	} else if s.boundedAlways(ctx, func() bool { return true }, lookup) != nil {
+		return nil // ctx ended first: the call alone reports it, unsent
+	}
 	if err != nil {
 		return nil // the call alone meets the failure and reports it
 	}
+	n.mapped.Store(true)
 	addr := m.Options().Addr
-	n := s.nodes
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	sh := n.m[addr]

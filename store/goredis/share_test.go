@@ -337,72 +337,117 @@ func TestSharedPipelineServerGone(t *testing.T) {
 }
 
 // TestSharedPipelinesCluster: on a ClusterClient the calls of many
-// goroutines share pipelines per master, every count exact; and a master
-// that stops answering holds only its own calls: those for another master
-// are answered meanwhile, within their deadlines.
+// goroutines share pipelines per master, every count exact, with
+// ContextTimeoutEnabled and without (where the adapter bounds the calls,
+// and the first lookup in the slot map, itself); and a master that stops
+// answering holds only its own calls: those for another master are
+// answered meanwhile, within their deadlines.
 func TestSharedPipelinesCluster(t *testing.T) {
 	c := redistest.StartCluster(t)
 	addrs := c.Addrs()
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRetries: -1, ContextTimeoutEnabled: true})
-	t.Cleanup(func() { _ = rdb.Close() })
-	h := &roundTrips{release: make(chan struct{})}
-	rdb.AddHook(h)
-	st := goredis.New(rdb)
-	ka, kb := keyOn(t, rdb, addrs[0]), keyOn(t, rdb, addrs[1])
-	keys := []string{ka, kb, ka + "x", kb + "x", "a", "b", "c", "d"}
-	const callers, each = 24, 40
-	var wg sync.WaitGroup
-	for g := range callers {
-		wg.Go(func() {
-			for i := range each {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				_, err := st.Eval(ctx, incr, []string{keys[(g+i)%len(keys)]}, nil)
-				cancel()
-				if err != nil {
-					t.Errorf("caller %d, call %d: %v", g, i, err)
-					return
+	for _, ctxTimeouts := range []bool{true, false} {
+		t.Run(fmt.Sprintf("ContextTimeoutEnabled=%v", ctxTimeouts), func(t *testing.T) {
+			rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRetries: -1, ContextTimeoutEnabled: ctxTimeouts})
+			t.Cleanup(func() { _ = rdb.Close() })
+			h := &roundTrips{release: make(chan struct{})}
+			rdb.AddHook(h)
+			st := goredis.New(rdb)
+			ka, kb := keyOn(t, rdb, addrs[0]), keyOn(t, rdb, addrs[1])
+			p := fmt.Sprint(ctxTimeouts)
+			keys := []string{ka, kb, ka + p, kb + p, "a" + p, "b" + p, "c" + p, "d" + p}
+			// (ka and kb are the same keys in both runs: their counts
+			// before this one's)
+			before := map[string]int64{}
+			for _, k := range keys {
+				before[k], _ = rdb.Get(context.Background(), k).Int64()
+			}
+			const callers, each = 24, 40
+			var wg sync.WaitGroup
+			for g := range callers {
+				wg.Go(func() {
+					for i := range each {
+						ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+						_, err := st.Eval(ctx, incr, []string{keys[(g+i)%len(keys)]}, nil)
+						cancel()
+						if err != nil {
+							t.Errorf("caller %d, call %d: %v", g, i, err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			for _, k := range keys {
+				if n, err := rdb.Get(context.Background(), k).Int64(); err != nil || n-before[k] != callers*each/int64(len(keys)) {
+					t.Errorf("%s counted %d, %v; want %d", k, n-before[k], err, callers*each/len(keys))
 				}
 			}
-		})
-	}
-	wg.Wait()
-	for _, k := range keys {
-		if n, err := rdb.Get(context.Background(), k).Int64(); err != nil || n != callers*each/int64(len(keys)) {
-			t.Errorf("%s = %d, %v; want %d", k, n, err, callers*each/len(keys))
-		}
-	}
-	if _, pipes := h.counts(); len(pipes) == 0 || slices.Max(pipes) < 2 {
-		t.Errorf("%d callers shared no pipeline (pipelines %v)", callers, pipes)
-	}
+			if _, pipes := h.counts(); len(pipes) == 0 || slices.Max(pipes) < 2 {
+				t.Errorf("%d callers shared no pipeline (pipelines %v)", callers, pipes)
+			}
 
-	pause := redis.NewClient(&redis.Options{Addr: addrs[1]})
-	defer pause.Close()
-	if err := pause.Do(context.Background(), "CLIENT", "PAUSE", 2000, "ALL").Err(); err != nil {
-		t.Fatal(err)
-	}
-	var silent, served atomic.Int32
-	for range 8 {
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-			defer cancel()
-			if _, err := st.Eval(ctx, incr, []string{kb}, nil); errors.Is(err, context.DeadlineExceeded) {
-				silent.Add(1)
+			pause := redis.NewClient(&redis.Options{Addr: addrs[1]})
+			defer pause.Close()
+			if err := pause.Do(context.Background(), "CLIENT", "PAUSE", 2000, "ALL").Err(); err != nil {
+				t.Fatal(err)
+			}
+			defer pause.Do(context.Background(), "CLIENT", "UNPAUSE")
+			var silent, served atomic.Int32
+			for range 8 {
+				wg.Go(func() {
+					ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+					defer cancel()
+					if _, err := st.Eval(ctx, incr, []string{kb}, nil); errors.Is(err, context.DeadlineExceeded) {
+						silent.Add(1)
+					}
+				})
+				wg.Go(func() {
+					ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+					defer cancel()
+					if _, err := st.Eval(ctx, incr, []string{ka}, nil); err != nil {
+						t.Errorf("call for the answering master while another is silent: %v", err)
+						return
+					}
+					served.Add(1)
+				})
+			}
+			wg.Wait()
+			if silent.Load() != 8 || served.Load() != 8 {
+				t.Errorf("while one master was paused: %d of its 8 calls ended at their deadline, %d of the other's 8 were answered; want 8 and 8", silent.Load(), served.Load())
 			}
 		})
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
-			defer cancel()
-			if _, err := st.Eval(ctx, incr, []string{ka}, nil); err != nil {
-				t.Errorf("call for the answering master while another is silent: %v", err)
-				return
-			}
-			served.Add(1)
-		})
 	}
-	wg.Wait()
-	if silent.Load() != 8 || served.Load() != 8 {
-		t.Errorf("while one master was paused: %d of its 8 calls ended at their deadline, %d of the other's 8 were answered; want 8 and 8", silent.Load(), served.Load())
+}
+
+// TestSharedPipelinesClusterFirstLookup: without ContextTimeoutEnabled,
+// the first lookup in a ClusterClient's slot map, which loads it from the
+// Cluster, ends at the call's deadline: a Cluster that does not answer
+// holds a call no longer than its context allows (go-redis alone would
+// wait for its own timeouts), and the store serves once it answers.
+func TestSharedPipelinesClusterFirstLookup(t *testing.T) {
+	c := redistest.StartCluster(t)
+	p := redistest.NewProxy(t, c.Addrs()[0])
+	p.Blackhole(true)
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{p.Addr()}, MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	st := goredis.New(rdb)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := st.Eval(ctx, incr, []string{"first"}, nil)
+	if took := time.Since(start); !errors.Is(err, context.DeadlineExceeded) || took > 2*time.Second {
+		t.Fatalf("a call on a silent Cluster with a 300ms deadline: %v after %s; want DeadlineExceeded at its deadline", err, took)
 	}
+	if errors.Is(err, store.ErrUnknownOutcome) {
+		t.Errorf("a call that never found its node reported %v; want a known outcome (never sent)", err)
+	}
+	p.Blackhole(false)
+	waitFor(t, "the store to serve", func() bool {
+		c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := st.Eval(c, incr, []string{"first"}, nil)
+		return err == nil
+	})
 }
 
 // TestSharedPipelinesDeadlineStorm: many callers on one key with deadlines
