@@ -77,3 +77,15 @@ func StormTimeout(each int) func(g, i int) time.Duration {
 		return time.Duration(200+(g*each+i)*7919%4800) * time.Microsecond
 	}
 }
+
+// WaitFor polls cond for up to 10 s (a busy machine's scheduling), and
+// fails t when it never holds.
+func WaitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(end) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

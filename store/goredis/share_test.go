@@ -101,15 +101,7 @@ func sharingSetup(t *testing.T, h *roundTrips, ctxTimeouts bool) (*goredis.Store
 }
 
 // waitFor polls cond for up to 10 s (a busy machine's scheduling).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for end := time.Now().Add(10 * time.Second); !cond(); {
-		if time.Now().After(end) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
+var waitFor = adaptertest.WaitFor
 
 // holdSlots sends two calls on the key "held", which wait in the hook:
 // both of the Store's pipelines (DefaultSharedPipelines) are then in

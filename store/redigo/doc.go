@@ -6,16 +6,16 @@
 // round trip (Send each, then flush and read every reply), and closes the
 // connection, which returns it to the pool.
 //
-// Shared pipelines: by default, on one server, the script calls
-// (decisions) of concurrent goroutines share round trips. At most
+// Shared pipelines: by default the script calls (decisions) of concurrent
+// goroutines share round trips, on one server and per master of a Cluster
+// (once the Store has read which master serves each slot). At most
 // DefaultSharedPipelines round trips are in flight; a call that finds them
 // all out waits, with every call that arrives meanwhile, and when one
 // returns they leave together, pipelined on one connection, sent by the
 // first of them. A lone caller never waits. Each call keeps its own
 // deadline and outcome: one whose context ends before its pipeline is
 // written is left out of it (a known outcome). WithSharedPipelines(n)
-// sets n; WithSharedPipelines(0) gives every call a connection of its own,
-// as do a Cluster's calls.
+// sets n; WithSharedPipelines(0) gives every call a connection of its own.
 //
 // # Recommended pool settings
 //

@@ -41,9 +41,10 @@ type Store struct {
 	boxes argcache.Boxes
 	// shareN is WithSharedPipelines' n; gate shares round trips of script
 	// calls on one server, nil when they are not shared (and on a
-	// Cluster).
-	shareN int
-	gate   *share.Gate[*sharedCall]
+	// Cluster); masters does per master on a Cluster, nil when not.
+	shareN  int
+	gate    *share.Gate[*sharedCall]
+	masters *masterGates
 }
 
 var (
@@ -71,8 +72,12 @@ func New(p Pool, opts ...Option) *Store {
 			o(s)
 		}
 	}
-	if s.cluster == nil && s.shareN > 0 {
+	switch {
+	case s.shareN <= 0:
+	case s.cluster == nil:
 		s.gate = share.NewGate(s.shareN, s.sendShared)
+	default:
+		s.masters = &masterGates{m: map[string]*share.Gate[*sharedCall]{}}
 	}
 	return s
 }
@@ -222,8 +227,13 @@ func (s *Store) call(ctx context.Context, key, name string, args []any) (any, er
 	if err := ctx.Err(); err != nil {
 		return nil, fail(ctx, err, false)
 	}
-	ask := ""
-	for attempt := 0; ; attempt++ {
+	return s.callFrom(ctx, key, name, args, 0, "")
+}
+
+// callFrom is call from its attempt-th sending, with ASKING to ask when
+// not "".
+func (s *Store) callFrom(ctx context.Context, key, name string, args []any, attempt int, ask string) (any, error) {
+	for ; ; attempt++ {
 		c, err := s.conn(ctx, key, ask)
 		if err != nil {
 			return nil, fail(ctx, err, false)

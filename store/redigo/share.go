@@ -2,7 +2,11 @@ package redigo
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
+	"time"
+
+	"github.com/mna/redisc"
 
 	"github.com/quotagate/limiter/internal/share"
 )
@@ -16,11 +20,17 @@ const DefaultSharedPipelines = 2
 type Option func(*Store)
 
 // WithSharedPipelines sets how many script calls' round trips may be in
-// flight at once, on one server (not on a Cluster), before further calls
-// share them: a call that finds fewer than n in flight goes at once on a
-// connection of its own, as without sharing; one that finds n waits, with
-// the others that arrive meanwhile, for the first of them to return, and
-// they then leave together in one pipeline on one connection. So a lone
+// flight at once, on one server and per master of a Cluster, before
+// further calls share them: a call that finds fewer than n in flight goes
+// at once on a connection of its own, as without sharing; one that finds
+// n waits, with the others that arrive meanwhile, for the first of them to
+// return, and they then leave together in one pipeline on one connection.
+// On a Cluster, calls share once the Store knows which master serves each
+// slot (it reads the map in the background when a call finds it unknown,
+// and again after a redirection; until then calls go alone), so that a
+// silent master holds up only its own calls; a shared call that a node
+// refuses with MOVED, ASK or TRYAGAIN (it did not run) follows the
+// redirection alone. So a lone
 // caller waits for nothing, and under load the decisions of many
 // goroutines share a round trip. n ≤ 0 turns sharing off. The default is
 // DefaultSharedPipelines.
@@ -57,6 +67,9 @@ type sharedCall struct {
 	v    any
 	err  error
 	sent bool
+	// alone: the call went on a connection of its own (and followed
+	// any redirection there)
+	alone bool
 }
 
 // Queue implements share.Call.
@@ -65,7 +78,7 @@ func (c *sharedCall) Queue() *sharedCall { return c }
 // Alone implements share.Call: the call on a connection of its own.
 func (c *sharedCall) Alone(ctx context.Context) error {
 	v, err := c.s.call(ctx, c.key, c.name, c.args)
-	c.v = v
+	c.v, c.alone = v, true
 	return err
 }
 
@@ -79,27 +92,88 @@ func (c *sharedCall) GaveUp(ctx context.Context, sent bool) error {
 	return fail(ctx, ctx.Err(), sent)
 }
 
-// script sends a script call: through the Store's gate when it shares
-// round trips, else (and on a Cluster) on a connection of its own.
+// script sends a script call: through a gate when it shares round trips
+// (the Store's, or its key's master's on a Cluster), else on a connection
+// of its own.
 func (s *Store) script(ctx context.Context, key, name string, args []any) (any, error) {
-	if s.gate == nil {
+	g := s.gateFor(key)
+	if g == nil {
 		return s.call(ctx, key, name, args)
 	}
-	if s.gate.TryAlone() {
-		defer s.gate.Leave()
+	if g.TryAlone() {
+		defer g.Leave()
 		return s.call(ctx, key, name, args)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fail(ctx, err, false)
 	}
 	c := &sharedCall{s: s, key: key, name: name, args: args}
-	if err := s.gate.Do(ctx, c); err != nil {
+	if err := g.Do(ctx, c); err != nil {
 		return nil, err
 	}
 	if c.err != nil {
 		return nil, fail(ctx, c.err, c.sent)
 	}
+	if !c.alone {
+		if ask, again := s.redirect(ctx, 0, c.v); again {
+			// refused, so not run: the map that put the call on this
+			// master is out of date
+			s.nodes.Store(nil)
+			return s.callFrom(ctx, key, name, args, 1, ask)
+		}
+	}
 	return c.v, nil
+}
+
+// masterGates holds a Cluster's gates, one per master's address.
+type masterGates struct {
+	loading atomic.Bool // the slot map is being read
+	mu      sync.Mutex
+	m       map[string]*share.Gate[*sharedCall]
+}
+
+// maxMasterGates bounds the masters a Store keeps a gate for.
+const maxMasterGates = 1024
+
+// gateFor returns the gate of a script call on key, or nil when it goes
+// alone: a Store that does not share, a call without a key, and on a
+// Cluster whose slot map is not known (which it then starts reading).
+func (s *Store) gateFor(key string) *share.Gate[*sharedCall] {
+	if s.masters == nil || key == "" {
+		return s.gate
+	}
+	nodes := s.nodes.Load()
+	if nodes == nil {
+		s.loadNodes()
+		return nil
+	}
+	addr := nodes[redisc.Slot(key)]
+	g := s.masters
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	gt := g.m[addr]
+	if gt == nil {
+		if len(g.m) >= maxMasterGates {
+			clear(g.m) // masters that left; the calls in flight keep theirs
+		}
+		gt = share.NewGate(s.shareN, s.sendShared)
+		g.m[addr] = gt
+	}
+	return gt
+}
+
+// loadNodes reads the Cluster's slot map in the background, unless that is
+// under way: no call waits for it.
+func (s *Store) loadNodes() {
+	if !s.masters.loading.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer s.masters.loading.Store(false)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		s.slotNodes(ctx)
+	}()
 }
 
 // sendShared sends batch in one pipeline on one connection and leaves each
@@ -110,7 +184,9 @@ func (s *Store) sendShared(ctx context.Context, batch []*share.Waiter[*sharedCal
 		ctx, cancel = context.WithDeadline(ctx, dl)
 		defer cancel()
 	}
-	conn, err := s.p.GetContext(ctx)
+	// (on a Cluster, bound to the master of the first call's key, which
+	// all of them had when they were queued)
+	conn, err := s.conn(ctx, batch[0].Item.key, "")
 	if err != nil {
 		for _, w := range batch {
 			w.Item.err = err

@@ -3,11 +3,16 @@ package redigo_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/mna/redisc"
 
 	"github.com/quotagate/limiter/internal/adaptertest"
 	"github.com/quotagate/limiter/internal/redistest"
@@ -121,5 +126,202 @@ func TestSharedPipelineServerGone(t *testing.T) {
 			t.Fatalf("the store does not serve after the server came back: %v", err)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestClusterSharedPipelines: on a Cluster, once the Store has read the
+// slot map (the first call starts reading it, and goes alone), the calls
+// of many goroutines share round trips per master (fewer connections taken
+// than calls; one per call with sharing off), every count exact; and a
+// master that stops answering holds only its own calls: those for another
+// master are answered meanwhile, within their deadlines.
+func TestClusterSharedPipelines(t *testing.T) {
+	c := redistest.StartCluster(t)
+	addrs := c.Addrs()
+	for _, tc := range []struct {
+		name string
+		opts []redigo.Option
+	}{{"shared", nil}, {"off", []redigo.Option{redigo.WithSharedPipelines(0)}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var borrows atomic.Int64
+			cl := clusterFor(addrs)
+			create := cl.CreatePool
+			cl.CreatePool = func(addr string, opts ...redis.DialOption) (*redis.Pool, error) {
+				p, err := create(addr, opts...)
+				if err != nil {
+					return nil, err
+				}
+				dial, test := p.DialContext, p.TestOnBorrow
+				p.DialContext = func(ctx context.Context) (redis.Conn, error) {
+					borrows.Add(1)
+					return dial(ctx)
+				}
+				p.TestOnBorrow = func(c redis.Conn, at time.Time) error {
+					borrows.Add(1)
+					return test(c, at)
+				}
+				return p, nil
+			}
+			t.Cleanup(func() { _ = cl.Close() })
+			if err := cl.Refresh(); err != nil {
+				t.Fatal(err)
+			}
+			st := redigo.New(redigo.Cluster(cl), tc.opts...)
+			ka, kb := keyOnNode(t, addrs, addrs[0], tc.name), keyOnNode(t, addrs, addrs[1], tc.name)
+			if _, err := st.Eval(context.Background(), incr, []string{ka}, nil); err != nil {
+				t.Fatal(err)
+			}
+			if tc.opts == nil {
+				adaptertest.WaitFor(t, "the slot map", func() bool { return redigo.SlotMapKnown(st) })
+			}
+			keys := []string{ka, kb}
+			for i := range 6 {
+				keys = append(keys, fmt.Sprintf("{%s-%d}", tc.name, i))
+			}
+			const callers, each = 24, 40
+			borrows.Store(0)
+			var wg sync.WaitGroup
+			for g := range callers {
+				wg.Go(func() {
+					for i := range each {
+						ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+						_, err := st.Eval(ctx, incr, []string{keys[(g+i)%len(keys)]}, nil)
+						cancel()
+						if err != nil {
+							t.Errorf("caller %d, call %d: %v", g, i, err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			gets := borrows.Load()
+			for _, k := range keys {
+				want := int64(callers * each / len(keys))
+				if k == ka {
+					want++ // the first call
+				}
+				conn := cl.Get()
+				if err := redisc.BindConn(conn, k); err != nil {
+					t.Fatal(err)
+				}
+				n, err := redis.Int64(conn.Do("GET", k))
+				_ = conn.Close()
+				if err != nil || n != want {
+					t.Errorf("%s = %d, %v; want %d", k, n, err, want)
+				}
+			}
+			if tc.opts == nil && gets >= callers*each {
+				t.Errorf("%d callers took %d connections for %d calls: no round trip shared", callers, gets, callers*each)
+			}
+			if tc.opts != nil && gets < callers*each {
+				t.Errorf("sharing off: %d connections for %d calls; want one each", gets, callers*each)
+			}
+
+			node(t, addrs[1], "CLIENT", "PAUSE", 2000, "ALL")
+			defer node(t, addrs[1], "CLIENT", "UNPAUSE")
+			var silent, served atomic.Int32
+			for range 8 {
+				wg.Go(func() {
+					ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+					defer cancel()
+					if _, err := st.Eval(ctx, incr, []string{kb}, nil); errors.Is(err, context.DeadlineExceeded) {
+						silent.Add(1)
+					}
+				})
+				wg.Go(func() {
+					ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+					defer cancel()
+					if _, err := st.Eval(ctx, incr, []string{ka}, nil); err != nil {
+						t.Errorf("call for the answering master while another is silent: %v", err)
+						return
+					}
+					served.Add(1)
+				})
+			}
+			wg.Wait()
+			if silent.Load() != 8 || served.Load() != 8 {
+				t.Errorf("while one master was paused: %d of its 8 calls ended at their deadline, %d of the other's 8 were answered; want 8 and 8", silent.Load(), served.Load())
+			}
+		})
+	}
+}
+
+// keyOnNode returns a key named after tag that the master at addr serves.
+func keyOnNode(t *testing.T, addrs []string, addr, tag string) string {
+	t.Helper()
+	slots, err := redis.Values(node(t, addrs[0], "CLUSTER", "SLOTS"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10000 {
+		k := fmt.Sprintf("{%s-on-%d}", tag, i)
+		slot := redisc.Slot(k)
+		for _, r := range slots {
+			f, _ := redis.Values(r, nil)
+			first, _ := redis.Int(f[0], nil)
+			last, _ := redis.Int(f[1], nil)
+			m, _ := redis.Values(f[2], nil)
+			host, _ := redis.String(m[0], nil)
+			port, _ := redis.Int(m[1], nil)
+			if first <= slot && slot <= last && net.JoinHostPort(host, strconv.Itoa(port)) == addr {
+				return k
+			}
+		}
+	}
+	t.Fatalf("no key on %s", addr)
+	return ""
+}
+
+// TestClusterSharedPipelinesMoved: a slot moved after the Store (and
+// redisc) read the slot map: calls shared on the old owner are refused
+// with MOVED (so they did not run), each follows the redirection alone,
+// and every call is counted once on the new owner. Two slow scripts on
+// another key of the old owner hold the master's round trips, so that the
+// calls queue and leave together, on the stale map.
+func TestClusterSharedPipelinesMoved(t *testing.T) {
+	c := redistest.StartCluster(t)
+	addrs := c.Addrs()
+	st := redigo.New(redigo.Cluster(newCluster(t, addrs)))
+	const key = "{shared-moved}"
+	if _, err := st.Eval(context.Background(), incr, []string{key}, nil); err != nil {
+		t.Fatal(err)
+	}
+	adaptertest.WaitFor(t, "the slot map", func() bool { return redigo.SlotMapKnown(st) })
+	from := owner(t, addrs, key)
+	to := (from + 1) % len(addrs)
+	node(t, addrs[from], "DEL", key) // the slot moves empty
+	moveSlot(t, addrs, redisc.Slot(key), from, to)
+	before := refusals(t, addrs[from])["MOVED"]
+
+	held := keyOnNode(t, addrs, addrs[from], "held")
+	const slow = `local t = redis.call('TIME') local s = t[1] * 1000000 + t[2]
+repeat t = redis.call('TIME') until t[1] * 1000000 + t[2] - s >= 300000
+return 1`
+	var wg sync.WaitGroup
+	for range redigo.DefaultSharedPipelines {
+		wg.Go(func() {
+			if _, err := st.Eval(context.Background(), slow, []string{held}, nil); err != nil {
+				t.Errorf("slow call: %v", err)
+			}
+		})
+	}
+	time.Sleep(100 * time.Millisecond) // both in flight
+	const callers = 20
+	for range callers {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if _, err := st.Eval(ctx, incr, []string{key}, nil); err != nil {
+				t.Errorf("call after the move: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := refusals(t, addrs[from])["MOVED"] - before; n < callers/2 {
+		t.Errorf("the old owner sent %d MOVED for %d calls: the calls did not leave together on the stale map", n, callers)
+	}
+	if v, err := redis.Int(node(t, addrs[to], "GET", key), nil); err != nil || v != callers {
+		t.Errorf("counter on the new owner = %v, %v; want %d", v, err, callers)
 	}
 }
