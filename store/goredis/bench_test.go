@@ -911,3 +911,45 @@ func BenchmarkQuotaLease(b *testing.B) {
 		b.ReportMetric(benchkit.Median(x), "lease-x-fixedwindow-unshared")
 	}
 }
+
+// BenchmarkClusterSharing compares FixedWindow through a Limiter on a
+// three-master Cluster (one *redis.ClusterClient), the calls sharing
+// pipelines per master (the default) and each a round trip of its own
+// (WithSharedPipelines(0)), in interleaved rounds at 16 and 64 callers:
+// shared-x-unshared-cN is the median of the rounds' ratios of their
+// decisions/s. All masters run on this machine, so they take CPU from the
+// client as one server does.
+//
+//	go test -run '^$' -bench ClusterSharing -benchtime 1x ./store/goredis/
+func BenchmarkClusterSharing(b *testing.B) {
+	c := redistest.StartCluster(b)
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), PoolSize: benchPoolSize, MaxRetries: -1})
+	b.Cleanup(func() { _ = rdb.Close() })
+	k := benchkit.New(b, []int{16, 64}, nil)
+	l := limiter.PerSecond(benchRate)
+	variant := func(name string, opts ...goredis.Option) benchkit.Variant {
+		lim, err := limiter.New(goredis.New(rdb, opts...), strategy.NewFixedWindow(), limiter.WithPrefix("cluster-"+name))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return benchkit.Variant{Name: name, Decide: func(ctx context.Context, subject string) error {
+			r, err := lim.Allow(ctx, subject, l)
+			if err == nil && !r.Allowed {
+				err = fmt.Errorf("%s denied", subject)
+			}
+			return err
+		}}
+	}
+	vs := []benchkit.Variant{variant("unshared", goredis.WithSharedPipelines(0)), variant("shared")}
+	for range b.N {
+		for _, n := range k.Callers {
+			tallies, ratios, err := k.Compare(n, benchkit.RatioRounds, benchkit.RatioWarmUp, benchkit.RatioRoundTime, vs)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(tallies[0].Rate(), fmt.Sprintf("unshared-c%d-decisions/s", n))
+			b.ReportMetric(tallies[1].Rate(), fmt.Sprintf("shared-c%d-decisions/s", n))
+			b.ReportMetric(benchkit.Median(ratios[1]), fmt.Sprintf("shared-x-unshared-c%d", n))
+		}
+	}
+}

@@ -233,3 +233,56 @@ func BenchmarkCheapestRatio(b *testing.B) {
 	}}
 	e.RunRatio(b, raw, benchkit.AlignedWindow(lim, e.limit()), nil)
 }
+
+// BenchmarkClusterSharing compares FixedWindow through a Limiter on a
+// three-master Cluster (one redisc.Cluster), the calls sharing pipelines
+// per master (the default) and each a round trip of its own
+// (WithSharedPipelines(0)), in interleaved rounds at 16 and 64 callers:
+// shared-x-unshared-cN is the median of the rounds' ratios of their
+// decisions/s. All masters run on this machine, so they take CPU from the
+// client as one server does.
+//
+//	go test -run '^$' -bench ClusterSharing -benchtime 1x ./store/redigo/
+func BenchmarkClusterSharing(b *testing.B) {
+	c := redistest.StartCluster(b)
+	cl := clusterFor(c.Addrs())
+	b.Cleanup(func() { _ = cl.Close() })
+	create := cl.CreatePool
+	cl.CreatePool = func(addr string, opts ...redis.DialOption) (*redis.Pool, error) {
+		p, err := create(addr, opts...)
+		if p != nil {
+			p.MaxActive, p.MaxIdle = benchPoolSize, benchPoolSize
+		}
+		return p, err
+	}
+	if err := cl.Refresh(); err != nil {
+		b.Fatal(err)
+	}
+	k := benchkit.New(b, []int{16, 64}, nil)
+	l := limiter.PerSecond(benchRate)
+	variant := func(name string, opts ...redigo.Option) benchkit.Variant {
+		lim, err := limiter.New(redigo.New(redigo.Cluster(cl), opts...), strategy.NewFixedWindow(), limiter.WithPrefix("cluster-"+name))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return benchkit.Variant{Name: name, Decide: func(ctx context.Context, subject string) error {
+			r, err := lim.Allow(ctx, subject, l)
+			if err == nil && !r.Allowed {
+				err = fmt.Errorf("%s denied", subject)
+			}
+			return err
+		}}
+	}
+	vs := []benchkit.Variant{variant("unshared", redigo.WithSharedPipelines(0)), variant("shared")}
+	for range b.N {
+		for _, n := range k.Callers {
+			tallies, ratios, err := k.Compare(n, benchkit.RatioRounds, benchkit.RatioWarmUp, benchkit.RatioRoundTime, vs)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(tallies[0].Rate(), fmt.Sprintf("unshared-c%d-decisions/s", n))
+			b.ReportMetric(tallies[1].Rate(), fmt.Sprintf("shared-c%d-decisions/s", n))
+			b.ReportMetric(benchkit.Median(ratios[1]), fmt.Sprintf("shared-x-unshared-c%d", n))
+		}
+	}
+}
