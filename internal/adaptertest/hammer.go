@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -87,5 +88,39 @@ func WaitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// OneMasterSilent checks that a silent master holds up only its own calls:
+// pause stops the master serving silent (for 2 s; the function it returns
+// lets it serve again), then 8 calls on silent must end at their 500 ms
+// deadline while 8 on served, a key of another master, are answered
+// within 1.5 s.
+func OneMasterSilent(t *testing.T, st store.Store, pause func() (resume func()), silent, served string) {
+	t.Helper()
+	defer pause()()
+	var wg sync.WaitGroup
+	var ended, answered atomic.Int32
+	for range 8 {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			defer cancel()
+			if _, err := st.Eval(ctx, CountScript, []string{silent}, nil); errors.Is(err, context.DeadlineExceeded) {
+				ended.Add(1)
+			}
+		})
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+			defer cancel()
+			if _, err := st.Eval(ctx, CountScript, []string{served}, nil); err != nil {
+				t.Errorf("call for the answering master while another is silent: %v", err)
+				return
+			}
+			answered.Add(1)
+		})
+	}
+	wg.Wait()
+	if ended.Load() != 8 || answered.Load() != 8 {
+		t.Errorf("while one master was paused: %d of its 8 calls ended at their deadline, %d of the other's 8 were answered; want 8 and 8", ended.Load(), answered.Load())
 	}
 }

@@ -366,6 +366,27 @@ func (k *Kit) RunRatio(b *testing.B, raw, lim Variant, extra *Extra) {
 		raw.Name, allocs[rawV]/m, bytes[rawV]/m, lim.Name, allocs[limV]/m, bytes[limV]/m)
 }
 
+// RunSharing compares unshared and shared (the same decisions, one round
+// trip per call and sharing round trips) at each of k's levels, in
+// RatioRounds interleaved rounds of RatioRoundTime, b.N times: it reports
+// each one's decisions/s (unshared-cN-decisions/s, shared-cN-decisions/s)
+// and shared-x-unshared-cN, the median of the rounds' ratios.
+func (k *Kit) RunSharing(b *testing.B, unshared, shared Variant) {
+	b.Helper()
+	vs := []Variant{unshared, shared}
+	for range b.N {
+		for _, n := range k.Callers {
+			tallies, ratios, err := k.Compare(n, RatioRounds, RatioWarmUp, RatioRoundTime, vs)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(tallies[0].Rate(), fmt.Sprintf("unshared-c%d-decisions/s", n))
+			b.ReportMetric(tallies[1].Rate(), fmt.Sprintf("shared-c%d-decisions/s", n))
+			b.ReportMetric(Median(ratios[1]), fmt.Sprintf("shared-x-unshared-c%d", n))
+		}
+	}
+}
+
 // Median returns the median of xs (the mean of the middle two for an even
 // count), without changing xs.
 func Median(xs []float64) float64 {

@@ -44,10 +44,16 @@ func IncrPTTLScript() *store.Script { return incrPTTLScript }
 // AlignedWindow is the variant "AlignedWindow": one decision of l through
 // lim (a Limiter of strategy.AlignedWindow), an error when it is denied.
 func AlignedWindow(lim *limiter.Limiter, l limiter.Limit) Variant {
-	return Variant{Name: "AlignedWindow", Decide: func(ctx context.Context, subject string) error {
+	return Admitted("AlignedWindow", lim, l)
+}
+
+// Admitted is the variant name: one decision of l through lim, an error
+// when it is denied.
+func Admitted(name string, lim *limiter.Limiter, l limiter.Limit) Variant {
+	return Variant{Name: name, Decide: func(ctx context.Context, subject string) error {
 		r, err := lim.Allow(ctx, subject, l)
 		if err == nil && !r.Allowed {
-			err = fmt.Errorf("AlignedWindow denied %s", subject)
+			err = fmt.Errorf("%s denied %s", name, subject)
 		}
 		return err
 	}}

@@ -3,6 +3,7 @@ package share
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -186,5 +187,25 @@ func TestGateTryAlone(t *testing.T) {
 	g.Leave()
 	if g.InFlight() != 1 || !g.TryAlone() {
 		t.Errorf("after Leave: %d in flight, TryAlone refused", g.InFlight())
+	}
+}
+
+func TestNodes(t *testing.T) {
+	ns := NewNodes[int](2, func(context.Context, []*Waiter[int]) {})
+	a, b := ns.Gate("a:1"), ns.Gate("b:1")
+	if a == nil || a == b {
+		t.Fatalf("gates of two nodes: %p, %p; want two", a, b)
+	}
+	if ns.Gate("a:1") != a {
+		t.Fatal("a node's gate changed between calls")
+	}
+	// past 1024 nodes the map starts afresh: a node seen before gets a
+	// new gate, and it stays the one for that node
+	for i := range 1024 {
+		ns.Gate(fmt.Sprint("n:", i))
+	}
+	again := ns.Gate("a:1")
+	if again == a || ns.Gate("a:1") != again {
+		t.Fatal("the map did not start afresh past 1024 nodes")
 	}
 }

@@ -131,7 +131,7 @@ func New(c redis.UniversalClient, opts ...Option) *Store {
 		case *redis.Client:
 			s.sh = share.NewGate(s.shareN, s.sendShared)
 		case *redis.ClusterClient:
-			s.nodes = &nodeSharing{cc: x, max: s.shareN, m: map[string]*gate{}}
+			s.nodes = &nodeSharing{cc: x, gates: share.NewNodes(s.shareN, s.sendShared)}
 		}
 	}
 	return s

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
@@ -110,14 +109,12 @@ func (s *Store) sendShared(ctx context.Context, batch []*share.Waiter[*redis.Cmd
 
 // nodeSharing shares pipelines per master of a ClusterClient.
 type nodeSharing struct {
-	cc  *redis.ClusterClient
-	max int
+	cc    *redis.ClusterClient
+	gates *share.Nodes[*redis.Cmd]
 	// mapped is set once a lookup succeeded: the client has its slot
 	// map, and later lookups send nothing (go-redis reloads it in the
 	// background)
 	mapped atomic.Bool
-	mu     sync.Mutex
-	m      map[string]*gate
 }
 
 // sharingFor returns the gate that a script call on keys under ctx
@@ -146,19 +143,5 @@ func (s *Store) sharingFor(ctx context.Context, keys []string) *gate {
 		return nil // the call alone meets the failure and reports it
 	}
 	n.mapped.Store(true)
-	addr := m.Options().Addr
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	sh := n.m[addr]
-	if sh == nil {
-		if len(n.m) >= maxSharedNodes {
-			clear(n.m) // masters that left; the calls in flight keep theirs
-		}
-		sh = share.NewGate(n.max, s.sendShared)
-		n.m[addr] = sh
-	}
-	return sh
+	return n.gates.Gate(m.Options().Addr)
 }
-
-// maxSharedNodes bounds the masters a Store keeps a gate for.
-const maxSharedNodes = 1024

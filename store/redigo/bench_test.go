@@ -265,24 +265,7 @@ func BenchmarkClusterSharing(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		return benchkit.Variant{Name: name, Decide: func(ctx context.Context, subject string) error {
-			r, err := lim.Allow(ctx, subject, l)
-			if err == nil && !r.Allowed {
-				err = fmt.Errorf("%s denied", subject)
-			}
-			return err
-		}}
+		return benchkit.Admitted(name, lim, l)
 	}
-	vs := []benchkit.Variant{variant("unshared", redigo.WithSharedPipelines(0)), variant("shared")}
-	for range b.N {
-		for _, n := range k.Callers {
-			tallies, ratios, err := k.Compare(n, benchkit.RatioRounds, benchkit.RatioWarmUp, benchkit.RatioRoundTime, vs)
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.ReportMetric(tallies[0].Rate(), fmt.Sprintf("unshared-c%d-decisions/s", n))
-			b.ReportMetric(tallies[1].Rate(), fmt.Sprintf("shared-c%d-decisions/s", n))
-			b.ReportMetric(benchkit.Median(ratios[1]), fmt.Sprintf("shared-x-unshared-c%d", n))
-		}
-	}
+	k.RunSharing(b, variant("unshared", redigo.WithSharedPipelines(0)), variant("shared"))
 }

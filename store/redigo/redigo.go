@@ -77,7 +77,7 @@ func New(p Pool, opts ...Option) *Store {
 	case s.cluster == nil:
 		s.gate = share.NewGate(s.shareN, s.sendShared)
 	default:
-		s.masters = &masterGates{m: map[string]*share.Gate[*sharedCall]{}}
+		s.masters = &masterGates{gates: share.NewNodes(s.shareN, s.sendShared)}
 	}
 	return s
 }

@@ -2,7 +2,6 @@ package redigo
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -128,12 +127,8 @@ func (s *Store) script(ctx context.Context, key, name string, args []any) (any, 
 // masterGates holds a Cluster's gates, one per master's address.
 type masterGates struct {
 	loading atomic.Bool // the slot map is being read
-	mu      sync.Mutex
-	m       map[string]*share.Gate[*sharedCall]
+	gates   *share.Nodes[*sharedCall]
 }
-
-// maxMasterGates bounds the masters a Store keeps a gate for.
-const maxMasterGates = 1024
 
 // gateFor returns the gate of a script call on key, or nil when it goes
 // alone: a Store that does not share, a call without a key, and on a
@@ -147,19 +142,7 @@ func (s *Store) gateFor(key string) *share.Gate[*sharedCall] {
 		s.loadNodes()
 		return nil
 	}
-	addr := nodes[redisc.Slot(key)]
-	g := s.masters
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	gt := g.m[addr]
-	if gt == nil {
-		if len(g.m) >= maxMasterGates {
-			clear(g.m) // masters that left; the calls in flight keep theirs
-		}
-		gt = share.NewGate(s.shareN, s.sendShared)
-		g.m[addr] = gt
-	}
-	return gt
+	return s.masters.gates.Gate(nodes[redisc.Slot(key)])
 }
 
 // loadNodes reads the Cluster's slot map in the background, unless that is

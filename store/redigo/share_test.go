@@ -218,31 +218,10 @@ func TestClusterSharedPipelines(t *testing.T) {
 				t.Errorf("sharing off: %d connections for %d calls; want one each", gets, callers*each)
 			}
 
-			node(t, addrs[1], "CLIENT", "PAUSE", 2000, "ALL")
-			defer node(t, addrs[1], "CLIENT", "UNPAUSE")
-			var silent, served atomic.Int32
-			for range 8 {
-				wg.Go(func() {
-					ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-					defer cancel()
-					if _, err := st.Eval(ctx, incr, []string{kb}, nil); errors.Is(err, context.DeadlineExceeded) {
-						silent.Add(1)
-					}
-				})
-				wg.Go(func() {
-					ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
-					defer cancel()
-					if _, err := st.Eval(ctx, incr, []string{ka}, nil); err != nil {
-						t.Errorf("call for the answering master while another is silent: %v", err)
-						return
-					}
-					served.Add(1)
-				})
-			}
-			wg.Wait()
-			if silent.Load() != 8 || served.Load() != 8 {
-				t.Errorf("while one master was paused: %d of its 8 calls ended at their deadline, %d of the other's 8 were answered; want 8 and 8", silent.Load(), served.Load())
-			}
+			adaptertest.OneMasterSilent(t, st, func() func() {
+				node(t, addrs[1], "CLIENT", "PAUSE", 2000, "ALL")
+				return func() { node(t, addrs[1], "CLIENT", "UNPAUSE") }
+			}, kb, ka)
 		})
 	}
 }
