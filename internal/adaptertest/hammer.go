@@ -124,3 +124,25 @@ func OneMasterSilent(t *testing.T, st store.Store, pause func() (resume func()),
 		t.Errorf("while one master was paused: %d of its 8 calls ended at their deadline, %d of the other's 8 were answered; want 8 and 8", ended.Load(), answered.Load())
 	}
 }
+
+// HammerKeys has callers goroutines make each CountScript calls on st,
+// caller g's i-th on keys[(g+i) % len(keys)], each with a 10 s deadline;
+// an error fails t.
+func HammerKeys(t *testing.T, st store.Store, keys []string, callers, each int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for g := range callers {
+		wg.Go(func() {
+			for i := range each {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				_, err := st.Eval(ctx, CountScript, []string{keys[(g+i)%len(keys)]}, nil)
+				cancel()
+				if err != nil {
+					t.Errorf("caller %d, call %d: %v", g, i, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}

@@ -354,21 +354,7 @@ func TestSharedPipelinesCluster(t *testing.T) {
 				before[k], _ = rdb.Get(context.Background(), k).Int64()
 			}
 			const callers, each = 24, 40
-			var wg sync.WaitGroup
-			for g := range callers {
-				wg.Go(func() {
-					for i := range each {
-						ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-						_, err := st.Eval(ctx, incr, []string{keys[(g+i)%len(keys)]}, nil)
-						cancel()
-						if err != nil {
-							t.Errorf("caller %d, call %d: %v", g, i, err)
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
+			adaptertest.HammerKeys(t, st, keys, callers, each)
 			for _, k := range keys {
 				if n, err := rdb.Get(context.Background(), k).Int64(); err != nil || n-before[k] != callers*each/int64(len(keys)) {
 					t.Errorf("%s counted %d, %v; want %d", k, n-before[k], err, callers*each/len(keys))

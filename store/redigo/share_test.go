@@ -180,21 +180,7 @@ func TestClusterSharedPipelines(t *testing.T) {
 			}
 			const callers, each = 24, 40
 			borrows.Store(0)
-			var wg sync.WaitGroup
-			for g := range callers {
-				wg.Go(func() {
-					for i := range each {
-						ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-						_, err := st.Eval(ctx, incr, []string{keys[(g+i)%len(keys)]}, nil)
-						cancel()
-						if err != nil {
-							t.Errorf("caller %d, call %d: %v", g, i, err)
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
+			adaptertest.HammerKeys(t, st, keys, callers, each)
 			gets := borrows.Load()
 			for _, k := range keys {
 				want := int64(callers * each / len(keys))
