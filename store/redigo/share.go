@@ -24,15 +24,16 @@ type Option func(*Store)
 // at once on a connection of its own, as without sharing; one that finds
 // n waits, with the others that arrive meanwhile, for the first of them to
 // return, and they then leave together in one pipeline on one connection.
-// On a Cluster, calls share once the Store knows which master serves each
-// slot (it reads the map in the background when a call finds it unknown,
-// and again after a redirection; until then calls go alone), so that a
-// silent master holds up only its own calls; a shared call that a node
-// refuses with MOVED, ASK or TRYAGAIN (it did not run) follows the
-// redirection alone. So a lone
-// caller waits for nothing, and under load the decisions of many
+// So a lone caller waits for nothing, and under load the decisions of many
 // goroutines share a round trip. n ≤ 0 turns sharing off. The default is
 // DefaultSharedPipelines.
+//
+// On a Cluster, calls share once the Store knows which master serves each
+// slot (it reads the map in the background when a call finds it unknown,
+// and again after a redirection; until then calls go alone), each
+// master's calls apart, so that a silent master holds up only its own. A
+// shared call that a node refuses with MOVED, ASK or TRYAGAIN (it did not
+// run) follows the redirection alone.
 //
 // Each call keeps its own deadline and outcome: a call whose context ends
 // before its pipeline is written is not sent (a known outcome); one whose
