@@ -22,8 +22,9 @@ const DefaultSharedPipelines = 2
 // flight at once before further calls share them, on a *redis.Client (one
 // server, or a failover client) and per master on a *redis.ClusterClient
 // (each master's calls apart, so that a silent master holds up only its
-// own; the first calls, until one has found the client's slot map, go
-// alone): a call that finds fewer than n in flight
+// own; a call whose master cannot be looked up in the client's slot map,
+// or not before its context ends, goes alone): a call that finds fewer
+// than n in flight
 // goes at once on its own connection, as it would without sharing; one
 // that finds n waits, with the others that arrive meanwhile, for the first
 // of them to return, and they then leave together in one pipeline. So a
