@@ -102,3 +102,19 @@ type ScriptStrategy interface {
 	// BatchResult reads the script's reply to req; r.Err is its error.
 	BatchResult(req Request, r store.Reply) (Result, error)
 }
+
+// ManyScriptStrategy is a ScriptStrategy whose scripts each have a
+// companion that decides several requests in one call, each exactly as the
+// script decides it alone. On a store that reaches one server
+// (store.OneServer), Limiter.AllowMany sends up to 64 requests in each
+// such call: the server runs one script instead of one per request.
+type ManyScriptStrategy interface {
+	ScriptStrategy
+	// ManyScript returns the companion of s (a script BatchScript
+	// returns), or nil when s has none. Its keys are the requests' keys,
+	// one request's after another's; its arguments, for each request in
+	// turn, the number of its keys, the number of its arguments, then its
+	// arguments. It returns an array of one element per request: s's reply
+	// to that request, which BatchResult reads, or s's error reply.
+	ManyScript(s *store.Script) *store.Script
+}

@@ -87,25 +87,12 @@ func (l *Limiter) AllowMany(ctx context.Context, asks []Ask) []Answer {
 	if len(cmds) > 0 {
 		sent, mark := start, l.backs.mark()
 		bctx, cancel := l.withTimeout(ctx)
-		replies := b.Batch(bctx, cmds)
-		// A server that lost its script cache answers NOSCRIPT without
-		// running anything: those calls go once more, with the source.
-		var again []int
-		for j, r := range replies {
-			if errors.Is(r.Err, store.ErrNoScript) {
-				again = append(again, j)
-			}
-		}
-		if len(again) > 0 {
-			evals := make([]store.Cmd, len(again))
-			for k, j := range again {
-				a := slices.Clone(cmds[j].Args)
-				a[0] = scripts[j].Source()
-				evals[k] = store.Cmd{Name: "EVAL", Args: a}
-			}
-			for k, r := range b.Batch(bctx, evals) {
-				replies[again[k]] = r
-			}
+		var replies []store.Reply
+		if ms, ok := ss.(ManyScriptStrategy); ok && oneServer(l.st) {
+			calls, callScripts, parts := packMany(ms, cmds, scripts)
+			replies = unpackMany(sendScripts(bctx, b, calls, callScripts), parts, len(cmds))
+		} else {
+			replies = sendScripts(bctx, b, cmds, scripts)
 		}
 		cancel()
 		for j, p := range pend {
@@ -122,6 +109,153 @@ func (l *Limiter) AllowMany(ctx context.Context, asks []Ask) []Answer {
 		}
 	}
 	return answers
+}
+
+// sendScripts sends cmds, cmds[j] an EVALSHA of scripts[j], as one batch.
+// A server that lost its script cache answers NOSCRIPT without running
+// anything: those calls go once more, with the source.
+func sendScripts(ctx context.Context, b store.Batcher, cmds []store.Cmd, scripts []*store.Script) []store.Reply {
+	replies := b.Batch(ctx, cmds)
+	var again []int
+	for j, r := range replies {
+		if errors.Is(r.Err, store.ErrNoScript) {
+			again = append(again, j)
+		}
+	}
+	if len(again) > 0 {
+		evals := make([]store.Cmd, len(again))
+		for k, j := range again {
+			a := slices.Clone(cmds[j].Args)
+			a[0] = scripts[j].Source()
+			evals[k] = store.Cmd{Name: "EVAL", Args: a}
+		}
+		for k, r := range b.Batch(ctx, evals) {
+			replies[again[k]] = r
+		}
+	}
+	return replies
+}
+
+// oneServer reports whether st says one server holds all its keys.
+func oneServer(st store.Store) bool {
+	o, ok := st.(store.OneServer)
+	return ok && o.OneServer()
+}
+
+// manyPerCall is the most requests AllowMany puts in one many-request
+// script call: enough that the server's cost of a call is spread thin,
+// few enough that one call holds the server for well under a millisecond.
+const manyPerCall = 64
+
+// manyPart is the calls of cmds that one call of packMany's carries: one
+// call alone (many false) or those of a many-request script, in order.
+type manyPart struct {
+	calls []int
+	many  bool
+}
+
+// packMany puts the calls of cmds (cmds[j] an EVALSHA of scripts[j]) whose
+// script has a many-request companion in calls of it, up to manyPerCall
+// each, and leaves the others as they are. parts[k] says which calls of
+// cmds the call calls[k] carries.
+func packMany(ms ManyScriptStrategy, cmds []store.Cmd, scripts []*store.Script) (calls []store.Cmd, callScripts []*store.Script, parts []manyPart) {
+	// the calls of each script, in order
+	var order []*store.Script
+	groups := make(map[*store.Script][]int)
+	for j, s := range scripts {
+		if _, seen := groups[s]; !seen {
+			order = append(order, s)
+		}
+		groups[s] = append(groups[s], j)
+	}
+	for _, s := range order {
+		many := ms.ManyScript(s)
+		for js := groups[s]; len(js) > 0; {
+			n := min(len(js), manyPerCall)
+			if many == nil {
+				n = 1
+			}
+			part := js[:n]
+			js = js[n:]
+			if n == 1 {
+				calls = append(calls, cmds[part[0]])
+				callScripts = append(callScripts, s)
+				parts = append(parts, manyPart{calls: part})
+				continue
+			}
+			calls = append(calls, manyCall(many, cmds, part))
+			callScripts = append(callScripts, many)
+			parts = append(parts, manyPart{calls: part, many: true})
+		}
+	}
+	return calls, callScripts, parts
+}
+
+// manyCall is the call of the many-request script many that carries the
+// calls part of cmds, each {sha, numkeys, keys..., args...}: their keys,
+// then for each its number of keys, its number of arguments and its
+// arguments, or -1 for arguments equal to the call's before it (asks
+// under the same limits and cost: sent once).
+func manyCall(many *store.Script, cmds []store.Cmd, part []int) store.Cmd {
+	keys, size := 0, 2
+	for _, j := range part {
+		a := cmds[j].Args
+		keys += a[1].(int)
+		size += len(a)
+	}
+	args := make([]any, 2, size)
+	args[0], args[1] = many.Hash(), keys
+	for _, j := range part {
+		a := cmds[j].Args
+		args = append(args, a[2:2+a[1].(int)]...)
+	}
+	var prev []any
+	for _, j := range part {
+		a := cmds[j].Args
+		nk := a[1].(int)
+		own := a[2+nk:]
+		if prev != nil && slices.Equal(own, prev) {
+			args = append(args, nk, -1)
+			continue
+		}
+		args = append(args, nk, len(own))
+		args = append(args, own...)
+		prev = own
+	}
+	return store.Cmd{Name: "EVALSHA", Args: args}
+}
+
+// unpackMany spreads the replies to packMany's calls over the n calls they
+// carried: a many-request call's array gives each its element (an error
+// element is the call's error reply); a failed call fails each.
+func unpackMany(replies []store.Reply, parts []manyPart, n int) []store.Reply {
+	out := make([]store.Reply, n)
+	for k, p := range parts {
+		r := replies[k]
+		if !p.many {
+			out[p.calls[0]] = r
+			continue
+		}
+		elems, ok := r.Val.([]any)
+		if r.Err == nil && (!ok || len(elems) != len(p.calls)) {
+			r.Err = fmt.Errorf("limiter: a many-request script answered %T (%d elements) to %d requests", r.Val, len(elems), len(p.calls))
+		}
+		for i, j := range p.calls {
+			switch {
+			case r.Err != nil:
+				out[j] = store.Reply{Err: r.Err}
+			case elems[i] == nil:
+				out[j] = store.Reply{Err: store.ErrNil}
+			default:
+				if e, isErr := elems[i].(error); isErr {
+					out[j] = store.Reply{Err: e}
+				} else {
+					out[j] = store.Reply{Val: elems[i]}
+				}
+			}
+		}
+	}
+	return out
 }
 
 // batchRequest is one ask's Request and script call, or the deny cache's

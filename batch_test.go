@@ -13,11 +13,15 @@ import (
 	"github.com/quotagate/limiter/strategy"
 )
 
-// batchCounter counts a store's batches and the commands in them.
+// batchCounter counts a store's batches and the commands in them; its
+// OneServer says one.
 type batchCounter struct {
 	store.Store
+	one           bool
 	batches, cmds atomic.Int64
 }
+
+func (c *batchCounter) OneServer() bool { return c.one }
 
 func (c *batchCounter) Batch(ctx context.Context, cmds []store.Cmd) []store.Reply {
 	c.batches.Add(1)
@@ -29,10 +33,17 @@ func (c *batchCounter) Batch(ctx context.Context, cmds []store.Cmd) []store.Repl
 // in one batch and are each what AllowN would say; a bad ask is its own
 // error and sends nothing; after SCRIPT FLUSH the batch is sent once more
 // as EVAL, counting once; denials go to the deny cache and come back from
-// it without a command; the observer hears each decision.
+// it without a command; the observer hears each decision. On one server
+// (store.OneServer) the batch is one call of FixedWindow's many-request
+// script; otherwise one call per ask.
 func TestAllowMany(t *testing.T) {
+	t.Run("one-server", func(t *testing.T) { testAllowMany(t, true) })
+	t.Run("pipelined", func(t *testing.T) { testAllowMany(t, false) })
+}
+
+func testAllowMany(t *testing.T, one bool) {
 	m, st := newMiniFastFail(t)
-	bc := &batchCounter{Store: st}
+	bc := &batchCounter{Store: st, one: one}
 	obs := &tally{}
 	lim, err := limiter.New(bc, strategy.NewFixedWindow(), limiter.WithDenyCache(64), limiter.WithObserver(obs))
 	if err != nil {
@@ -42,7 +53,9 @@ func TestAllowMany(t *testing.T) {
 	perMin, perHour := limiter.PerMinute(3), limiter.PerHour(4)
 	var asks []limiter.Ask
 	for i := range 16 {
-		a := limiter.Ask{Key: fmt.Sprintf("s%d", i), Cost: int64(1 + i%2), Limits: []limiter.Limit{perMin}}
+		// costs 1, 1, 2, 2, ...: asks under the same limits and cost
+		// side by side, whose arguments a many-request call sends once
+		a := limiter.Ask{Key: fmt.Sprintf("s%d", i), Cost: int64(1 + i/2%2), Limits: []limiter.Limit{perMin}}
 		if i%4 == 3 {
 			a.Limits = append(a.Limits, perHour)
 		}
@@ -56,7 +69,7 @@ func TestAllowMany(t *testing.T) {
 				t.Fatalf("SCRIPT FLUSH: %v %v", rs, err)
 			}
 		}
-		before := bc.batches.Load()
+		before, beforeCmds := bc.batches.Load(), bc.cmds.Load()
 		answers := lim.AllowMany(ctx, asks)
 		if len(answers) != len(asks) {
 			t.Fatalf("%d answers to %d asks", len(answers), len(asks))
@@ -78,12 +91,21 @@ func TestAllowMany(t *testing.T) {
 		if bad := answers[16]; !errors.Is(bad.Err, limiter.ErrInvalidCost) {
 			t.Errorf("round %d: bad ask: %+v, %v; want ErrInvalidCost", round, bad.Result, bad.Err)
 		}
-		wantBatches := int64(1)
-		if round < 2 {
-			wantBatches = 2 // EVALSHA, then EVAL after NOSCRIPT (a new server; a flushed one)
+		// round 2: the asks of cost 2, denied in round 1, are answered by
+		// the deny cache
+		wantBatches, wantCmds := int64(1), int64(8)
+		switch {
+		case one:
+			wantCmds = 1
+		case round < 2:
+			wantCmds = 16
 		}
-		if n := bc.batches.Load() - before; n != wantBatches {
-			t.Errorf("round %d: %d batches, want %d", round, n, wantBatches)
+		if round < 2 {
+			// EVALSHA, then EVAL after NOSCRIPT (a new server; a flushed one)
+			wantBatches, wantCmds = 2, 2*wantCmds
+		}
+		if n, c := bc.batches.Load()-before, bc.cmds.Load()-beforeCmds; n != wantBatches || c != wantCmds {
+			t.Errorf("round %d: %d batches of %d commands, want %d of %d", round, n, c, wantBatches, wantCmds)
 		}
 	}
 	if m.Exists("limiter:{bad}:60000ms") {
@@ -102,8 +124,12 @@ func TestAllowMany(t *testing.T) {
 			cached++
 		}
 	}
-	if sent := bc.cmds.Load() - before; cached != 8 || sent != 8 {
-		t.Errorf("round 3: %d answered from the deny cache and %d sent; want 8 and 8", cached, sent)
+	wantSent := int64(8)
+	if one {
+		wantSent = 1 // the 8 asks in one call
+	}
+	if sent := bc.cmds.Load() - before; cached != 8 || sent != wantSent {
+		t.Errorf("round 3: %d answered from the deny cache and %d commands sent; want 8 and %d", cached, sent, wantSent)
 	}
 	obs.mu.Lock()
 	defer obs.mu.Unlock()

@@ -14,12 +14,14 @@ import (
 
 // Property 40: AllowMany decides each ask exactly as AllowN would. Four
 // callers send six batches each, every batch asking once for each of eight
-// subjects (four at cost 1 against 5 per hour, four at cost 2 against 6
-// per hour) and three bad asks: every subject is admitted exactly its
-// limit's worth (unknown outcomes counted apart), every bad ask is its
-// own sentinel error (empty key, negative cost, invalid limit) and writes
-// nothing, and on a server the suite may flush, the batches after a SCRIPT
-// FLUSH are decided without an error.
+// subjects (four at cost 1 against 5 per hour, then four at cost 2 against
+// 6 per hour), once for a subject whose counter is corrupt (a hash at its
+// key, amid the others), and three bad asks: every subject is admitted
+// exactly its limit's worth (unknown outcomes counted apart), the corrupt
+// one is limiter.ErrCorruptCounter in every batch and changes no other
+// answer, every bad ask is its own sentinel error (empty key, negative
+// cost, invalid limit) and writes nothing, and on a server the suite may
+// flush, the batches after a SCRIPT FLUSH are decided without an error.
 func checkAllowMany(c *checker) {
 	const workers, batches = 4, 6
 	ones, twos := limiter.PerHour(5), limiter.PerHour(6)
@@ -30,10 +32,30 @@ func checkAllowMany(c *checker) {
 		cost int64
 		l    limiter.Limit
 	}
+	// asks under the same limit and cost one after another (a batch may
+	// send their arguments once)
 	var subjects []subject
 	for i := range 4 {
-		subjects = append(subjects, subject{fmt.Sprintf("p40-a%d", i), 1, ones}, subject{fmt.Sprintf("p40-b%d", i), 2, twos})
+		subjects = append(subjects, subject{fmt.Sprintf("p40-a%d", i), 1, ones})
 	}
+	for i := range 4 {
+		subjects = append(subjects, subject{fmt.Sprintf("p40-b%d", i), 2, twos})
+	}
+	// The corrupt subject: counted once, then its key made a hash.
+	const corrupt = "p40-corrupt"
+	if r, err := lim.Allow(c.ctx, corrupt, ones); err != nil || !r.Allowed {
+		c.t.Fatalf("property 40: the first call for %s = %+v, %v; want admitted", corrupt, r, err)
+	}
+	c.corrupt(c.limitKeys(corrupt, []limiter.Limit{ones})[0], "hash")
+	// where each subject's ask is: the corrupt one amid them
+	at := make([]int, len(subjects))
+	for i := range at {
+		at[i] = i
+		if i >= 2 {
+			at[i]++
+		}
+	}
+	const corruptAt = 2
 	bad := []struct {
 		ask  limiter.Ask
 		want error
@@ -42,13 +64,15 @@ func checkAllowMany(c *checker) {
 		{limiter.Ask{Key: "p40-bad-cost", Cost: -1, Limits: []limiter.Limit{ones}}, limiter.ErrInvalidCost},
 		{limiter.Ask{Key: "p40-bad-limit", Limits: []limiter.Limit{{Rate: 0, Period: time.Hour}}}, limiter.ErrInvalidLimit},
 	}
-	asks := make([]limiter.Ask, 0, len(subjects)+len(bad))
-	for _, s := range subjects {
-		asks = append(asks, limiter.Ask{Key: s.key, Cost: s.cost, Limits: []limiter.Limit{s.l}})
+	asks := make([]limiter.Ask, len(subjects)+1, len(subjects)+1+len(bad))
+	for i, s := range subjects {
+		asks[at[i]] = limiter.Ask{Key: s.key, Cost: s.cost, Limits: []limiter.Limit{s.l}}
 	}
+	asks[corruptAt] = limiter.Ask{Key: corrupt, Limits: []limiter.Limit{ones}}
 	for _, b := range bad {
 		asks = append(asks, b.ask)
 	}
+	first := len(subjects) + 1 // the first bad ask
 
 	var mu sync.Mutex
 	admitted := make([]int64, len(subjects))
@@ -65,8 +89,14 @@ func checkAllowMany(c *checker) {
 			problems = append(problems, fmt.Sprintf("%d answers to %d asks", len(answers), len(asks)))
 			return
 		}
+		switch a := answers[corruptAt]; {
+		case errors.Is(a.Err, store.ErrUnknownOutcome):
+			errs = append(errs, a.Err)
+		case !errors.Is(a.Err, limiter.ErrCorruptCounter):
+			problems = append(problems, fmt.Sprintf("%s, whose counter is a hash: %+v, %v; want limiter.ErrCorruptCounter", corrupt, a.Result, a.Err))
+		}
 		for i, s := range subjects {
-			a := answers[i]
+			a := answers[at[i]]
 			switch {
 			case errors.Is(a.Err, store.ErrUnknownOutcome):
 				unknownCost[i] += s.cost
@@ -83,7 +113,7 @@ func checkAllowMany(c *checker) {
 			}
 		}
 		for j, b := range bad {
-			if a := answers[len(subjects)+j]; !errors.Is(a.Err, b.want) {
+			if a := answers[first+j]; !errors.Is(a.Err, b.want) {
 				problems = append(problems, fmt.Sprintf("bad ask %+v: %+v, %v; want %v", b.ask, a.Result, a.Err, b.want))
 			}
 		}
@@ -108,7 +138,7 @@ func checkAllowMany(c *checker) {
 		}()
 	}
 	wg.Wait()
-	calls := (1 + workers*batches) * len(subjects)
+	calls := (1 + workers*batches) * (len(subjects) + 1)
 	c.unknownOutcomes("property 40", calls, errs)
 	for _, p := range problems[:min(len(problems), 5)] {
 		c.t.Errorf("property 40: %s", p)

@@ -160,6 +160,8 @@ func KnownBad() []Control {
 			MustFail: []string{"lease-return-own-window"}},
 		{Spec: claims("BatchOneCost", knownbad.BatchOneCost{}),
 			MustFail: []string{"allow-many-exact"}},
+		{Spec: claims("ManyStopsAtError", knownbad.ManyStopsAtError{}),
+			MustFail: []string{"allow-many-exact"}},
 		{Spec: leaser("CounterLeases", knownbad.CounterLeases{}),
 			MustFail: []string{"crashed-holder-frees-slot", "release-frees-own-slot", "retried-lease-holds-one"}},
 		{Spec: leaser("CountThenAdd", knownbad.CountThenAdd{}),

@@ -92,3 +92,13 @@ type Batcher interface {
 	// touched, never of the others.
 	Batch(ctx context.Context, cmds []Cmd) []Reply
 }
+
+// OneServer is the optional ability of a store to say that every key it
+// reaches is on one server, which runs a script on keys of any hash slot:
+// a single Redis or a primary (with its replicas, through Sentinel), not a
+// Cluster nor a proxy that spreads keys over servers. Limiter.AllowMany
+// then decides the asks of different subjects in one script call.
+type OneServer interface {
+	// OneServer reports whether one script may touch any keys together.
+	OneServer() bool
+}

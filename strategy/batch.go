@@ -2,6 +2,7 @@ package strategy
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 
 	"github.com/quotagate/limiter"
@@ -23,6 +24,46 @@ func (FixedWindow) BatchScript(req limiter.Request) (*store.Script, []any, error
 func (FixedWindow) BatchResult(req limiter.Request, r store.Reply) (limiter.Result, error) {
 	return batchResult(req, r, "fixed window", fixedWindowBind)
 }
+
+// The many-request companions of the scripts (limiter.ManyScriptStrategy),
+// each generated from its script (see TestManyScripts): it decides
+// several requests in one call, each as the script alone would.
+var (
+	//go:embed lua/fixed_window_many.lua
+	fixedWindowManyLua string
+	//go:embed lua/gcra_many.lua
+	gcraManyLua string
+	//go:embed lua/sliding_window_many.lua
+	slidingWindowManyLua string
+	//go:embed lua/token_bucket_many.lua
+	tokenBucketManyLua string
+	//go:embed lua/sliding_log_many.lua
+	slidingLogManyLua string
+)
+
+// manyScripts maps each script to its many-request companion.
+var manyScripts = map[*store.Script]*store.Script{
+	fixedWindowScript:   store.NewScript(fixedWindowManyLua),
+	gcraScript:          store.NewScript(gcraManyLua),
+	slidingWindowScript: store.NewScript(slidingWindowManyLua),
+	tokenBucketScript:   store.NewScript(tokenBucketManyLua),
+	slidingLogScript:    store.NewScript(slidingLogManyLua),
+}
+
+// ManyScript implements limiter.ManyScriptStrategy.
+func (FixedWindow) ManyScript(s *store.Script) *store.Script { return manyScripts[s] }
+
+// ManyScript implements limiter.ManyScriptStrategy.
+func (GCRA) ManyScript(s *store.Script) *store.Script { return manyScripts[s] }
+
+// ManyScript implements limiter.ManyScriptStrategy.
+func (SlidingWindow) ManyScript(s *store.Script) *store.Script { return manyScripts[s] }
+
+// ManyScript implements limiter.ManyScriptStrategy.
+func (TokenBucket) ManyScript(s *store.Script) *store.Script { return manyScripts[s] }
+
+// ManyScript implements limiter.ManyScriptStrategy.
+func (SlidingLog) ManyScript(s *store.Script) *store.Script { return manyScripts[s] }
 
 // BatchScript implements limiter.ScriptStrategy.
 func (GCRA) BatchScript(req limiter.Request) (*store.Script, []any, error) {

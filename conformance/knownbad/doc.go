@@ -93,6 +93,9 @@
 //   - BatchOneCost: FixedWindow whose batched calls (AllowMany) send a
 //     cost of 1 whatever each request asks for, as batching code that
 //     builds one argument list for a whole batch does.
+//   - ManyStopsAtError: FixedWindow whose many-request script (several
+//     asks of AllowMany in one call) loops over them with nothing around
+//     each: one corrupt counter fails every ask of the batch.
 //   - FullPeriodReset: a fixed window that leases its quota and reports
 //     every admission's ResetAfter as the limit's whole period: a lease
 //     outlives the window its units were counted in.

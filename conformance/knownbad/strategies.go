@@ -328,6 +328,21 @@ func (s BatchOneCost) BatchScript(req limiter.Request) (*store.Script, []any, er
 	return s.FixedWindow.BatchScript(req)
 }
 
+//go:embed lua/many_stops_at_error.lua
+var manyStopsLua string
+
+var manyStops = store.NewScript(manyStopsLua)
+
+// ManyStopsAtError is FixedWindow whose many-request script
+// (limiter.ManyScriptStrategy, which Limiter.AllowMany sends on one
+// server) runs its requests in one loop with nothing around each: the
+// first error (a counter of another type) ends the call, and every ask of
+// the batch gets it. Its single calls are right.
+type ManyStopsAtError struct{ strategy.FixedWindow }
+
+// ManyScript implements limiter.ManyScriptStrategy, wrongly.
+func (ManyStopsAtError) ManyScript(*store.Script) *store.Script { return manyStops }
+
 //go:embed lua/float_token_bucket.lua
 var floatBucketLua string
 

@@ -8,7 +8,9 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 	"github.com/quotagate/limiter/conformance"
 	"github.com/quotagate/limiter/internal/redistest"
 	"github.com/quotagate/limiter/store"
+	"github.com/quotagate/limiter/strategy"
 )
 
 // Busy proves st, connected to the private redis-server at addr, while
@@ -278,5 +281,60 @@ func QuotaLeases(t *testing.T, mks map[string]conformance.HarnessMaker) {
 				})
 			}
 		})
+	}
+}
+
+// manyCalls numbers AllowManyCalls' calls, whose keys it keeps apart.
+var manyCalls atomic.Int64
+
+// AllowManyCalls checks what store.OneServer means for Limiter.AllowMany
+// through st, a Store on one redis-server the test may reset the
+// statistics of: it makes 8 decisions with one AllowMany (FixedWindow, 8
+// subjects, all admitted) and counts the script calls the server ran
+// (INFO commandstats): one when st.OneServer() says one server holds every
+// key, 8 otherwise. Every decision must be admitted with 4 of 5 remaining.
+func AllowManyCalls(t testing.TB, st store.Store, wantOne bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	one, ok := st.(store.OneServer)
+	if !ok || one.OneServer() != wantOne {
+		t.Fatalf("OneServer: %v (implemented: %v), want %v", ok && one.OneServer(), ok, wantOne)
+	}
+	lim, err := limiter.New(st, strategy.NewFixedWindow(), limiter.WithPrefix(fmt.Sprintf("many-%d", manyCalls.Add(1))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := limiter.PerHour(5)
+	asks := make([]limiter.Ask, 8)
+	for i := range asks {
+		asks[i] = limiter.Ask{Key: fmt.Sprintf("s%d", i), Limits: []limiter.Limit{l}}
+	}
+	lim.AllowMany(ctx, asks) // the script cache filled (EVAL after NOSCRIPT)
+	if rs, err := st.Do(ctx, store.Cmd{Name: "CONFIG", Args: []any{"RESETSTAT"}}); err != nil || rs[0].Err != nil {
+		t.Fatalf("CONFIG RESETSTAT: %v %v", err, rs)
+	}
+	for i, a := range lim.AllowMany(ctx, asks) {
+		if a.Err != nil || !a.Result.Allowed || a.Result.Remaining != 3 {
+			t.Fatalf("ask %d: %+v, %v; want admitted with 3 remaining", i, a.Result, a.Err)
+		}
+	}
+	rs, err := st.Do(ctx, store.Cmd{Name: "INFO", Args: []any{"commandstats"}})
+	if err != nil || rs[0].Err != nil {
+		t.Fatalf("INFO commandstats: %v %v", err, rs)
+	}
+	info, _ := rs[0].Val.(string)
+	calls := int64(-1)
+	for _, line := range strings.Split(info, "\n") {
+		if rest, found := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_evalsha:calls="); found {
+			calls, _ = strconv.ParseInt(strings.SplitN(rest, ",", 2)[0], 10, 64)
+		}
+	}
+	want := int64(8)
+	if wantOne {
+		want = 1
+	}
+	if calls != want {
+		t.Errorf("AllowMany of 8 asks ran %d EVALSHA calls on the server, want %d (OneServer %v)", calls, want, wantOne)
 	}
 }

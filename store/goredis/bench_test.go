@@ -831,8 +831,12 @@ func redisBenchServerTime(b *testing.B, ctx context.Context, e *benchEnv) error 
 // callers in interleaved rounds: many-x-allow is the ratio of their
 // decisions per second, the Allow calls sharing pipelines as goredis.New
 // makes them do; many-x-allow-unshared the ratio to Allow with each call
-// a round trip of its own (goredis.WithSharedPipelines(0)). redis-benchmark's pipelined EVALSHA of the same
-// script (-c 16 -P 16) on the same server is reported beside them.
+// a round trip of its own (goredis.WithSharedPipelines(0)). AllowMany
+// sends its 16 decisions in one call of FixedWindow's many-request script;
+// many-x-pipelined is its ratio to AllowMany through a store that may not
+// (goredis.WithShardingProxy: one EVALSHA per decision, in one pipeline).
+// redis-benchmark's pipelined EVALSHA of the same script (-c 16 -P 16) on
+// the same server is reported beside them.
 //
 //	go test -run '^$' -bench AllowMany -benchtime 1x ./store/goredis/
 func BenchmarkAllowMany(b *testing.B) {
@@ -847,17 +851,24 @@ func BenchmarkAllowMany(b *testing.B) {
 	}
 	unshared := &benchEnv{Kit: e.Kit, rdb: e.rdb, lim: lim, prefix: e.prefix, rate: e.rate, windowMs: e.windowMs}
 	oneUnshared := benchkit.Variant{Name: "allow-unshared", Decide: unshared.allow}
+	proxied, err := limiter.New(goredis.New(e.rdb, goredis.WithShardingProxy()), strategy.NewFixedWindow())
+	if err != nil {
+		b.Fatal(err)
+	}
+	pipelined := benchkit.Variant{Name: "many-pipelined", Decide: benchkit.Many(proxied, benchkit.ManyAsks(callers, perCall, l))}
 	for range b.N {
-		tallies, _, err := e.Compare(callers, benchkit.RatioRounds, benchkit.RatioWarmUp, benchkit.RatioRoundTime, []benchkit.Variant{one, many, oneUnshared})
+		tallies, _, err := e.Compare(callers, benchkit.RatioRounds, benchkit.RatioWarmUp, benchkit.RatioRoundTime, []benchkit.Variant{one, many, oneUnshared, pipelined})
 		if err != nil {
 			b.Fatal(err)
 		}
-		single, batched, alone := tallies[0].Rate(), tallies[1].Rate()*perCall, tallies[2].Rate()
+		single, batched, alone, piped := tallies[0].Rate(), tallies[1].Rate()*perCall, tallies[2].Rate(), tallies[3].Rate()*perCall
 		b.ReportMetric(single, "allow-decisions/s")
 		b.ReportMetric(alone, "allow-unshared-decisions/s")
 		b.ReportMetric(batched, "many-decisions/s")
+		b.ReportMetric(piped, "many-pipelined-decisions/s")
 		b.ReportMetric(batched/single, "many-x-allow")
 		b.ReportMetric(batched/alone, "many-x-allow-unshared")
+		b.ReportMetric(batched/piped, "many-x-pipelined")
 		rps, err := benchkit.RedisBenchmark(e.rdb.Options().Addr, callers, perCall, 200000,
 			"EVALSHA", strategy.FixedWindowScript().Hash(), "1", "limiter:{rb:__rand_int__}:1000ms", strconv.FormatInt(e.rate, 10), "1000")
 		if err != nil {

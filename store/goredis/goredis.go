@@ -44,16 +44,37 @@ type Store struct {
 	sh     *gate
 	// nodes shares pipelines per master on a *redis.ClusterClient.
 	nodes *nodeSharing
+	// oneServer: c is a *redis.Client and WithShardingProxy was not
+	// given (store.OneServer).
+	oneServer bool
 }
 
 var (
 	_ store.Store        = (*Store)(nil)
 	_ store.Watcher      = (*Store)(nil)
 	_ store.Int64sEvaler = (*Store)(nil)
+	_ store.OneServer    = (*Store)(nil)
 )
 
 // Option configures a Store.
 type Option func(*Store)
+
+// WithShardingProxy says that the *redis.Client talks to a proxy that
+// spreads keys over several servers by their hash slot or tag (Envoy's
+// Redis proxy, twemproxy, a managed "cluster proxy") and routes a script
+// call by its first key. Without it a Store on a *redis.Client reports
+// that one server holds every key (store.OneServer), and
+// limiter.AllowMany decides asks of different subjects in one script
+// call, which such a proxy would send to one server only. A Store on a
+// *redis.ClusterClient, *redis.Ring or *redis.AutoPipeliner never does.
+func WithShardingProxy() Option {
+	return func(s *Store) { s.oneServer = false }
+}
+
+// OneServer implements store.OneServer: true for a *redis.Client (a
+// single server, or Sentinel's current master) unless WithShardingProxy
+// was given.
+func (s *Store) OneServer() bool { return s.oneServer }
 
 // WithAutoPipeline sends single decisions (one script call each) through
 // the client's AutoPipeliner, the one instance its AutoPipeline method
@@ -121,6 +142,7 @@ func New(c redis.UniversalClient, opts ...Option) *Store {
 		s.ap = ap
 	}
 	s.shareN = DefaultSharedPipelines
+	_, s.oneServer = c.(*redis.Client)
 	for _, o := range opts {
 		if o != nil { // an option chosen conditionally and left unset
 			o(s)

@@ -45,13 +45,31 @@ type Store struct {
 	shareN  int
 	gate    *share.Gate[*sharedCall]
 	masters *masterGates
+	// proxy: WithShardingProxy was given.
+	proxy bool
 }
 
 var (
 	_ store.Store        = (*Store)(nil)
 	_ store.Watcher      = (*Store)(nil)
 	_ store.Int64sEvaler = (*Store)(nil)
+	_ store.OneServer    = (*Store)(nil)
 )
+
+// WithShardingProxy says that the pool's connections go to a proxy that
+// spreads keys over several servers by their hash slot or tag (Envoy's
+// Redis proxy, twemproxy, a managed "cluster proxy") and routes a script
+// call by its first key. Without it a Store on a pool that is not a
+// Cluster reports that one server holds every key (store.OneServer), and
+// limiter.AllowMany decides asks of different subjects in one script
+// call, which such a proxy would send to one server only.
+func WithShardingProxy() Option {
+	return func(s *Store) { s.proxy = true }
+}
+
+// OneServer implements store.OneServer: true for a pool that is not a
+// Cluster unless WithShardingProxy was given.
+func (s *Store) OneServer() bool { return s.cluster == nil && !s.proxy }
 
 // New returns a Store on p, or nil when p is nil (limiter.New then reports
 // limiter.ErrNilStore).

@@ -128,21 +128,51 @@ type Store struct {
 	// plus busyHold: until then Watch closes its dedicated connections
 	// instead of handing them back (see tx.finish).
 	busyUntil atomic.Int64
+	// proxy: WithShardingProxy was given.
+	proxy bool
 }
 
 var (
 	_ store.Store        = (*Store)(nil)
 	_ store.Watcher      = (*Store)(nil)
 	_ store.Int64sEvaler = (*Store)(nil)
+	_ store.OneServer    = (*Store)(nil)
 )
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithShardingProxy says that the client talks to a proxy that spreads
+// keys over several servers by their hash slot or tag (Envoy's Redis
+// proxy, twemproxy, a managed "cluster proxy") and routes a script call by
+// its first key. Without it a Store on a client that is not a Cluster
+// client reports that one server holds every key (store.OneServer), and
+// limiter.AllowMany decides asks of different subjects in one script
+// call, which such a proxy would send to one server only.
+func WithShardingProxy() Option {
+	return func(s *Store) { s.proxy = true }
+}
 
 // New returns a Store on c, or nil when c is nil (limiter.New then reports
 // limiter.ErrNilStore).
-func New(c rd.Client) *Store {
+func New(c rd.Client, opts ...Option) *Store {
 	if c == nil {
 		return nil
 	}
-	return &Store{c: c}
+	s := &Store{c: c}
+	for _, o := range opts {
+		if o != nil { // an option chosen conditionally and left unset
+			o(s)
+		}
+	}
+	return s
+}
+
+// OneServer implements store.OneServer: true for a client that is not a
+// Cluster client (a single server, or Sentinel's current master) unless
+// WithShardingProxy was given.
+func (s *Store) OneServer() bool {
+	return !s.proxy && s.c.Mode() != rd.ClientModeCluster
 }
 
 // Client returns the wrapped client.

@@ -1,0 +1,83 @@
+package strategy
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// writesArgs finds an assignment to an element of KEYS or ARGV, or to
+// either table.
+var writesArgs = regexp.MustCompile(`\b(KEYS|ARGV)\s*(\[[^\]]*\])?\s*=[^=]|table\.(insert|remove|sort)\s*\(\s*(KEYS|ARGV)`)
+
+var update = flag.Bool("update", false, "rewrite the generated many-request scripts")
+
+// manyFiles pairs each script with the many-request script generated from
+// it (testdata/many.lua.tmpl).
+var manyFiles = [][2]string{
+	{"fixed_window.lua", "fixed_window_many.lua"},
+	{"gcra.lua", "gcra_many.lua"},
+	{"sliding_window.lua", "sliding_window_many.lua"},
+	{"token_bucket.lua", "token_bucket_many.lua"},
+	{"sliding_log.lua", "sliding_log_many.lua"},
+}
+
+// TestManyScripts proves that each many-request script holds its script's
+// code verbatim, so that a request decided in a batch is decided as it is
+// alone: change a script, then run this test with -update.
+func TestManyScripts(t *testing.T) {
+	tmpl, err := os.ReadFile(filepath.Join("testdata", "many.lua.tmpl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"ARGV[2] = '1'", "KEYS = {}", "table.insert(ARGV, 1)"} {
+		if writesArgs.FindString(w) == "" {
+			t.Fatalf("writesArgs misses %q", w)
+		}
+	}
+	if w := writesArgs.FindString("local KEYS, ARGV, redis = KEYS, ARGV, redis\nif ARGV[2] == '0' then"); w != "" {
+		t.Fatalf("writesArgs finds %q in code that reads", w)
+	}
+	for _, p := range manyFiles {
+		src, err := os.ReadFile(filepath.Join("lua", p[0]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		code := scriptCode(string(src))
+		// The many-request script hands decide the same tables for every
+		// request, which holds only while the code never writes to them.
+		if w := writesArgs.FindString(code); w != "" {
+			t.Errorf("%s writes to KEYS or ARGV (%q): its many-request script would pass it on", p[0], w)
+		}
+		want := strings.NewReplacer("{{file}}", p[0], "{{code}}", code).Replace(string(tmpl))
+		path := filepath.Join("lua", p[1])
+		if *update {
+			if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		got, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != want {
+			t.Errorf("%s is not generated from %s as it is now: run go test ./strategy -run TestManyScripts -update", p[1], p[0])
+		}
+	}
+}
+
+// scriptCode is src from its first line of code: its leading comments,
+// which describe the script's own call, left out.
+func scriptCode(src string) string {
+	lines := strings.SplitAfter(src, "\n")
+	for i, l := range lines {
+		if s := strings.TrimSpace(l); s != "" && !strings.HasPrefix(s, "--") {
+			return strings.Join(lines[i:], "")
+		}
+	}
+	return ""
+}
