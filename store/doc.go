@@ -25,6 +25,11 @@
 //     many slots in one pipeline per server implements it, and
 //     Limiter.AllowMany sends a batch of decisions through it; without it
 //     the decisions are made one call each, concurrently.
+//   - OneServer is optional: a store that reaches one server (no Cluster,
+//     no proxy spreading keys over servers) says so, and Limiter.AllowMany
+//     then decides many subjects in one script call. Every adapter of this
+//     module implements it and has WithShardingProxy for a proxy the
+//     client cannot see.
 //   - A store keeps none of the slices a call gives it (keys, arguments,
 //     commands, dst) once the call has returned: callers reuse them.
 //   - Replies are normalised: integers to int64, bulk and simple strings to

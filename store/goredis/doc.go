@@ -61,6 +61,13 @@
 // hook that keeps a connection failure's cause reaches the nodes a
 // ClusterClient makes after New, and none of a Ring's shards.
 //
+// A Store on a *redis.Client says that one server holds every key
+// (store.OneServer), and limiter.AllowMany then decides many subjects in
+// one script call. Behind a proxy that spreads keys over servers (Envoy's
+// Redis proxy, twemproxy), which routes a call by its first key, give New
+// WithShardingProxy: each decision is then its own call, routed by its own
+// keys.
+//
 // Shared pipelines: by default the script calls (decisions) of concurrent
 // goroutines share round trips, on a *redis.Client and per master on a
 // ClusterClient (once the client has its slot map: see

@@ -86,6 +86,15 @@
 // The conformance suite checks it (property 19): it drops the reply to
 // EVALSHA in a proxy and requires ErrUnknownOutcome and a counter of 1.
 //
+// # One server or a proxy
+//
+// A Store on a pool that is not a Cluster says that one server holds every key
+// (store.OneServer), and limiter.AllowMany then decides many subjects in
+// one script call. Behind a proxy that spreads keys over servers (Envoy's
+// Redis proxy, twemproxy), which routes a call by its first key, give New
+// WithShardingProxy: each decision is then its own call, routed by its own
+// keys.
+//
 // # Redis Cluster
 //
 //	cluster := &redisc.Cluster{

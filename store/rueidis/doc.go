@@ -21,6 +21,13 @@
 // one call must share a slot (the store contract), else the server replies
 // CROSSSLOT.
 //
+// A Store on a client that is not a Cluster client says that one server holds every key
+// (store.OneServer), and limiter.AllowMany then decides many subjects in
+// one script call. Behind a proxy that spreads keys over servers (Envoy's
+// Redis proxy, twemproxy), which routes a call by its first key, give New
+// WithShardingProxy: each decision is then its own call, routed by its own
+// keys.
+//
 // # Guarantees
 //
 // With rueidis's defaults a decision is never counted twice: the adapter
