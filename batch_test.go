@@ -230,3 +230,42 @@ func TestWhichStrategiesBatch(t *testing.T) {
 		}
 	}
 }
+
+// TestAllowManyLarge: on one server 150 asks go in three calls (64, 64,
+// 22), each ask decided as AllowN would: every subject asked twice in the
+// batch, its second ask denied when the two costs exceed its limit.
+func TestAllowManyLarge(t *testing.T) {
+	_, st := newMiniFastFail(t)
+	bc := &batchCounter{Store: st, one: true}
+	lim, err := limiter.New(bc, strategy.NewFixedWindow())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, hour := limiter.PerMinute(3), limiter.PerHour(100)
+	asks := make([]limiter.Ask, 150)
+	for i := range asks {
+		// subject i/2, cost 1 then 2 for an even subject, 2 then 2 for
+		// an odd one (over 3: denied); every third subject also per hour
+		subject := i / 2
+		cost := int64(2)
+		if subject%2 == 0 && i%2 == 0 {
+			cost = 1
+		}
+		asks[i] = limiter.Ask{Key: fmt.Sprintf("s%d", subject), Cost: cost, Limits: []limiter.Limit{l}}
+		if subject%3 == 0 {
+			asks[i].Limits = append(asks[i].Limits, hour)
+		}
+	}
+	answers := lim.AllowMany(context.Background(), asks)
+	for i, a := range answers {
+		subject := i / 2
+		want := i%2 == 0 || subject%2 == 0 // the first ask; or 1 + 2 <= 3
+		if a.Err != nil || a.Result.Allowed != want {
+			t.Errorf("ask %d (subject %d, cost %d): %+v, %v; want allowed %v", i, subject, asks[i].Cost, a.Result, a.Err, want)
+		}
+	}
+	// one batch, after the first call's NOSCRIPT a second one
+	if b, c := bc.batches.Load(), bc.cmds.Load(); b != 2 || c != 6 {
+		t.Errorf("%d batches of %d commands, want 2 of 6 (3 calls, then 3 again after NOSCRIPT)", b, c)
+	}
+}

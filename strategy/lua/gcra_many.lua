@@ -1,7 +1,8 @@
 -- Several requests decided in one call, each as gcra.lua
--- decides it on its own: the code of gcra.lua, verbatim, is the
--- function decide below, run for each request in turn. (This file is generated from that script:
--- go test ./strategy -run TestManyScripts -update.)
+-- decides it on its own: the code of gcra.lua, verbatim, is
+-- the function decide below, run for each request in turn. (This file
+-- is generated from that script: go test ./strategy -run
+-- TestManyScripts -update.)
 --
 -- KEYS           the requests' keys, one request's after another's
 -- ARGV           for each request in turn: its number of keys, its number
@@ -9,10 +10,10 @@
 --                reads them; or its number of keys and -1, when its
 --                arguments are those of the request before it (sent once)
 --
--- Returns one element per request: gcra.lua's reply to it, or
--- the error it ends with (as an error reply in the array). A request's error leaves
--- what it wrote, as the script alone does, and the requests after it are
--- decided.
+-- Returns one element per request: gcra.lua's reply to it,
+-- or the error it ends with (as an error reply in the array). A
+-- request's error leaves what it wrote, as the script alone does, and the
+-- requests after it are decided.
 
 local function decide(KEYS, ARGV)
 local KEYS, ARGV, redis, string = KEYS, ARGV, redis, string

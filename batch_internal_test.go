@@ -1,0 +1,122 @@
+package limiter
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/quotagate/limiter/store"
+)
+
+// TestUnpackMany: each call a many-request call carried gets its element
+// (an error element as its error, a nil one as ErrNil); a reply of the
+// wrong shape or a failed call fails every call it carried, and a call
+// sent alone keeps its reply.
+func TestUnpackMany(t *testing.T) {
+	bad := errors.New("WRONGTYPE Operation against a key holding the wrong kind of value")
+	lost := errors.New("lost")
+	replies := []store.Reply{
+		{Val: []any{int64(7), bad, nil, []any{int64(1), int64(2)}}}, // calls 0, 2, 3, 5
+		{Val: int64(9)},        // call 1 alone
+		{Val: []any{int64(1)}}, // calls 4, 6: one element for two
+		{Err: lost},            // calls 7, 8
+	}
+	parts := []manyPart{
+		{calls: []int{0, 2, 3, 5}, many: true},
+		{calls: []int{1}},
+		{calls: []int{4, 6}, many: true},
+		{calls: []int{7, 8}, many: true},
+	}
+	out := unpackMany(replies, parts, 9)
+	if out[0].Val != int64(7) || out[0].Err != nil {
+		t.Errorf("call 0: %+v, want 7", out[0])
+	}
+	if out[1].Val != int64(9) || out[1].Err != nil {
+		t.Errorf("call 1 (alone): %+v, want 9", out[1])
+	}
+	if !errors.Is(out[2].Err, bad) {
+		t.Errorf("call 2: %+v, want the error element", out[2])
+	}
+	if !errors.Is(out[3].Err, store.ErrNil) {
+		t.Errorf("call 3: %+v, want ErrNil", out[3])
+	}
+	if v, ok := out[5].Val.([]any); !ok || len(v) != 2 || out[5].Err != nil {
+		t.Errorf("call 5: %+v, want its array", out[5])
+	}
+	for _, j := range []int{4, 6} {
+		if out[j].Err == nil || out[j].Val != nil {
+			t.Errorf("call %d of a reply with one element for two: %+v, want an error", j, out[j])
+		}
+	}
+	for _, j := range []int{7, 8} {
+		if !errors.Is(out[j].Err, lost) {
+			t.Errorf("call %d of a failed call: %+v, want its error", j, out[j])
+		}
+	}
+}
+
+// manyOf is a ManyScriptStrategy whose scripts a and b have companions
+// and c has none.
+type manyOf struct {
+	ScriptStrategy
+	a, b, c, ma, mb *store.Script
+}
+
+func (m manyOf) ManyScript(s *store.Script) *store.Script {
+	switch s {
+	case m.a:
+		return m.ma
+	case m.b:
+		return m.mb
+	}
+	return nil
+}
+
+// TestPackMany: calls go in calls of their script's companion, 64 at most
+// each and in order, a lone call of a script stays as it is, and so do
+// the calls of a script without a companion; a call whose arguments equal
+// the one's before it in the same call sends -1 for them.
+func TestPackMany(t *testing.T) {
+	m := manyOf{a: store.NewScript("return 'a'"), b: store.NewScript("return 'b'"), c: store.NewScript("return 'c'"),
+		ma: store.NewScript("return 'ma'"), mb: store.NewScript("return 'mb'")}
+	var cmds []store.Cmd
+	var scripts []*store.Script
+	add := func(s *store.Script, key string, args ...any) {
+		cmds = append(cmds, store.Cmd{Name: "EVALSHA", Args: append([]any{s.Hash(), 1, key}, args...)})
+		scripts = append(scripts, s)
+	}
+	for i := range 130 {
+		add(m.a, "a", int64(5), int64(1000+i/2)) // pairs of equal arguments
+	}
+	add(m.b, "b", int64(1))
+	add(m.c, "c1", int64(2))
+	add(m.c, "c2", int64(2))
+	calls, callScripts, parts := packMany(m, cmds, scripts)
+	// a: 64, 64, 2; b: alone; c: two alone
+	wantSizes := []int{64, 64, 2, 1, 1, 1}
+	if len(calls) != len(wantSizes) {
+		t.Fatalf("%d calls, want %d", len(calls), len(wantSizes))
+	}
+	next := 0
+	for k, p := range parts {
+		if len(p.calls) != wantSizes[k] || p.many != (wantSizes[k] > 1) {
+			t.Errorf("call %d carries %v (many %v), want %d calls", k, p.calls, p.many, wantSizes[k])
+		}
+		for _, j := range p.calls {
+			if j != next {
+				t.Errorf("call %d carries call %d, want %d (in order)", k, j, next)
+			}
+			next++
+		}
+	}
+	if callScripts[0] != m.ma || calls[0].Args[0] != m.ma.Hash() || calls[0].Args[1] != 64 {
+		t.Errorf("first call: %v %v, want ma's EVALSHA of 64 keys", callScripts[0], calls[0].Args[:2])
+	}
+	// its arguments: 64 keys, then 32 pairs of {1, 2, rate, window} and {1, -1}
+	a := calls[0].Args[2+64:]
+	if len(a) != 32*(4+2) || a[0] != 1 || a[1] != 2 || a[2] != int64(5) || a[3] != int64(1000) || a[4] != 1 || a[5] != -1 || a[8] != int64(5) || a[9] != int64(1001) {
+		t.Errorf("first call's arguments after its keys: %v", a[:min(len(a), 12)])
+	}
+	if callScripts[3] != m.b || callScripts[4] != m.c || callScripts[5] != m.c || calls[4].Args[2] != "c1" {
+		t.Errorf("the lone b call and the c calls: %v %v %v", callScripts[3:], calls[3].Args, calls[4].Args)
+	}
+}
