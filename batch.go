@@ -220,7 +220,7 @@ func manyCall(many *store.Script, cmds []store.Cmd, part []int) store.Cmd {
 		a := cmds[j].Args
 		nk := a[1].(int)
 		own := a[2+nk:]
-		if prev != nil && slices.Equal(own, prev) {
+		if prev != nil && sameArgs(own, prev) {
 			args = append(args, nk, -1)
 			continue
 		}
@@ -229,6 +229,25 @@ func manyCall(many *store.Script, cmds []store.Cmd, part []int) store.Cmd {
 		prev = own
 	}
 	return store.Cmd{Name: "EVALSHA", Args: args}
+}
+
+// sameArgs reports whether a and b are the same integer and string
+// arguments (another type, a []byte say, is never taken as the same).
+func sameArgs(a, b []any) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i, x := range a {
+		switch x.(type) {
+		case int64, int, string:
+			if x != b[i] {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // unpackMany spreads the replies to packMany's calls over the n calls they

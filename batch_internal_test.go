@@ -88,11 +88,13 @@ func TestPackMany(t *testing.T) {
 		add(m.a, "a", int64(5), int64(1000+i/2)) // pairs of equal arguments
 	}
 	add(m.b, "b", int64(1))
+	add(m.b, "b2", []byte("x")) // never taken as the same (nor compared)
+	add(m.b, "b3", []byte("x"))
 	add(m.c, "c1", int64(2))
 	add(m.c, "c2", int64(2))
 	calls, callScripts, parts := packMany(m, cmds, scripts)
-	// a: 64, 64, 2; b: alone; c: two alone
-	wantSizes := []int{64, 64, 2, 1, 1, 1}
+	// a: 64, 64, 2; b: 3; c: two alone
+	wantSizes := []int{64, 64, 2, 3, 1, 1}
 	if len(calls) != len(wantSizes) {
 		t.Fatalf("%d calls, want %d", len(calls), len(wantSizes))
 	}
@@ -116,7 +118,12 @@ func TestPackMany(t *testing.T) {
 	if len(a) != 32*(4+2) || a[0] != 1 || a[1] != 2 || a[2] != int64(5) || a[3] != int64(1000) || a[4] != 1 || a[5] != -1 || a[8] != int64(5) || a[9] != int64(1001) {
 		t.Errorf("first call's arguments after its keys: %v", a[:min(len(a), 12)])
 	}
-	if callScripts[3] != m.b || callScripts[4] != m.c || callScripts[5] != m.c || calls[4].Args[2] != "c1" {
-		t.Errorf("the lone b call and the c calls: %v %v %v", callScripts[3:], calls[3].Args, calls[4].Args)
+	// b's call: 3 keys, then {1, 1, 1}, {1, 1, "x"}, {1, 1, "x"}: the
+	// []byte arguments sent each time
+	if b := calls[3].Args; callScripts[3] != m.mb || len(b) != 2+3+9 || b[6] != 1 || b[9] != 1 || b[12] != 1 {
+		t.Errorf("b's call: %v", b)
+	}
+	if callScripts[4] != m.c || callScripts[5] != m.c || calls[4].Args[2] != "c1" {
+		t.Errorf("the c calls: %v %v %v", callScripts[4:], calls[4].Args, calls[5].Args)
 	}
 }
