@@ -68,8 +68,7 @@ func (l *Limiter) AllowMany(ctx context.Context, asks []Ask) []Answer {
 		req Request
 	}
 	pend := make([]pending, 0, len(asks))
-	cmds := make([]store.Cmd, 0, len(asks))
-	scripts := make([]*store.Script, 0, len(asks))
+	calls := make([]scriptCall, 0, len(asks))
 	for i, a := range asks {
 		req, script, args, err := l.batchRequest(ss, a)
 		if err != nil {
@@ -80,25 +79,18 @@ func (l *Limiter) AllowMany(ctx context.Context, asks []Ask) []Answer {
 			l.answer(ctx, answers, i, a.Key, req.cached, nil, start)
 			continue
 		}
-		cargs := make([]any, 0, 2+len(req.Keys)+len(args))
-		cargs = append(cargs, script.Hash(), len(req.Keys))
-		for _, k := range req.Keys {
-			cargs = append(cargs, k)
-		}
-		cargs = append(cargs, args...)
-		cmds = append(cmds, store.Cmd{Name: "EVALSHA", Args: cargs})
-		scripts = append(scripts, script)
+		calls = append(calls, scriptCall{script: script, keys: req.Keys, args: args})
 		pend = append(pend, pending{i: i, req: req.Request})
 	}
-	if len(cmds) > 0 {
+	if len(calls) > 0 {
 		sent, mark := start, l.backs.mark()
 		bctx, cancel := l.withTimeout(ctx)
 		var replies []store.Reply
 		if ms, ok := ss.(ManyScriptStrategy); ok && oneServer(l.st) {
-			calls, callScripts, parts := packMany(ms, cmds, scripts)
-			replies = unpackMany(sendScripts(bctx, b, calls, callScripts), parts, len(cmds))
+			packed, parts := packMany(ms, calls)
+			replies = unpackMany(sendScripts(bctx, b, packed), parts, len(calls))
 		} else {
-			replies = sendScripts(bctx, b, cmds, scripts)
+			replies = sendScripts(bctx, b, calls)
 		}
 		cancel()
 		for j, p := range pend {
@@ -117,10 +109,37 @@ func (l *Limiter) AllowMany(ctx context.Context, asks []Ask) []Answer {
 	return answers
 }
 
-// sendScripts sends cmds, cmds[j] an EVALSHA of scripts[j], as one batch.
-// A server that lost its script cache answers NOSCRIPT without running
-// anything: those calls go once more, with the source.
-func sendScripts(ctx context.Context, b store.Batcher, cmds []store.Cmd, scripts []*store.Script) []store.Reply {
+// scriptCall is one call of a script on keys with args.
+type scriptCall struct {
+	script *store.Script
+	keys   []string
+	args   []any
+}
+
+// cmd is the call as a command: EVALSHA, or EVAL with the script's source.
+func (c scriptCall) cmd(eval bool) store.Cmd {
+	a := make([]any, 0, 2+len(c.keys)+len(c.args))
+	name := "EVALSHA"
+	if eval {
+		name = "EVAL"
+		a = append(a, c.script.Source(), len(c.keys))
+	} else {
+		a = append(a, c.script.Hash(), len(c.keys))
+	}
+	for _, k := range c.keys {
+		a = append(a, k)
+	}
+	return store.Cmd{Name: name, Args: append(a, c.args...)}
+}
+
+// sendScripts sends calls as one batch of EVALSHAs. A server that lost its
+// script cache answers NOSCRIPT without running anything: those calls go
+// once more, with the source.
+func sendScripts(ctx context.Context, b store.Batcher, calls []scriptCall) []store.Reply {
+	cmds := make([]store.Cmd, len(calls))
+	for j, c := range calls {
+		cmds[j] = c.cmd(false)
+	}
 	replies := b.Batch(ctx, cmds)
 	var again []int
 	for j, r := range replies {
@@ -131,9 +150,7 @@ func sendScripts(ctx context.Context, b store.Batcher, cmds []store.Cmd, scripts
 	if len(again) > 0 {
 		evals := make([]store.Cmd, len(again))
 		for k, j := range again {
-			a := slices.Clone(cmds[j].Args)
-			a[0] = scripts[j].Source()
-			evals[k] = store.Cmd{Name: "EVAL", Args: a}
+			evals[k] = calls[j].cmd(true)
 		}
 		for k, r := range b.Batch(ctx, evals) {
 			replies[again[k]] = r
@@ -153,26 +170,25 @@ func oneServer(st store.Store) bool {
 // few enough that one call holds the server for well under a millisecond.
 const manyPerCall = 64
 
-// manyPart is the calls of cmds that one call of packMany's carries: one
-// call alone (many false) or those of a many-request script, in order.
+// manyPart is the calls that one call of packMany's carries: one call
+// alone (many false) or those of a many-request script, in order.
 type manyPart struct {
 	calls []int
 	many  bool
 }
 
-// packMany puts the calls of cmds (cmds[j] an EVALSHA of scripts[j]) whose
-// script has a many-request companion in calls of it, up to manyPerCall
-// each, and leaves the others as they are. parts[k] says which calls of
-// cmds the call calls[k] carries.
-func packMany(ms ManyScriptStrategy, cmds []store.Cmd, scripts []*store.Script) (calls []store.Cmd, callScripts []*store.Script, parts []manyPart) {
+// packMany puts the calls whose script has a many-request companion in
+// calls of it, up to manyPerCall each, and leaves the others as they are.
+// parts[k] says which of calls the call packed[k] carries.
+func packMany(ms ManyScriptStrategy, calls []scriptCall) (packed []scriptCall, parts []manyPart) {
 	// the calls of each script, in order
 	var order []*store.Script
 	groups := make(map[*store.Script][]int)
-	for j, s := range scripts {
-		if _, seen := groups[s]; !seen {
-			order = append(order, s)
+	for j, c := range calls {
+		if _, seen := groups[c.script]; !seen {
+			order = append(order, c.script)
 		}
-		groups[s] = append(groups[s], j)
+		groups[c.script] = append(groups[c.script], j)
 	}
 	for _, s := range order {
 		many := ms.ManyScript(s)
@@ -184,51 +200,41 @@ func packMany(ms ManyScriptStrategy, cmds []store.Cmd, scripts []*store.Script) 
 			part := js[:n]
 			js = js[n:]
 			if n == 1 {
-				calls = append(calls, cmds[part[0]])
-				callScripts = append(callScripts, s)
+				packed = append(packed, calls[part[0]])
 				parts = append(parts, manyPart{calls: part})
 				continue
 			}
-			calls = append(calls, manyCall(many, cmds, part))
-			callScripts = append(callScripts, many)
+			packed = append(packed, manyCall(many, calls, part))
 			parts = append(parts, manyPart{calls: part, many: true})
 		}
 	}
-	return calls, callScripts, parts
+	return packed, parts
 }
 
 // manyCall is the call of the many-request script many that carries the
-// calls part of cmds, each {sha, numkeys, keys..., args...}: their keys,
-// then for each its number of keys, its number of arguments and its
-// arguments, or -1 for arguments equal to the call's before it (asks
-// under the same limits and cost: sent once).
-func manyCall(many *store.Script, cmds []store.Cmd, part []int) store.Cmd {
-	keys, size := 0, 2
+// calls part of calls: their keys, then for each its number of keys, its
+// number of arguments and its arguments, or -1 for arguments equal to the
+// call's before it (asks under the same limits and cost: sent once).
+func manyCall(many *store.Script, calls []scriptCall, part []int) scriptCall {
+	nkeys, nargs := 0, 0
 	for _, j := range part {
-		a := cmds[j].Args
-		keys += a[1].(int)
-		size += len(a)
+		nkeys += len(calls[j].keys)
+		nargs += 2 + len(calls[j].args)
 	}
-	args := make([]any, 2, size)
-	args[0], args[1] = many.Hash(), keys
-	for _, j := range part {
-		a := cmds[j].Args
-		args = append(args, a[2:2+a[1].(int)]...)
-	}
+	m := scriptCall{script: many, keys: make([]string, 0, nkeys), args: make([]any, 0, nargs)}
 	var prev []any
 	for _, j := range part {
-		a := cmds[j].Args
-		nk := a[1].(int)
-		own := a[2+nk:]
-		if prev != nil && sameArgs(own, prev) {
-			args = append(args, nk, -1)
+		c := calls[j]
+		m.keys = append(m.keys, c.keys...)
+		if prev != nil && sameArgs(c.args, prev) {
+			m.args = append(m.args, len(c.keys), -1)
 			continue
 		}
-		args = append(args, nk, len(own))
-		args = append(args, own...)
-		prev = own
+		m.args = append(m.args, len(c.keys), len(c.args))
+		m.args = append(m.args, c.args...)
+		prev = c.args
 	}
-	return store.Cmd{Name: "EVALSHA", Args: args}
+	return m
 }
 
 // sameArgs reports whether a and b are the same integer and string

@@ -74,15 +74,14 @@ func (m manyOf) ManyScript(s *store.Script) *store.Script {
 // TestPackMany: calls go in calls of their script's companion, 64 at most
 // each and in order, a lone call of a script stays as it is, and so do
 // the calls of a script without a companion; a call whose arguments equal
-// the one's before it in the same call sends -1 for them.
+// the one's before it in the same call sends -1 for them; and a call
+// becomes EVALSHA, or EVAL with its script's source.
 func TestPackMany(t *testing.T) {
 	m := manyOf{a: store.NewScript("return 'a'"), b: store.NewScript("return 'b'"), c: store.NewScript("return 'c'"),
 		ma: store.NewScript("return 'ma'"), mb: store.NewScript("return 'mb'")}
-	var cmds []store.Cmd
-	var scripts []*store.Script
+	var calls []scriptCall
 	add := func(s *store.Script, key string, args ...any) {
-		cmds = append(cmds, store.Cmd{Name: "EVALSHA", Args: append([]any{s.Hash(), 1, key}, args...)})
-		scripts = append(scripts, s)
+		calls = append(calls, scriptCall{script: s, keys: []string{key}, args: args})
 	}
 	for i := range 130 {
 		add(m.a, "a", int64(5), int64(1000+i/2)) // pairs of equal arguments
@@ -92,11 +91,11 @@ func TestPackMany(t *testing.T) {
 	add(m.b, "b3", []byte("x"))
 	add(m.c, "c1", int64(2))
 	add(m.c, "c2", int64(2))
-	calls, callScripts, parts := packMany(m, cmds, scripts)
+	packed, parts := packMany(m, calls)
 	// a: 64, 64, 2; b: 3; c: two alone
 	wantSizes := []int{64, 64, 2, 3, 1, 1}
-	if len(calls) != len(wantSizes) {
-		t.Fatalf("%d calls, want %d", len(calls), len(wantSizes))
+	if len(packed) != len(wantSizes) {
+		t.Fatalf("%d calls, want %d", len(packed), len(wantSizes))
 	}
 	next := 0
 	for k, p := range parts {
@@ -110,20 +109,24 @@ func TestPackMany(t *testing.T) {
 			next++
 		}
 	}
-	if callScripts[0] != m.ma || calls[0].Args[0] != m.ma.Hash() || calls[0].Args[1] != 64 {
-		t.Errorf("first call: %v %v, want ma's EVALSHA of 64 keys", callScripts[0], calls[0].Args[:2])
+	first := packed[0].cmd(false)
+	if packed[0].script != m.ma || first.Name != "EVALSHA" || first.Args[0] != m.ma.Hash() || first.Args[1] != 64 {
+		t.Errorf("first call: %s %v, want ma's EVALSHA of 64 keys", first.Name, first.Args[:2])
 	}
 	// its arguments: 64 keys, then 32 pairs of {1, 2, rate, window} and {1, -1}
-	a := calls[0].Args[2+64:]
+	a := first.Args[2+64:]
 	if len(a) != 32*(4+2) || a[0] != 1 || a[1] != 2 || a[2] != int64(5) || a[3] != int64(1000) || a[4] != 1 || a[5] != -1 || a[8] != int64(5) || a[9] != int64(1001) {
 		t.Errorf("first call's arguments after its keys: %v", a[:min(len(a), 12)])
 	}
+	if eval := packed[0].cmd(true); eval.Name != "EVAL" || eval.Args[0] != m.ma.Source() || len(eval.Args) != len(first.Args) {
+		t.Errorf("first call as EVAL: %s %v", eval.Name, eval.Args[:2])
+	}
 	// b's call: 3 keys, then {1, 1, 1}, {1, 1, "x"}, {1, 1, "x"}: the
 	// []byte arguments sent each time
-	if b := calls[3].Args; callScripts[3] != m.mb || len(b) != 2+3+9 || b[6] != 1 || b[9] != 1 || b[12] != 1 {
+	if b := packed[3].cmd(false).Args; packed[3].script != m.mb || len(b) != 2+3+9 || b[6] != 1 || b[9] != 1 || b[12] != 1 {
 		t.Errorf("b's call: %v", b)
 	}
-	if callScripts[4] != m.c || callScripts[5] != m.c || calls[4].Args[2] != "c1" {
-		t.Errorf("the c calls: %v %v %v", callScripts[4:], calls[4].Args, calls[5].Args)
+	if packed[4].script != m.c || packed[5].script != m.c || packed[4].keys[0] != "c1" {
+		t.Errorf("the c calls: %+v %+v", packed[4], packed[5])
 	}
 }
