@@ -49,7 +49,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	asJSON := fs.Bool("json", false, "print the results as one JSON object (the header goes to stderr)")
 	svgFile := fs.String("svg", "", "also write the results as an SVG bar chart to this file")
 	strategiesFlag := fs.String("strategies", "fixedwindow", "comma-separated strategies: "+strings.Join(benchStrategyNames(), ", "))
-	workloadsFlag := fs.String("workloads", "admit", "comma-separated workloads: admit (every call admitted, 4 subjects per caller), deny (every call denied), hot (every caller on one subject, admitted)")
+	workloadsFlag := fs.String("workloads", "admit", "comma-separated workloads: admit (every call admitted, 4 subjects per caller), deny (every call denied), hot (every caller on one subject, admitted), many (AllowMany of 16 subjects per call against 16 EVALSHAs in one pipeline, admitted)")
 	var tf tlsFlags
 	tf.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -76,6 +76,13 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	workloads, err := selectWorkloads(*workloadsFlag)
 	if err != nil {
 		return 0, err
+	}
+	if slices.Contains(workloads, "many") {
+		for _, sp := range strats {
+			if _, ok := sp.s.(limiter.ScriptStrategy); !ok {
+				return 0, fmt.Errorf("%w: the many workload needs strategies whose decision is one script: not %s", errUsage, sp.name)
+			}
+		}
 	}
 
 	addr, conn := "", connOptions{}
@@ -130,8 +137,12 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	if *asJSON {
 		out = stderr
 	}
-	fmt.Fprintf(out, "limiter bench: one limit per call, each strategy against its script's raw EVALSHA through the same client; %s\n", backend)
-	fmt.Fprintf(out, "%d rounds of %s per level, raw and limiter alternating; latency of the limiter's calls (and the raw calls'); allocations per call over %d sequential calls\n\n", *rounds, *round, *allocCalls)
+	fmt.Fprintf(out, "limiter bench: one limit per decision, each strategy against its script's raw EVALSHA through the same client; %s\n", backend)
+	fmt.Fprintf(out, "%d rounds of %s per level, raw and limiter alternating; latency of the limiter's calls (and the raw calls'); allocations per decision over %d sequential decisions\n", *rounds, *round, *allocCalls)
+	if slices.Contains(workloads, "many") {
+		fmt.Fprintf(out, "many: each call decides %d subjects (AllowMany; raw: %d EVALSHAs in one pipeline); decisions/s count each, latencies are of whole calls\n", manyPerCall, manyPerCall)
+	}
+	fmt.Fprintln(out)
 	levels := len(strats) * len(workloads) * len(ads) * len(callers)
 	fmt.Fprintf(stderr, "measuring %d levels (about %s each)...\n", levels, time.Duration(*rounds)*2*(*round)+max(*round, benchkit.RatioWarmUp)*2)
 
@@ -272,13 +283,16 @@ func selectWorkloads(names string) ([]string, error) {
 	var out []string
 	for _, n := range strings.Split(names, ",") {
 		n = strings.TrimSpace(n)
-		if n != "admit" && n != "deny" && n != "hot" {
-			return nil, fmt.Errorf("%w: unknown workload %q (have: admit, deny, hot)", errUsage, n)
+		if !slices.Contains(benchWorkloads, n) {
+			return nil, fmt.Errorf("%w: unknown workload %q (have: %s)", errUsage, n, strings.Join(benchWorkloads, ", "))
 		}
 		out = append(out, n)
 	}
 	return out, nil
 }
+
+// benchWorkloads are the workloads bench knows.
+var benchWorkloads = []string{"admit", "deny", "hot", "many"}
 
 // benchAdapter measures one strategy and workload through one adapter at
 // every level of callers.
@@ -304,6 +318,11 @@ func benchAdapter(ctx context.Context, callers []int, name string, st store.Stor
 	keyOf, err := rawKeys(prefix, l, kit)
 	if err != nil {
 		return err
+	}
+	lv := level{kit: kit, rounds: rounds, round: round, allocCalls: allocCalls, per: 1,
+		row: benchRow{Strategy: sp.name, Workload: workload, Adapter: name}}
+	if workload == "many" {
+		return benchMany(ctx, lv, st, lim, sp, l, keyOf, done)
 	}
 	allow := func(ctx context.Context, subject string) error {
 		res, err := lim.Allow(ctx, subject, l)
@@ -354,30 +373,55 @@ func benchAdapter(ctx context.Context, callers []int, name string, st store.Stor
 		}
 	}
 
-	rawAllocs, _, err := kit.SeqAllocs(rawDecide, allocCalls)
+	return lv.measure(rawDecide, allow, done)
+}
+
+// level is what bench measures at each number of callers of one strategy,
+// workload and adapter.
+type level struct {
+	kit        *benchkit.Kit
+	rounds     int
+	round      time.Duration
+	allocCalls int
+	// per is the decisions each call makes (the many workload's: several)
+	per int
+	// row names the strategy, workload and adapter of the results
+	row benchRow
+}
+
+// measure compares raw and limiter (each call making lv.per decisions) at
+// each of lv's numbers of callers, and reports each level's result to
+// done: decisions per second, the latencies of whole calls, allocations
+// per decision.
+func (lv level) measure(raw, lim benchkit.Decide, done func(benchRow)) error {
+	kit, per := lv.kit, float64(lv.per)
+	calls := max(lv.allocCalls/lv.per, 1)
+	rawAllocs, _, err := kit.SeqAllocs(raw, calls)
 	if err != nil {
 		return err
 	}
-	limAllocs, _, err := kit.SeqAllocs(allow, allocCalls)
+	limAllocs, _, err := kit.SeqAllocs(lim, calls)
 	if err != nil {
 		return err
 	}
 	for _, c := range kit.Callers {
 		var hRaw, hLim benchkit.Histogram
-		tallies, ratios, err := kit.Compare(c, rounds, max(round, benchkit.RatioWarmUp), round,
-			[]benchkit.Variant{{Name: "raw", Decide: benchkit.Timing(&hRaw, rawDecide)}, {Name: "limiter", Decide: benchkit.Timing(&hLim, allow)}})
+		tallies, ratios, err := kit.Compare(c, lv.rounds, max(lv.round, benchkit.RatioWarmUp), lv.round,
+			[]benchkit.Variant{{Name: "raw", Decide: benchkit.Timing(&hRaw, raw)}, {Name: "limiter", Decide: benchkit.Timing(&hLim, lim)}})
 		if err != nil {
 			return err
 		}
-		rr, lr := tallies[0].Rate(), tallies[1].Rate()
+		rr, lr := tallies[0].Rate()*per, tallies[1].Rate()*per
 		rs := ratios[1]
 		us := func(h *benchkit.Histogram, q float64) float64 {
 			return float64(h.Quantile(q)) / float64(time.Microsecond)
 		}
-		done(benchRow{Strategy: sp.name, Workload: workload, Adapter: name, Callers: c, RawPerSec: rr, LimiterPerSec: lr, Ratio: lr / rr,
-			RoundsMedian: benchkit.Median(rs), RoundsMin: slices.Min(rs), RoundsMax: slices.Max(rs),
-			P50Micros: us(&hLim, 0.5), P99Micros: us(&hLim, 0.99), RawP50Micros: us(&hRaw, 0.5), RawP99Micros: us(&hRaw, 0.99),
-			Allocs: limAllocs, RawAllocs: rawAllocs})
+		r := lv.row
+		r.Callers, r.RawPerSec, r.LimiterPerSec, r.Ratio = c, rr, lr, lr/rr
+		r.RoundsMedian, r.RoundsMin, r.RoundsMax = benchkit.Median(rs), slices.Min(rs), slices.Max(rs)
+		r.P50Micros, r.P99Micros, r.RawP50Micros, r.RawP99Micros = us(&hLim, 0.5), us(&hLim, 0.99), us(&hRaw, 0.5), us(&hRaw, 0.99)
+		r.Allocs, r.RawAllocs = limAllocs/per, rawAllocs/per
+		done(r)
 	}
 	return nil
 }
@@ -402,27 +446,9 @@ func rawDecider(st store.Store, sp benchStrategy, l limiter.Limit, keyOf func(st
 	case !scripted:
 		return nil, fmt.Errorf("%s: no raw baseline for a strategy that is not scripted", sp.name)
 	default:
-		// The arguments name no key. Made once, in the client's form; those
-		// that change from call to call (a sliding log's nonce, a random
-		// integer) are drawn anew for every call, as a hand-written caller
-		// draws them.
-		req := limiter.Request{Keys: []string{keyOf("bench-check")}, Limits: []limiter.Limit{l}, Cost: 1}
-		script, args, err := ss.BatchScript(req)
+		script, args, vary, err := rawArgs(ss, l, keyOf("bench-check"))
 		if err != nil {
-			return nil, err
-		}
-		_, again, err := ss.BatchScript(req)
-		if err != nil {
-			return nil, err
-		}
-		var vary []int
-		for i := range args {
-			if !reflect.DeepEqual(args[i], again[i]) {
-				if _, ok := args[i].(int64); !ok {
-					return nil, fmt.Errorf("%s: no raw baseline for an argument %T that changes from call to call", sp.name, args[i])
-				}
-				vary = append(vary, i)
-			}
+			return nil, fmt.Errorf("%s: %w", sp.name, err)
 		}
 		prep, err := rawScript(st, script.Hash())
 		if err != nil {
@@ -434,6 +460,33 @@ func rawDecider(st store.Store, sp benchStrategy, l limiter.Limit, keyOf func(st
 			return err
 		}, nil
 	}
+}
+
+// rawArgs returns the script a scripted strategy runs for one decision of
+// l on key, and its arguments as a hand-written caller makes them: once,
+// in the client's form, except those that change from call to call (a
+// sliding log's nonce, a random integer), whose positions vary lists, to
+// be drawn anew for every call, as a hand-written caller draws them. The
+// arguments name no key.
+func rawArgs(ss limiter.ScriptStrategy, l limiter.Limit, key string) (script *store.Script, args []any, vary []int, err error) {
+	req := limiter.Request{Keys: []string{key}, Limits: []limiter.Limit{l}, Cost: 1}
+	script, args, err = ss.BatchScript(req)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	_, again, err := ss.BatchScript(req)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for i := range args {
+		if !reflect.DeepEqual(args[i], again[i]) {
+			if _, ok := args[i].(int64); !ok {
+				return nil, nil, nil, fmt.Errorf("no raw baseline for an argument %T that changes from call to call", args[i])
+			}
+			vary = append(vary, i)
+		}
+	}
+	return script, args, vary, nil
 }
 
 // rawCall is a hand-written EVALSHA of one script with given arguments

@@ -14,6 +14,7 @@ import (
 	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/internal/benchkit"
 	"github.com/quotagate/limiter/internal/redistest"
+	"github.com/quotagate/limiter/store"
 )
 
 // TestBenchOnRedisURL runs a short bench on a real server: one row per
@@ -64,6 +65,9 @@ func TestBenchUsage(t *testing.T) {
 		{"bench", "-callers", "0"}, {"bench", "-callers", "16,1"}, {"bench", "-callers", "x"},
 		{"bench", "-adapters", "nope"}, {"bench", "-rounds", "0"}, {"bench", "-allocs", "0"}, {"bench", "-redis", "http://x"}, {"bench", "extra"},
 		{"bench", "-strategies", "bucketed"}, {"bench", "-workloads", "cold"},
+		// AllowMany makes one call per decision of the aligned window: no
+		// pipelined baseline to compare with
+		{"bench", "-workloads", "admit,many", "-strategies", "fixedwindow,alignedwindow"},
 	} {
 		if code, _, _ := runCmd(t, args...); code != 2 {
 			t.Errorf("%q: exit %d, want 2", args, code)
@@ -241,4 +245,103 @@ func TestRawBaselineCounts(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestRawPipelineCounts: the many workload's raw baseline, through every
+// adapter and for every strategy it measures, sends one EVALSHA per key
+// that decides what the Limiter decides: three pipelines over 16 subjects
+// leave each with 3 of 10 used, as the Limiter reads it.
+func TestRawPipelineCounts(t *testing.T) {
+	s := redistest.StartServer(t)
+	ctx := context.Background()
+	const prefix = "raw-pipeline"
+	l := limiter.Limit{Rate: 10, Burst: 10, Period: time.Hour}
+	for _, ad := range adapters() {
+		st, closeFn, err := ad.single(connOptions{})(ctx, s.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(closeFn)
+		for _, sp := range benchStrategies() {
+			ss, ok := sp.s.(limiter.ScriptStrategy)
+			if !ok {
+				continue // (bench refuses the many workload for it)
+			}
+			lim, err := limiter.New(st, sp.s, limiter.WithPrefix(prefix))
+			if err != nil {
+				t.Fatal(err)
+			}
+			script, args, vary, err := rawArgs(ss, l, "unused")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Do(ctx, store.Cmd{Name: "SCRIPT", Args: []any{"LOAD", script.Source()}}); err != nil {
+				t.Fatal(err)
+			}
+			prep, err := rawPipeline(st, script.Hash())
+			if err != nil {
+				t.Fatal(err)
+			}
+			pipe := prep(args, vary)
+			var subjects, keys []string
+			for i := range manyPerCall {
+				sub := ad.name + "-" + sp.name + "-" + strconv.Itoa(i)
+				k, err := limiter.Key(prefix, sub, l)
+				if err != nil {
+					t.Fatal(err)
+				}
+				subjects, keys = append(subjects, sub), append(keys, k)
+			}
+			for range 3 {
+				if err := pipe(ctx, keys); err != nil {
+					t.Fatalf("%s, %s: raw pipeline: %v", ad.name, sp.name, err)
+				}
+			}
+			for _, sub := range subjects {
+				if r, err := lim.Peek(ctx, sub, l); err != nil || r.Remaining != 7 {
+					t.Errorf("%s, %s: after 3 raw pipelines the Limiter reads %d remaining for %s (%v), want 7", ad.name, sp.name, r.Remaining, sub, err)
+				}
+			}
+		}
+	}
+}
+
+// TestBenchMany: the many workload measures every scripted strategy
+// through every adapter on a real server, counting 16 decisions per call
+// (its rates are at least 16 times the calls a round could make at the
+// latency measured), and leaves no key behind.
+func TestBenchMany(t *testing.T) {
+	s := redistest.StartServer(t)
+	var scripted []string
+	for _, sp := range benchStrategies() {
+		if _, ok := sp.s.(limiter.ScriptStrategy); ok {
+			scripted = append(scripted, sp.name)
+		}
+	}
+	code, out, errOut := runCmd(t, "bench", "-allocs", "100", "-json", "-redis", "redis://"+s.Addr(), "-strategies", strings.Join(scripted, ","),
+		"-workloads", "many", "-callers", "1", "-rounds", "1", "-round", "50ms")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	var rep struct{ Results []benchRow }
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("output does not parse: %v\n%s", err, out)
+	}
+	if want := len(scripted) * 3; len(rep.Results) != want {
+		t.Fatalf("%d results, want %d", len(rep.Results), want)
+	}
+	for _, r := range rep.Results {
+		if r.Workload != "many" || r.RawPerSec <= 0 || r.LimiterPerSec <= 0 || r.Allocs <= 0 || r.RawAllocs <= 0 {
+			t.Errorf("result %+v", r)
+			continue
+		}
+		// One caller makes at most one call per p50 latency, in the
+		// median; the rate counts 16 decisions per call, so it is well
+		// above the calls per second (a rate of calls would sit near
+		// 10^6 / p50, or below it).
+		if calls := 1e6 / r.P50Micros; r.LimiterPerSec < 2*calls {
+			t.Errorf("%s through %s: %.0f decisions/s at a p50 of %.0f µs per call (%.0f calls/s): the rate does not count 16 decisions per call", r.Strategy, r.Adapter, r.LimiterPerSec, r.P50Micros, calls)
+		}
+	}
+	assertNoKeys(t, s.Addr())
 }

@@ -48,21 +48,24 @@
 //
 //	limiter bench [-redis URL] [-tls-ca FILE] [-tls-cert FILE -tls-key FILE]
 //	              [-tls-insecure] [-adapters goredis,rueidis,redigo]
-//	              [-strategies fixedwindow,gcra,...] [-workloads admit,deny,hot]
+//	              [-strategies fixedwindow,gcra,...] [-workloads admit,deny,hot,many]
 //	              [-callers 1,16,64] [-rounds 6] [-round 250ms] [-allocs 5000]
 //	              [-json] [-svg FILE]
 //
 // bench measures, for each strategy (fixedwindow, alignedwindow, gcra,
 // tokenbucket, slidingwindow, slidinglog), workload (admit: every call admitted, 4
 // subjects per caller; deny: every call denied; hot: every caller on one
-// subject) and adapter, decisions per second through the Limiter and
+// subject; many: each call decides 16 subjects, by one AllowMany against
+// the client's own pipeline of 16 EVALSHAs, for the strategies whose
+// decision is one script (not alignedwindow); its rates count
+// every decision, its latencies are of whole calls) and adapter, decisions per second through the Limiter and
 // through the client's own hand-written EVALSHA of the strategy's script on
 // the same keys (the key concatenated per call, the arguments put in the
 // client's form once, as a hand-written caller does), with exactly N concurrent callers per level, in rounds that
 // alternate the two (so drift cancels), and prints both rates, their ratio
 // over all rounds, the median and range of the per-round ratios, the
-// Limiter's p50 and p99 latency, and the allocations per call of each (one
-// caller, -allocs calls one after another). On the embedded miniredis (the
+// Limiter's p50 and p99 latency, and the allocations per decision of each
+// (one caller, -allocs decisions one after another). On the embedded miniredis (the
 // default) the server runs in the same process, so only the client side is compared
 // and the allocations include the server's; point -redis at a real server,
 // ideally on another machine, for numbers that mean something. It writes
