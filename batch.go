@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -69,8 +68,14 @@ func (l *Limiter) AllowMany(ctx context.Context, asks []Ask) []Answer {
 	}
 	pend := make([]pending, 0, len(asks))
 	calls := make([]scriptCall, 0, len(asks))
+	// The asks' keys and copies of their limits, in one array each.
+	n := 0
+	for _, a := range asks {
+		n += len(a.Limits)
+	}
+	backing := batchBacking{keys: make([]string, 0, n), limits: make([]Limit, 0, n)}
 	for i, a := range asks {
-		req, script, args, err := l.batchRequest(ss, a)
+		req, script, args, err := l.batchRequest(ss, a, &backing)
 		if err != nil {
 			l.answer(ctx, answers, i, a.Key, Result{}, err, start)
 			continue
@@ -296,7 +301,15 @@ type batchReq struct {
 	cached Result
 }
 
-func (l *Limiter) batchRequest(ss ScriptStrategy, a Ask) (batchReq, *store.Script, []any, error) {
+// batchBacking holds the keys and the copies of the limits of a batch's
+// requests, each request's a full slice of them.
+type batchBacking struct {
+	keys   []string
+	limits []Limit
+}
+
+// batchRequest makes ask a's request, its keys and limits in b.
+func (l *Limiter) batchRequest(ss ScriptStrategy, a Ask, b *batchBacking) (batchReq, *store.Script, []any, error) {
 	cost := a.Cost
 	if cost == 0 {
 		cost = 1
@@ -304,16 +317,25 @@ func (l *Limiter) batchRequest(ss ScriptStrategy, a Ask) (batchReq, *store.Scrip
 	if cost < 0 {
 		return batchReq{}, nil, nil, fmt.Errorf("%w: %d is negative", ErrInvalidCost, cost)
 	}
-	keys, err := l.keys.build(a.Key, a.Limits, nil)
+	var dst []string
+	if from, to := len(b.keys), len(b.keys)+len(a.Limits); to <= cap(b.keys) {
+		dst = b.keys[from:to:to]
+	}
+	keys, err := l.keys.build(a.Key, a.Limits, dst)
 	if err != nil {
 		return batchReq{}, nil, nil, err
+	}
+	if dst != nil {
+		b.keys = b.keys[:len(b.keys)+len(keys)] // built in place
 	}
 	if l.deny != nil {
 		if r, ok := l.deny.lookup(l.keys.prefix, a.Key, cost, a.Limits); ok {
 			return batchReq{cached: r}, nil, nil, nil
 		}
 	}
-	req := Request{Keys: keys, Limits: slices.Clone(a.Limits), Cost: cost}
+	from := len(b.limits)
+	b.limits = append(b.limits, a.Limits...)
+	req := Request{Keys: keys, Limits: b.limits[from:len(b.limits):len(b.limits)], Cost: cost}
 	script, args, err := ss.BatchScript(req)
 	if err != nil {
 		return batchReq{}, nil, nil, err

@@ -269,3 +269,64 @@ func TestAllowManyLarge(t *testing.T) {
 		t.Errorf("%d batches of %d commands, want 2 of 6 (3 calls, then 3 again after NOSCRIPT)", b, c)
 	}
 }
+
+// cannedBatcher answers every batch as one server would answer
+// FixedWindow's many-request calls of requests that are all admitted (a
+// count of 1, 1000 ms left, for a rate of 2^40 per second), without I/O:
+// what AllowMany allocates itself shows.
+type cannedBatcher struct{ store.Store }
+
+func (cannedBatcher) OneServer() bool { return true }
+
+func (cannedBatcher) Batch(ctx context.Context, cmds []store.Cmd) []store.Reply {
+	const admitted = 1000*(2<<40+1) + 1 // FixedWindow's one-integer reply
+	out := make([]store.Reply, len(cmds))
+	for i, c := range cmds {
+		n := c.Args[1].(int) // the number of keys: one per request
+		vals := make([]any, n)
+		for j := range vals {
+			vals[j] = int64(admitted)
+		}
+		out[i] = store.Reply{Val: vals}
+	}
+	return out
+}
+
+// TestAllowManyAllocations: AllowMany's own allocations per decision (16
+// asks in one many-request call, the store's answer made apart) stay few:
+// the asks' keys and limits share one array each, and the arguments that
+// recur are boxed once (9.1 per decision when each ask had arrays of its
+// own and every argument a box of its own; 5.2 since).
+func TestAllowManyAllocations(t *testing.T) {
+	_, st := newMiniFastFail(t)
+	lim, err := limiter.New(cannedBatcher{st}, strategy.NewFixedWindow())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := limiter.PerSecond(1 << 40)
+	asks := make([]limiter.Ask, 16)
+	for i := range asks {
+		asks[i] = limiter.Ask{Key: fmt.Sprintf("a%d", i), Cost: 1, Limits: []limiter.Limit{l}}
+	}
+	ctx := context.Background()
+	check := func() {
+		for i, a := range lim.AllowMany(ctx, asks) {
+			if a.Err != nil || !a.Result.Allowed || a.Result.Remaining != 1<<40-1 {
+				t.Fatalf("ask %d: %+v", i, a)
+			}
+		}
+	}
+	check()
+	// The canned answer's own: its replies, and each request's array and
+	// boxed integers.
+	var canned float64
+	{
+		cmds := []store.Cmd{{Name: "EVALSHA", Args: []any{"", 16}}}
+		canned = testing.AllocsPerRun(100, func() { cannedBatcher{}.Batch(ctx, cmds) })
+	}
+	per := (testing.AllocsPerRun(200, check) - canned) / float64(len(asks))
+	t.Logf("AllowMany: %.2f allocations per decision of its own", per)
+	if per > 6 {
+		t.Errorf("AllowMany makes %.2f allocations per decision of its own, want at most 6", per)
+	}
+}

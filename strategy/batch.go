@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/internal/argcache"
 	"github.com/quotagate/limiter/store"
 )
 
@@ -90,7 +91,7 @@ func (SlidingWindow) BatchResult(req limiter.Request, r store.Reply) (limiter.Re
 // BatchScript implements limiter.ScriptStrategy.
 func (TokenBucket) BatchScript(req limiter.Request) (*store.Script, []any, error) {
 	args, err := tokenBucketArgs(req)
-	return tokenBucketScript, boxed(args), err
+	return tokenBucketScript, boxed(args, true), err
 }
 
 // BatchResult implements limiter.ScriptStrategy.
@@ -101,7 +102,8 @@ func (TokenBucket) BatchResult(req limiter.Request, r store.Reply) (limiter.Resu
 // BatchScript implements limiter.ScriptStrategy.
 func (SlidingLog) BatchScript(req limiter.Request) (*store.Script, []any, error) {
 	args, err := slidingLogArgs(req)
-	return slidingLogScript, boxed(args), err
+	// (its nonce differs from call to call: nothing to keep boxed)
+	return slidingLogScript, boxed(args, false), err
 }
 
 // BatchResult implements limiter.ScriptStrategy.
@@ -116,23 +118,33 @@ func intArgs(req limiter.Request, params func(limiter.Limit) (int64, int64, erro
 	h, head := argHead(req)
 	args := make([]any, 0, head+2*len(req.Limits))
 	for _, v := range h[:head] {
-		args = append(args, v)
+		args = append(args, boxes.Box(v))
 	}
 	for _, l := range req.Limits {
 		a, b, err := params(l)
 		if err != nil {
 			return nil, err
 		}
-		args = append(args, a, b)
+		args = append(args, boxes.Box(a), boxes.Box(b))
 	}
 	return args, nil
 }
 
-// boxed returns ints as a []any for a store.Cmd.
-func boxed(ints []int64) []any {
+// boxes keeps the boxes of recent integer arguments: a limit's rate,
+// period and burst recur from call to call, and each box of an integer
+// of 256 or more is an allocation (a box is never changed, so calls share
+// them).
+var boxes argcache.Boxes
+
+// boxed returns ints as a []any for a store.Cmd, from boxes when recur.
+func boxed(ints []int64, recur bool) []any {
 	out := make([]any, len(ints))
 	for i, v := range ints {
-		out[i] = v
+		if recur {
+			out[i] = boxes.Box(v)
+		} else {
+			out[i] = v
+		}
 	}
 	return out
 }

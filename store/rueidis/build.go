@@ -166,12 +166,22 @@ func checkCmd(c store.Cmd) error {
 // after a network error.
 func build(b rd.Builder, c store.Cmd) (rd.Completed, bool) {
 	ki := store.KeyIndex(c.Name, c.Args)
+	// The numbers' text in one string (argTexts): a many-request script
+	// call carries a few for each of its requests.
+	var stack [16]string
+	texts := stack[:0]
+	if len(c.Args) > len(stack) {
+		texts = make([]string, len(c.Args))
+	} else {
+		texts = stack[:len(c.Args)]
+	}
+	texts = argTexts(c.Args, texts)
 	a := b.Arbitrary(c.Name)
-	for i, v := range c.Args {
+	for i, t := range texts {
 		if i == ki {
-			a = a.Keys(argText(v))
+			a = a.Keys(t)
 		} else {
-			a = a.Args(argText(v))
+			a = a.Args(t)
 		}
 	}
 	return a.Build(), ki >= 0
