@@ -206,13 +206,42 @@ func TestBenchSVGPathFailsFirst(t *testing.T) {
 // subject with 3 of 10 used, as the Limiter reads it (a sliding log's
 // calls each add a member, with a nonce of their own).
 func TestRawBaselineCounts(t *testing.T) {
-	s := redistest.StartServer(t)
 	ctx := context.Background()
-	const prefix = "raw-check"
 	l := limiter.Limit{Rate: 10, Burst: 10, Period: time.Hour}
 	kit := benchkit.NewKit([]int{1})
+	eachRawBaseline(t, "raw-check", func(ad string, sp benchStrategy, st store.Store, lim *limiter.Limiter) {
+		keyOf, err := rawKeys(lim.Prefix(), l, kit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := rawDecider(st, sp, l, keyOf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		subject := ad + "-" + sp.name
+		// the Limiter's first call loads the script
+		if _, err := lim.Peek(ctx, "load", l); err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			if err := raw(ctx, subject); err != nil {
+				t.Fatalf("%s, %s: raw call: %v", ad, sp.name, err)
+			}
+		}
+		if r, err := lim.Peek(ctx, subject, l); err != nil || r.Remaining != 7 {
+			t.Errorf("%s, %s: after 3 raw calls the Limiter reads %d remaining (%v), want 7", ad, sp.name, r.Remaining, err)
+		}
+	})
+}
+
+// eachRawBaseline calls f for every adapter and strategy bench measures,
+// with a store of the adapter on a redis-server of the test's own and a
+// Limiter of the strategy on it under prefix.
+func eachRawBaseline(t *testing.T, prefix string, f func(adapter string, sp benchStrategy, st store.Store, lim *limiter.Limiter)) {
+	t.Helper()
+	s := redistest.StartServer(t)
 	for _, ad := range adapters() {
-		st, closeFn, err := ad.single(connOptions{})(ctx, s.Addr())
+		st, closeFn, err := ad.single(connOptions{})(context.Background(), s.Addr())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,27 +251,7 @@ func TestRawBaselineCounts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			keyOf, err := rawKeys(prefix, l, kit)
-			if err != nil {
-				t.Fatal(err)
-			}
-			raw, err := rawDecider(st, sp, l, keyOf)
-			if err != nil {
-				t.Fatal(err)
-			}
-			subject := ad.name + "-" + sp.name
-			// the Limiter's first call loads the script
-			if _, err := lim.Peek(ctx, "load", l); err != nil {
-				t.Fatal(err)
-			}
-			for range 3 {
-				if err := raw(ctx, subject); err != nil {
-					t.Fatalf("%s, %s: raw call: %v", ad.name, sp.name, err)
-				}
-			}
-			if r, err := lim.Peek(ctx, subject, l); err != nil || r.Remaining != 7 {
-				t.Errorf("%s, %s: after 3 raw calls the Limiter reads %d remaining (%v), want 7", ad.name, sp.name, r.Remaining, err)
-			}
+			f(ad.name, sp, st, lim)
 		}
 	}
 }
@@ -252,58 +261,45 @@ func TestRawBaselineCounts(t *testing.T) {
 // that decides what the Limiter decides: three pipelines over 16 subjects
 // leave each with 3 of 10 used, as the Limiter reads it.
 func TestRawPipelineCounts(t *testing.T) {
-	s := redistest.StartServer(t)
 	ctx := context.Background()
-	const prefix = "raw-pipeline"
 	l := limiter.Limit{Rate: 10, Burst: 10, Period: time.Hour}
-	for _, ad := range adapters() {
-		st, closeFn, err := ad.single(connOptions{})(ctx, s.Addr())
+	eachRawBaseline(t, "raw-pipeline", func(ad string, sp benchStrategy, st store.Store, lim *limiter.Limiter) {
+		ss, ok := sp.s.(limiter.ScriptStrategy)
+		if !ok {
+			return // (bench refuses the many workload for it)
+		}
+		script, args, vary, err := rawArgs(ss, l, "unused")
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(closeFn)
-		for _, sp := range benchStrategies() {
-			ss, ok := sp.s.(limiter.ScriptStrategy)
-			if !ok {
-				continue // (bench refuses the many workload for it)
-			}
-			lim, err := limiter.New(st, sp.s, limiter.WithPrefix(prefix))
+		if _, err := st.Do(ctx, store.Cmd{Name: "SCRIPT", Args: []any{"LOAD", script.Source()}}); err != nil {
+			t.Fatal(err)
+		}
+		prep, err := rawPipeline(st, script.Hash())
+		if err != nil {
+			t.Fatal(err)
+		}
+		pipe := prep(args, vary)
+		var subjects, keys []string
+		for i := range manyPerCall {
+			sub := ad + "-" + sp.name + "-" + strconv.Itoa(i)
+			k, err := limiter.Key(lim.Prefix(), sub, l)
 			if err != nil {
 				t.Fatal(err)
 			}
-			script, args, vary, err := rawArgs(ss, l, "unused")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := st.Do(ctx, store.Cmd{Name: "SCRIPT", Args: []any{"LOAD", script.Source()}}); err != nil {
-				t.Fatal(err)
-			}
-			prep, err := rawPipeline(st, script.Hash())
-			if err != nil {
-				t.Fatal(err)
-			}
-			pipe := prep(args, vary)
-			var subjects, keys []string
-			for i := range manyPerCall {
-				sub := ad.name + "-" + sp.name + "-" + strconv.Itoa(i)
-				k, err := limiter.Key(prefix, sub, l)
-				if err != nil {
-					t.Fatal(err)
-				}
-				subjects, keys = append(subjects, sub), append(keys, k)
-			}
-			for range 3 {
-				if err := pipe(ctx, keys); err != nil {
-					t.Fatalf("%s, %s: raw pipeline: %v", ad.name, sp.name, err)
-				}
-			}
-			for _, sub := range subjects {
-				if r, err := lim.Peek(ctx, sub, l); err != nil || r.Remaining != 7 {
-					t.Errorf("%s, %s: after 3 raw pipelines the Limiter reads %d remaining for %s (%v), want 7", ad.name, sp.name, r.Remaining, sub, err)
-				}
+			subjects, keys = append(subjects, sub), append(keys, k)
+		}
+		for range 3 {
+			if err := pipe(ctx, keys); err != nil {
+				t.Fatalf("%s, %s: raw pipeline: %v", ad, sp.name, err)
 			}
 		}
-	}
+		for _, sub := range subjects {
+			if r, err := lim.Peek(ctx, sub, l); err != nil || r.Remaining != 7 {
+				t.Errorf("%s, %s: after 3 raw pipelines the Limiter reads %d remaining for %s (%v), want 7", ad, sp.name, r.Remaining, sub, err)
+			}
+		}
+	})
 }
 
 // TestBenchMany: the many workload measures every scripted strategy
