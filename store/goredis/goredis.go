@@ -44,9 +44,8 @@ type Store struct {
 	sh     *gate
 	// nodes shares pipelines per master on a *redis.ClusterClient.
 	nodes *nodeSharing
-	// oneServer: c is a *redis.Client and WithShardingProxy was not
-	// given (store.OneServer).
-	oneServer bool
+	// proxy: WithShardingProxy was given.
+	proxy bool
 }
 
 var (
@@ -68,13 +67,16 @@ type Option func(*Store)
 // call, which such a proxy would send to one server only. A Store on a
 // *redis.ClusterClient, *redis.Ring or *redis.AutoPipeliner never does.
 func WithShardingProxy() Option {
-	return func(s *Store) { s.oneServer = false }
+	return func(s *Store) { s.proxy = true }
 }
 
 // OneServer implements store.OneServer: true for a *redis.Client (a
 // single server, or Sentinel's current master) unless WithShardingProxy
 // was given.
-func (s *Store) OneServer() bool { return s.oneServer }
+func (s *Store) OneServer() bool {
+	_, client := s.c.(*redis.Client)
+	return client && !s.proxy
+}
 
 // WithAutoPipeline sends single decisions (one script call each) through
 // the client's AutoPipeliner, the one instance its AutoPipeline method
@@ -142,7 +144,6 @@ func New(c redis.UniversalClient, opts ...Option) *Store {
 		s.ap = ap
 	}
 	s.shareN = DefaultSharedPipelines
-	_, s.oneServer = c.(*redis.Client)
 	for _, o := range opts {
 		if o != nil { // an option chosen conditionally and left unset
 			o(s)
