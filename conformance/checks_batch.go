@@ -48,14 +48,14 @@ func checkAllowMany(c *checker) {
 	}
 	c.corrupt(c.limitKeys(corrupt, []limiter.Limit{ones})[0], "hash")
 	// where each subject's ask is: the corrupt one amid them
+	const corruptAt = 2
 	at := make([]int, len(subjects))
 	for i := range at {
 		at[i] = i
-		if i >= 2 {
+		if i >= corruptAt {
 			at[i]++
 		}
 	}
-	const corruptAt = 2
 	bad := []struct {
 		ask  limiter.Ask
 		want error
