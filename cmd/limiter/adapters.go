@@ -20,11 +20,14 @@ import (
 )
 
 // connOptions are the connection settings taken from -redis, applied to
-// every adapter.
+// every adapter, and client settings of one adapter that a command sets.
 type connOptions struct {
 	username, password string
 	db                 int
 	tls                *tls.Config
+	// rueidisFlushDelay is the rueidis client's MaxFlushDelay (bench's
+	// -rueidis-flush-delay; 0, rueidis's default, elsewhere).
+	rueidisFlushDelay time.Duration
 }
 
 // goredisDialer is go-redis's dialer for o: nil (go-redis's own) over
@@ -130,7 +133,8 @@ func redigoCluster(o connOptions) conformance.ClusterDialer {
 }
 
 // rueidisOptions are the client options the rueidis adapter's documentation
-// recommends.
+// recommends, with o's MaxFlushDelay (rueidis's default, none, unless the
+// bench sets one).
 func rueidisOptions(o connOptions, addrs []string) rueidis.ClientOption {
 	return rueidis.ClientOption{
 		InitAddress:       addrs,
@@ -141,6 +145,7 @@ func rueidisOptions(o connOptions, addrs []string) rueidis.ClientOption {
 		DisableCache:      true,
 		AlwaysPipelining:  true,
 		PipelineMultiplex: -1,
+		MaxFlushDelay:     o.rueidisFlushDelay,
 	}
 }
 

@@ -68,6 +68,9 @@ func TestBenchUsage(t *testing.T) {
 		// AllowMany makes one call per decision of the aligned window: no
 		// pipelined baseline to compare with
 		{"bench", "-workloads", "admit,many", "-strategies", "fixedwindow,alignedwindow"},
+		{"bench", "-rueidis-flush-delay", "-1us"}, {"bench", "-rueidis-flush-delay", "11ms"},
+		// the flush delay of a client the run would not make
+		{"bench", "-adapters", "goredis,redigo", "-rueidis-flush-delay", "20us"},
 	} {
 		if code, _, _ := runCmd(t, args...); code != 2 {
 			t.Errorf("%q: exit %d, want 2", args, code)
@@ -155,6 +158,31 @@ func TestBenchJSON(t *testing.T) {
 	}
 	if !strings.Contains(errOut, "measuring 4 levels") || !strings.Contains(errOut, "[4/4] fixedwindow admit, redigo, 2 callers") {
 		t.Errorf("progress on stderr:\n%s", errOut)
+	}
+}
+
+// TestBenchFlushDelay: -rueidis-flush-delay gives the rueidis client that
+// MaxFlushDelay (and no other adapter anything), and the report says so.
+func TestBenchFlushDelay(t *testing.T) {
+	if d := rueidisOptions(connOptions{}, nil).MaxFlushDelay; d != 0 {
+		t.Errorf("MaxFlushDelay %s by default, want 0 (rueidis's default)", d)
+	}
+	if d := rueidisOptions(connOptions{rueidisFlushDelay: 20 * time.Microsecond}, nil).MaxFlushDelay; d != 20*time.Microsecond {
+		t.Errorf("MaxFlushDelay %s, want 20µs", d)
+	}
+	code, out, errOut := runCmd(t, "bench", "-allocs", "100", "-json", "-adapters", "rueidis,goredis", "-callers", "2", "-rounds", "1", "-round", "20ms", "-rueidis-flush-delay", "20us")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	var rep struct {
+		Backend string
+		Results []benchRow
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("output does not parse: %v\n%s", err, out)
+	}
+	if len(rep.Results) != 2 || !strings.HasSuffix(rep.Backend, "; rueidis with MaxFlushDelay 20µs") {
+		t.Fatalf("%d results on %q, want 2, the flush delay named:\n%s", len(rep.Results), rep.Backend, out)
 	}
 }
 

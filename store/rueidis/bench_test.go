@@ -60,11 +60,15 @@ type benchEnv struct {
 // client with the documented options (shared by the raw and limiter
 // variants), a go-redis client, and the Limiter, and checks that all
 // variants count on the same key.
-func newBenchEnv(b *testing.B) *benchEnv {
+func newBenchEnv(b *testing.B) *benchEnv { return newBenchEnvWith(b, options) }
+
+// newBenchEnvWith is newBenchEnv with the client options opts returns for
+// the server's address.
+func newBenchEnvWith(b *testing.B, opts func(addr string) rueidis.ClientOption) *benchEnv {
 	b.Helper()
 	ctx := context.Background()
 	srv := redistest.StartServer(b)
-	c, err := rueidis.NewClient(options(srv.Addr()))
+	c, err := rueidis.NewClient(opts(srv.Addr()))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -258,8 +262,25 @@ func BenchmarkAllowMany(b *testing.B) {
 // script's (RunRatio's metrics, with the minimal script as raw).
 //
 //	go test -run '^$' -bench CheapestRatio -benchtime 1x ./store/rueidis/
-func BenchmarkCheapestRatio(b *testing.B) {
-	e := newBenchEnv(b)
+func BenchmarkCheapestRatio(b *testing.B) { cheapestRatio(b, newBenchEnv(b)) }
+
+// BenchmarkCheapestRatioFlushDelay is BenchmarkCheapestRatio with the
+// client's MaxFlushDelay at 20 µs for both variants: rueidis then pauses
+// after each write, so that the next carries more calls. By default it
+// writes whenever no further call is queued, so that the time a caller
+// takes between a reply and its next call decides how many calls each
+// write carries, and so the CPU each call costs.
+//
+//	go test -run '^$' -bench CheapestRatioFlushDelay -benchtime 1x ./store/rueidis/
+func BenchmarkCheapestRatioFlushDelay(b *testing.B) {
+	cheapestRatio(b, newBenchEnvWith(b, func(addr string) rueidis.ClientOption {
+		o := options(addr)
+		o.MaxFlushDelay = 20 * time.Microsecond
+		return o
+	}))
+}
+
+func cheapestRatio(b *testing.B, e *benchEnv) {
 	ctx := context.Background()
 	minimal := benchkit.MinimalScript()
 	if err := e.c.Do(ctx, e.c.B().ScriptLoad().Script(minimal.Source()).Build()).Error(); err != nil {
