@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -62,20 +63,11 @@ func (l *Limiter) AllowMany(ctx context.Context, asks []Ask) []Answer {
 		return answers
 	}
 	start := time.Now()
-	type pending struct {
-		i   int
-		req Request
-	}
-	pend := make([]pending, 0, len(asks))
-	calls := make([]scriptCall, 0, len(asks))
-	// The asks' keys and copies of their limits, in one array each.
-	n := 0
-	for _, a := range asks {
-		n += len(a.Limits)
-	}
-	backing := batchBacking{keys: make([]string, 0, n), limits: make([]Limit, 0, n)}
+	sc := getBatchScratch(asks)
+	defer sc.release()
+	pend, calls := sc.pend, sc.calls
 	for i, a := range asks {
-		req, script, args, err := l.batchRequest(ss, a, &backing)
+		req, script, args, err := l.batchRequest(ss, a, &sc.batchBacking)
 		if err != nil {
 			l.answer(ctx, answers, i, a.Key, Result{}, err, start)
 			continue
@@ -87,13 +79,15 @@ func (l *Limiter) AllowMany(ctx context.Context, asks []Ask) []Answer {
 		calls = append(calls, scriptCall{script: script, keys: req.Keys, args: args})
 		pend = append(pend, pending{i: i, req: req.Request})
 	}
+	sc.pend, sc.calls = pend, calls // for release to clear
 	if len(calls) > 0 {
 		sent, mark := start, l.backs.mark()
 		bctx, cancel := l.withTimeout(ctx)
 		var replies []store.Reply
 		if ms, ok := ss.(ManyScriptStrategy); ok && oneServer(l.st) {
-			packed, parts := packMany(ms, calls)
-			replies = unpackMany(sendScripts(bctx, b, packed), parts, len(calls))
+			packed, parts := sc.packMany(ms, calls)
+			sc.replies = unpackMany(sendScripts(bctx, b, packed), parts, slices.Grow(sc.replies[:0], len(calls))[:len(calls)])
+			replies = sc.replies
 		} else {
 			replies = sendScripts(bctx, b, calls)
 		}
@@ -184,20 +178,40 @@ type manyPart struct {
 
 // packMany puts the calls whose script has a many-request companion in
 // calls of it, up to manyPerCall each, and leaves the others as they are.
-// parts[k] says which of calls the call packed[k] carries.
-func packMany(ms ManyScriptStrategy, calls []scriptCall) (packed []scriptCall, parts []manyPart) {
-	// the calls of each script, in order
+// parts[k] says which of calls the call packed[k] carries. What it returns
+// lives in sc.
+func (sc *batchScratch) packMany(ms ManyScriptStrategy, calls []scriptCall) (packed []scriptCall, parts []manyPart) {
+	// the calls of each script, in order: one script (the common batch)
+	// without a map
+	idx := sc.idx[:0]
 	var order []*store.Script
-	groups := make(map[*store.Script][]int)
+	var groups map[*store.Script][]int
 	for j, c := range calls {
-		if _, seen := groups[c.script]; !seen {
-			order = append(order, c.script)
+		idx = append(idx, j)
+		if c.script != calls[0].script && groups == nil {
+			groups = make(map[*store.Script][]int)
 		}
-		groups[c.script] = append(groups[c.script], j)
 	}
+	sc.idx = idx
+	if groups == nil {
+		order = []*store.Script{calls[0].script}
+	} else {
+		for j, c := range calls {
+			if _, seen := groups[c.script]; !seen {
+				order = append(order, c.script)
+			}
+			groups[c.script] = append(groups[c.script], j)
+		}
+	}
+	packed, parts = sc.packed[:0], sc.parts[:0]
+	keys, args := sc.mkeys[:0], sc.margs[:0]
 	for _, s := range order {
 		many := ms.ManyScript(s)
-		for js := groups[s]; len(js) > 0; {
+		js := idx
+		if groups != nil {
+			js = groups[s]
+		}
+		for len(js) > 0 {
 			n := min(len(js), manyPerCall)
 			if many == nil {
 				n = 1
@@ -209,24 +223,32 @@ func packMany(ms ManyScriptStrategy, calls []scriptCall) (packed []scriptCall, p
 				parts = append(parts, manyPart{calls: part})
 				continue
 			}
-			packed = append(packed, manyCall(many, calls, part))
+			var m scriptCall
+			m, keys, args = manyCall(many, calls, part, keys, args)
+			packed = append(packed, m)
 			parts = append(parts, manyPart{calls: part, many: true})
 		}
 	}
+	sc.packed, sc.parts, sc.mkeys, sc.margs = packed, parts, keys, args
 	return packed, parts
 }
 
 // manyCall is the call of the many-request script many that carries the
 // calls part of calls: their keys, then for each its number of keys, its
 // number of arguments and its arguments, or -1 for arguments equal to the
-// call's before it (asks under the same limits and cost: sent once).
-func manyCall(many *store.Script, calls []scriptCall, part []int) scriptCall {
+// call's before it (asks under the same limits and cost: sent once). Its
+// keys and arguments are appended to keys and args, which are returned
+// extended.
+func manyCall(many *store.Script, calls []scriptCall, part []int, keys []string, args []any) (scriptCall, []string, []any) {
 	nkeys, nargs := 0, 0
 	for _, j := range part {
 		nkeys += len(calls[j].keys)
 		nargs += 2 + len(calls[j].args)
 	}
-	m := scriptCall{script: many, keys: make([]string, 0, nkeys), args: make([]any, 0, nargs)}
+	// a call's own full slices: appending to one never writes another's
+	keys, args = slices.Grow(keys, nkeys), slices.Grow(args, nargs)
+	k0, a0 := len(keys), len(args)
+	m := scriptCall{script: many, keys: keys[k0 : k0 : k0+nkeys], args: args[a0 : a0 : a0+nargs]}
 	var prev []any
 	for _, j := range part {
 		c := calls[j]
@@ -239,7 +261,7 @@ func manyCall(many *store.Script, calls []scriptCall, part []int) scriptCall {
 		m.args = append(m.args, c.args...)
 		prev = c.args
 	}
-	return m
+	return m, keys[:k0+len(m.keys)], args[:a0+len(m.args)]
 }
 
 // sameArgs reports whether a and b are the same integer and string
@@ -261,11 +283,11 @@ func sameArgs(a, b []any) bool {
 	return true
 }
 
-// unpackMany spreads the replies to packMany's calls over the n calls they
-// carried: a many-request call's array gives each its element (an error
-// element is the call's error reply); a failed call fails each.
-func unpackMany(replies []store.Reply, parts []manyPart, n int) []store.Reply {
-	out := make([]store.Reply, n)
+// unpackMany spreads the replies to packMany's calls over the calls they
+// carried, into out (one per call): a many-request call's array gives each
+// its element (an error element is the call's error reply); a failed call
+// fails each.
+func unpackMany(replies []store.Reply, parts []manyPart, out []store.Reply) []store.Reply {
 	for k, p := range parts {
 		r := replies[k]
 		if !p.many {
@@ -306,6 +328,70 @@ type batchReq struct {
 type batchBacking struct {
 	keys   []string
 	limits []Limit
+}
+
+// pending is an ask that goes to Redis: its index and request.
+type pending struct {
+	i   int
+	req Request
+}
+
+// batchScratch is AllowMany's working memory. Nothing in it outlives the
+// call: the store gets commands of their own (scriptCall.cmd copies),
+// strategies bind results by value, and the deny cache copies the limits
+// it keeps. So it is pooled, and cleared before it goes back.
+type batchScratch struct {
+	batchBacking
+	pend  []pending
+	calls []scriptCall
+	// packMany's: the calls' indexes, the packed calls, their parts, and
+	// the packed calls' keys and arguments
+	idx    []int
+	packed []scriptCall
+	parts  []manyPart
+	mkeys  []string
+	margs  []any
+	// the replies unpacked, one per call
+	replies []store.Reply
+}
+
+var batchScratches = sync.Pool{New: func() any { return new(batchScratch) }}
+
+// maxPooledAsks bounds the batches whose scratch goes back to the pool, so
+// that one huge batch does not keep its memory alive.
+const maxPooledAsks = 1024
+
+// getBatchScratch returns a scratch with room for asks' requests.
+func getBatchScratch(asks []Ask) *batchScratch {
+	n := 0
+	for _, a := range asks {
+		n += len(a.Limits)
+	}
+	sc := batchScratches.Get().(*batchScratch)
+	sc.keys, sc.limits = slices.Grow(sc.keys[:0], n), slices.Grow(sc.limits[:0], n)
+	sc.pend, sc.calls = slices.Grow(sc.pend[:0], len(asks)), slices.Grow(sc.calls[:0], len(asks))
+	return sc
+}
+
+// release clears what sc holds, so that the pool keeps no caller's data
+// alive, and returns it to the pool.
+func (sc *batchScratch) release() {
+	if cap(sc.pend) > maxPooledAsks || cap(sc.keys) > maxPooledAsks*MaxLimits {
+		return
+	}
+	clear(sc.keys)
+	clear(sc.limits)
+	clear(sc.pend)
+	clear(sc.calls)
+	clear(sc.packed)
+	clear(sc.parts)
+	clear(sc.mkeys)
+	clear(sc.margs)
+	clear(sc.replies)
+	sc.keys, sc.limits, sc.pend, sc.calls = sc.keys[:0], sc.limits[:0], sc.pend[:0], sc.calls[:0]
+	sc.idx, sc.packed, sc.parts, sc.mkeys, sc.margs = sc.idx[:0], sc.packed[:0], sc.parts[:0], sc.mkeys[:0], sc.margs[:0]
+	sc.replies = sc.replies[:0]
+	batchScratches.Put(sc)
 }
 
 // batchRequest makes ask a's request, its keys and limits in b.

@@ -2,6 +2,8 @@ package limiter
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/quotagate/limiter/store"
@@ -26,7 +28,7 @@ func TestUnpackMany(t *testing.T) {
 		{calls: []int{4, 6}, many: true},
 		{calls: []int{7, 8}, many: true},
 	}
-	out := unpackMany(replies, parts, 9)
+	out := unpackMany(replies, parts, make([]store.Reply, 9))
 	if out[0].Val != int64(7) || out[0].Err != nil {
 		t.Errorf("call 0: %+v, want 7", out[0])
 	}
@@ -91,7 +93,8 @@ func TestPackMany(t *testing.T) {
 	add(m.b, "b3", []byte("x"))
 	add(m.c, "c1", int64(2))
 	add(m.c, "c2", int64(2))
-	packed, parts := packMany(m, calls)
+	var sc batchScratch
+	packed, parts := sc.packMany(m, calls)
 	// a: 64, 64, 2; b: 3; c: two alone
 	wantSizes := []int{64, 64, 2, 3, 1, 1}
 	if len(packed) != len(wantSizes) {
@@ -128,5 +131,40 @@ func TestPackMany(t *testing.T) {
 	}
 	if packed[4].script != m.c || packed[5].script != m.c || packed[4].keys[0] != "c1" {
 		t.Errorf("the c calls: %+v %+v", packed[4], packed[5])
+	}
+	checkPackedKeys(t, packed, parts, calls)
+
+	// One script, the common batch, packed on the scratch of an earlier
+	// batch: 64 and 6, each call with its own keys.
+	sc.release()
+	sc2 := batchScratches.Get().(*batchScratch)
+	defer sc2.release()
+	calls = calls[:70]
+	for i := range calls {
+		calls[i].keys = []string{fmt.Sprintf("k%d", i)}
+	}
+	packed, parts = sc2.packMany(m, calls)
+	if len(packed) != 2 || len(parts[0].calls) != 64 || len(parts[1].calls) != 6 || packed[1].script != m.ma {
+		t.Fatalf("one script: %d calls carrying %d and %d", len(packed), len(parts[0].calls), len(parts[len(parts)-1].calls))
+	}
+	checkPackedKeys(t, packed, parts, calls)
+}
+
+// checkPackedKeys checks that each packed call holds the keys of the calls
+// it carries, in order: a packed call that shares its array with another
+// and writes into it would show here.
+func checkPackedKeys(t *testing.T, packed []scriptCall, parts []manyPart, calls []scriptCall) {
+	t.Helper()
+	for k, p := range parts {
+		var want []string
+		for _, j := range p.calls {
+			want = append(want, calls[j].keys...)
+		}
+		if !slices.Equal(packed[k].keys, want) {
+			t.Errorf("packed call %d has keys %v, want %v", k, packed[k].keys, want)
+		}
+		if c := packed[k].cmd(false); len(c.Args) != 2+len(want)+len(packed[k].args) {
+			t.Errorf("packed call %d: %d arguments for %d keys and %d arguments", k, len(c.Args), len(want), len(packed[k].args))
+		}
 	}
 }
