@@ -137,17 +137,7 @@ func TestBenchStrategiesAndWorkloads(t *testing.T) {
 // adapter and level whose ratio is the quotient of its rates; the progress
 // goes to stderr, a line per level.
 func TestBenchJSON(t *testing.T) {
-	code, out, errOut := runCmd(t, "bench", "-allocs", "100", "-json", "-adapters", "goredis,redigo", "-callers", "1,2", "-rounds", "1", "-round", "20ms")
-	if code != 0 {
-		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
-	}
-	var rep struct {
-		Backend string
-		Results []benchRow
-	}
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatalf("output does not parse: %v\n%s", err, out)
-	}
+	rep, out, errOut := benchJSON(t, "-adapters", "goredis,redigo", "-callers", "1,2")
 	if len(rep.Results) != 4 || !strings.Contains(rep.Backend, "embedded") {
 		t.Fatalf("%d results on %q, want 4:\n%s", len(rep.Results), rep.Backend, out)
 	}
@@ -162,7 +152,7 @@ func TestBenchJSON(t *testing.T) {
 }
 
 // TestBenchFlushDelay: -rueidis-flush-delay gives the rueidis client that
-// MaxFlushDelay (and no other adapter anything), and the report says so.
+// MaxFlushDelay, and the report says so.
 func TestBenchFlushDelay(t *testing.T) {
 	if d := rueidisOptions(connOptions{}, nil).MaxFlushDelay; d != 0 {
 		t.Errorf("MaxFlushDelay %s by default, want 0 (rueidis's default)", d)
@@ -170,20 +160,31 @@ func TestBenchFlushDelay(t *testing.T) {
 	if d := rueidisOptions(connOptions{rueidisFlushDelay: 20 * time.Microsecond}, nil).MaxFlushDelay; d != 20*time.Microsecond {
 		t.Errorf("MaxFlushDelay %s, want 20µs", d)
 	}
-	code, out, errOut := runCmd(t, "bench", "-allocs", "100", "-json", "-adapters", "rueidis,goredis", "-callers", "2", "-rounds", "1", "-round", "20ms", "-rueidis-flush-delay", "20us")
-	if code != 0 {
-		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
-	}
-	var rep struct {
-		Backend string
-		Results []benchRow
-	}
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatalf("output does not parse: %v\n%s", err, out)
-	}
+	rep, out, _ := benchJSON(t, "-adapters", "rueidis,goredis", "-callers", "2", "-rueidis-flush-delay", "20us")
 	if len(rep.Results) != 2 || !strings.HasSuffix(rep.Backend, "; rueidis with MaxFlushDelay 20µs") {
 		t.Fatalf("%d results on %q, want 2, the flush delay named:\n%s", len(rep.Results), rep.Backend, out)
 	}
+}
+
+// benchReport is what bench -json prints.
+type benchReport struct {
+	Backend string
+	Results []benchRow
+}
+
+// benchJSON runs a short bench -json on the embedded server with args
+// added and returns its report, its output and its stderr.
+func benchJSON(t *testing.T, args ...string) (benchReport, string, string) {
+	t.Helper()
+	code, out, errOut := runCmd(t, append([]string{"bench", "-allocs", "100", "-json", "-rounds", "1", "-round", "20ms"}, args...)...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	var rep benchReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("output does not parse: %v\n%s", err, out)
+	}
+	return rep, out, errOut
 }
 
 // TestBenchSVG: -svg writes an SVG that parses as XML, with a bar per
