@@ -113,15 +113,8 @@ func benchRows(t *testing.T, out string) map[string][3]float64 {
 // with latency quantiles and allocations in the JSON rows.
 func TestBenchStrategiesAndWorkloads(t *testing.T) {
 	s := redistest.StartServer(t)
-	code, out, errOut := runCmd(t, "bench", "-allocs", "100", "-json", "-redis", "redis://"+s.Addr(), "-adapters", "rueidis", "-strategies", strings.Join(benchStrategyNames(), ","),
-		"-workloads", "admit,deny,hot", "-callers", "2", "-rounds", "1", "-round", "20ms")
-	if code != 0 {
-		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
-	}
-	var rep struct{ Results []benchRow }
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatalf("output does not parse: %v\n%s", err, out)
-	}
+	rep, _, _ := benchJSON(t, "-redis", "redis://"+s.Addr(), "-adapters", "rueidis", "-strategies", strings.Join(benchStrategyNames(), ","),
+		"-workloads", "admit,deny,hot", "-callers", "2")
 	if want := len(benchStrategyNames()) * 3; len(rep.Results) != want {
 		t.Fatalf("%d results, want %d", len(rep.Results), want)
 	}
@@ -343,15 +336,9 @@ func TestBenchMany(t *testing.T) {
 			scripted = append(scripted, sp.name)
 		}
 	}
-	code, out, errOut := runCmd(t, "bench", "-allocs", "100", "-json", "-redis", "redis://"+s.Addr(), "-strategies", strings.Join(scripted, ","),
-		"-workloads", "many", "-callers", "1", "-rounds", "1", "-round", "50ms")
-	if code != 0 {
-		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
-	}
-	var rep struct{ Results []benchRow }
-	if err := json.Unmarshal([]byte(out), &rep); err != nil {
-		t.Fatalf("output does not parse: %v\n%s", err, out)
-	}
+	// (a later -round wins over benchJSON's)
+	rep, _, _ := benchJSON(t, "-redis", "redis://"+s.Addr(), "-strategies", strings.Join(scripted, ","),
+		"-workloads", "many", "-callers", "1", "-round", "50ms")
 	if want := len(scripted) * 3; len(rep.Results) != want {
 		t.Fatalf("%d results, want %d", len(rep.Results), want)
 	}

@@ -14,7 +14,7 @@ func main() {
 }
 
 const usage = `usage: limiter check [-redis URL | -cluster HOST:PORT,...] [-tls-ca FILE] [-tls-cert FILE -tls-key FILE] [-tls-insecure] [-checks NAMES] [-known-bad] [-json] [-v]
-       limiter bench [-redis URL] [-tls-ca FILE] [-tls-cert FILE -tls-key FILE] [-tls-insecure] [-adapters NAMES] [-strategies NAMES] [-workloads NAMES] [-callers N,...] [-rounds N] [-round D] [-allocs N] [-json] [-svg FILE]
+       limiter bench [-redis URL] [-tls-ca FILE] [-tls-cert FILE -tls-key FILE] [-tls-insecure] [-adapters NAMES] [-strategies NAMES] [-workloads NAMES] [-callers N,...] [-rounds N] [-round D] [-allocs N] [-rueidis-flush-delay D] [-json] [-svg FILE]
        limiter serve [-addr ADDR] [-redis URL] [-rules FILE] [-hash KEY] [-interval D] [-fail-mode MODE] [-prefix P]`
 
 // errUsage marks a usage error (exit status 2).
