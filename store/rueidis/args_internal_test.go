@@ -1,16 +1,22 @@
 package rueidis
 
 import (
-	"github.com/quotagate/limiter/internal/argcache"
+	"fmt"
 	"math"
 	"reflect"
 	"strconv"
 	"testing"
+
+	"github.com/alicebob/miniredis/v2"
+	rd "github.com/redis/rueidis"
+
+	"github.com/quotagate/limiter/internal/argcache"
+	"github.com/quotagate/limiter/store"
 )
 
 func TestArgTexts(t *testing.T) {
-	args := []any{int64(1), "0", int64(1 << 40), 1000, -5, 2.5, []byte("b"), uint(7), true, nil, int64(math.MinInt64)}
-	want := []string{"1", "0", "1099511627776", "1000", "-5", "2.5", "b", "7", "1", "", "-9223372036854775808"}
+	args := []any{int64(1), "0", int64(1 << 40), 1000, -5, 2.5, []byte("b"), uint(7), true, nil, int64(math.MinInt64), -1, int64(-1), 99, int64(100)}
+	want := []string{"1", "0", "1099511627776", "1000", "-5", "2.5", "b", "7", "1", "", "-9223372036854775808", "-1", "-1", "99", "100"}
 	got := argTexts(args, make([]string, len(args)))
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("argTexts = %q, want %q", got, want)
@@ -18,6 +24,57 @@ func TestArgTexts(t *testing.T) {
 	for i, a := range args {
 		if s := argText(a); s != want[i] {
 			t.Errorf("argText(%#v) = %q, want %q", a, s, want[i])
+		}
+	}
+}
+
+// TestArgTextsSmall: the integers from -1 to 99 (a many-request call's
+// counts and "-1"s) are formatted without an allocation, whatever their
+// number.
+func TestArgTextsSmall(t *testing.T) {
+	args := make([]any, 0, 40)
+	for i := range 20 {
+		args = append(args, 1, int64(-1), i*5)
+	}
+	out := make([]string, len(args))
+	if n := testing.AllocsPerRun(100, func() { argTexts(args, out) }); n != 0 {
+		t.Errorf("argTexts of %d small integers: %.1f allocations, want 0", len(args), n)
+	}
+	for i, v := range args {
+		if want := fmt.Sprint(v); out[i] != want {
+			t.Fatalf("argument %d: %q, want %q", i, out[i], want)
+		}
+	}
+}
+
+// TestBuildLong: a command of more arguments than build keeps on its stack
+// (a many-request call) is built with every argument, in order, and its
+// first key routes it; building it again reuses the pooled texts.
+func TestBuildLong(t *testing.T) {
+	args := []any{"sha", 20}
+	for i := range 20 {
+		args = append(args, fmt.Sprintf("k%d", i))
+	}
+	for range 20 {
+		args = append(args, 1, int64(1<<40), int64(-1))
+	}
+	c := store.Cmd{Name: "EVALSHA", Args: args}
+	m := miniredis.RunT(t)
+	client, err := rd.NewClient(rd.ClientOption{InitAddress: []string{m.Addr()}, DisableCache: true, ForceSingleClient: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	for range 3 {
+		cmd, hasKey := build(client.B(), c)
+		got := cmd.Commands()
+		if !hasKey || len(got) != 1+len(args) || got[0] != "EVALSHA" || got[3] != "k0" || got[len(got)-2] != "1099511627776" || got[len(got)-1] != "-1" {
+			t.Fatalf("built %q (has key %v)", got, hasKey)
+		}
+		for i, a := range args {
+			if want := fmt.Sprint(a); got[1+i] != want {
+				t.Fatalf("argument %d: %q, want %q", i, got[1+i], want)
+			}
 		}
 	}
 }

@@ -3,8 +3,10 @@ package rueidis
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	rd "github.com/redis/rueidis"
 
@@ -70,8 +72,8 @@ func argTexts(args []any, out []string) []string {
 	var spans [16]span
 	buf, sp := stack[:0], spans[:0]
 	for i, v := range args {
-		if isSmallInt(v) {
-			out[i] = argText(v)
+		if t, ok := smallText(v); ok {
+			out[i] = t
 			continue
 		}
 		from := len(buf)
@@ -136,16 +138,27 @@ func decLen(v int64) int {
 	return n
 }
 
-// isSmallInt reports an integer whose text the runtime has without
-// allocating (strconv.FormatInt of 0..99).
-func isSmallInt(v any) bool {
+// smallText returns the text of an integer argument from -1 to 99 without
+// allocating (strconv.FormatInt's table, and "-1", which a many-request
+// call sends for each request whose arguments are the previous one's), and
+// false for any other argument.
+func smallText(v any) (string, bool) {
+	var n int64
 	switch x := v.(type) {
 	case int64:
-		return 0 <= x && x < 100
+		n = x
 	case int:
-		return 0 <= x && x < 100
+		n = int64(x)
+	default:
+		return "", false
 	}
-	return false
+	switch {
+	case n == -1:
+		return "-1", true
+	case 0 <= n && n < 100:
+		return strconv.FormatInt(n, 10), true
+	}
+	return "", false
 }
 
 // checkCmd refuses, before anything is sent, a command that rueidis's
@@ -160,21 +173,45 @@ func checkCmd(c store.Cmd) error {
 	return nil
 }
 
+// textBufs holds the texts of long commands' arguments while build runs.
+var textBufs = sync.Pool{New: func() any { return new([]string) }}
+
+// maxPooledTexts bounds the buffers that go back to textBufs.
+const maxPooledTexts = 4096
+
 // build turns a store.Cmd into a rueidis command and reports whether it
 // has a key. Its first key (found by store.KeyIndex) routes it on a Cluster.
 // Nothing marks it retryable or read-only, so rueidis never re-sends it
 // after a network error.
 func build(b rd.Builder, c store.Cmd) (rd.Completed, bool) {
+	var stack [16]string
+	if len(c.Args) > len(stack) {
+		return buildLong(b, c)
+	}
+	return buildWith(b, c, stack[:len(c.Args)])
+}
+
+// buildLong is build for a command of many arguments (a many-request
+// script call), their texts in a buffer from a pool: rueidis copies them
+// into the command.
+func buildLong(b rd.Builder, c store.Cmd) (rd.Completed, bool) {
+	p := textBufs.Get().(*[]string)
+	texts := slices.Grow((*p)[:0], len(c.Args))[:len(c.Args)]
+	cmd, hasKey := buildWith(b, c, texts)
+	clear(texts)
+	if cap(texts) <= maxPooledTexts {
+		*p = texts[:0]
+		textBufs.Put(p)
+	}
+	return cmd, hasKey
+}
+
+// buildWith is build with texts (one per argument) to format the
+// arguments into.
+func buildWith(b rd.Builder, c store.Cmd, texts []string) (rd.Completed, bool) {
 	ki := store.KeyIndex(c.Name, c.Args)
 	// The numbers' text in one string (argTexts): a many-request script
 	// call carries a few for each of its requests.
-	var stack [16]string
-	texts := stack[:0]
-	if len(c.Args) > len(stack) {
-		texts = make([]string, len(c.Args))
-	} else {
-		texts = stack[:len(c.Args)]
-	}
 	texts = argTexts(c.Args, texts)
 	a := b.Arbitrary(c.Name)
 	for i, t := range texts {
