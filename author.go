@@ -98,8 +98,11 @@ type ScriptStrategy interface {
 	Strategy
 	// BatchScript returns the script that decides req and its arguments
 	// (its keys are req.Keys). An error is bad input, found before any I/O.
+	// The arguments may be shared between calls, and are never changed.
 	BatchScript(req Request) (*store.Script, []any, error)
 	// BatchResult reads the script's reply to req; r.Err is its error.
+	// Once AllowMany returns, nothing (an error returned here included)
+	// may use req's slices any more: AllowMany reuses them.
 	BatchResult(req Request, r store.Reply) (Result, error)
 }
 

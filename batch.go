@@ -65,7 +65,6 @@ func (l *Limiter) AllowMany(ctx context.Context, asks []Ask) []Answer {
 	start := time.Now()
 	sc := getBatchScratch(asks)
 	defer sc.release()
-	pend, calls := sc.pend, sc.calls
 	for i, a := range asks {
 		req, script, args, err := l.batchRequest(ss, a, &sc.batchBacking)
 		if err != nil {
@@ -76,10 +75,10 @@ func (l *Limiter) AllowMany(ctx context.Context, asks []Ask) []Answer {
 			l.answer(ctx, answers, i, a.Key, req.cached, nil, start)
 			continue
 		}
-		calls = append(calls, scriptCall{script: script, keys: req.Keys, args: args})
-		pend = append(pend, pending{i: i, req: req.Request})
+		sc.calls = append(sc.calls, scriptCall{script: script, keys: req.Keys, args: args})
+		sc.pend = append(sc.pend, pending{i: i, req: req.Request})
 	}
-	sc.pend, sc.calls = pend, calls // for release to clear
+	pend, calls := sc.pend, sc.calls
 	if len(calls) > 0 {
 		sent, mark := start, l.backs.mark()
 		bctx, cancel := l.withTimeout(ctx)
