@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/quotagate/limiter/internal/derive"
 	"github.com/quotagate/limiter/store"
 )
 
@@ -57,10 +58,15 @@ const batchWorkers = 16
 func (l *Limiter) AllowMany(ctx context.Context, asks []Ask) []Answer {
 	answers := make([]Answer, len(asks))
 	ss, scripted := l.strategy.(ScriptStrategy)
+	rb, rounds := l.strategy.(roundBatcher)
+	rounds = rounds && l.derives // not through a type that embeds one
 	b, batcher := l.st.(store.Batcher)
-	if !scripted || !batcher {
+	if !scripted && !rounds || !batcher {
 		l.allowEach(ctx, asks, answers)
 		return answers
+	}
+	if rounds {
+		ss = nil
 	}
 	start := time.Now()
 	sc := getBatchScratch(asks)
@@ -71,40 +77,105 @@ func (l *Limiter) AllowMany(ctx context.Context, asks []Ask) []Answer {
 			l.answer(ctx, answers, i, a.Key, Result{}, err, start)
 			continue
 		}
-		if script == nil { // answered by the deny cache
+		if req.cachedOK {
 			l.answer(ctx, answers, i, a.Key, req.cached, nil, start)
 			continue
 		}
-		sc.calls = append(sc.calls, scriptCall{script: script, keys: req.Keys, args: args})
+		if ss != nil {
+			sc.calls = append(sc.calls, scriptCall{script: script, keys: req.Keys, args: args})
+		}
 		sc.pend = append(sc.pend, pending{i: i, req: req.Request})
 	}
-	pend, calls := sc.pend, sc.calls
-	if len(calls) > 0 {
-		sent, mark := start, l.backs.mark()
-		bctx, cancel := l.withTimeout(ctx)
-		var replies []store.Reply
-		if ms, ok := ss.(ManyScriptStrategy); ok && oneServer(l.st) {
-			packed, parts := sc.packMany(ms, calls)
-			sc.replies = unpackMany(sendScripts(bctx, b, packed), parts, slices.Grow(sc.replies[:0], len(calls))[:len(calls)])
-			replies = sc.replies
-		} else {
-			replies = sendScripts(bctx, b, calls)
+	pend := sc.pend
+	if len(pend) == 0 {
+		return answers
+	}
+	sent, mark := start, l.backs.mark()
+	bctx, cancel := l.withTimeout(ctx)
+	sd := sender{b: b, sc: sc}
+	if ms, ok := l.strategy.(manyScripter); ok && oneServer(l.st) {
+		sd.many = ms
+	}
+	outs := slices.Grow(sc.outs[:0], len(pend))[:len(pend)]
+	sc.outs = outs
+	if rounds {
+		reqs := sc.reqs[:0]
+		for _, p := range pend {
+			reqs = append(reqs, p.req)
 		}
-		cancel()
+		sc.reqs = reqs
+		rb.DecideRounds(derive.Token{}, bctx, l.st, reqs, sd.sendCalls(bctx), outs)
+	} else {
+		replies := sd.send(bctx, sc.calls)
 		for j, p := range pend {
-			res, err := ss.BatchResult(p.req, replies[j])
-			if err != nil {
-				res, err = l.failed(err, p.req.Limits[0])
-			} else {
-				res.Limit = p.req.Limits[res.Index]
-				if l.deny != nil && !res.Allowed {
-					l.deny.remember(l.keys.prefix, asks[p.i].Key, p.req.Cost, p.req.Limits, res, sent, l.backs, mark)
-				}
-			}
-			l.answer(ctx, answers, p.i, asks[p.i].Key, res, err, start)
+			outs[j].Result, outs[j].Err = ss.BatchResult(p.req, replies[j])
 		}
 	}
+	cancel()
+	for j, p := range pend {
+		res, err := outs[j].Result, outs[j].Err
+		if err != nil {
+			res, err = l.failed(err, p.req.Limits[0])
+		} else {
+			res.Limit = p.req.Limits[res.Index]
+			if l.deny != nil && !res.Allowed {
+				l.deny.remember(l.keys.prefix, asks[p.i].Key, p.req.Cost, p.req.Limits, res, sent, l.backs, mark)
+			}
+		}
+		l.answer(ctx, answers, p.i, asks[p.i].Key, res, err, start)
+	}
 	return answers
+}
+
+// roundBatcher is implemented by this module's strategies whose decision
+// is one script call on keys they name themselves, from their estimate of
+// the server's clock, a call the server may answer "another window" and
+// that is then made again (AlignedWindow). AllowMany hands such a strategy
+// the batch's requests and a function that sends one batch of calls; the
+// strategy sends a batch per round (the calls to make again in the next)
+// and writes each request's outcome in out. The method takes a type only
+// this module can name, and AllowMany calls it only on a strategy that
+// declares derive.KeyDeriver itself: a type that embeds AlignedWindow has
+// its own Decide called.
+type roundBatcher interface {
+	DecideRounds(tok derive.Token, ctx context.Context, st store.Store, reqs []Request, send func([]derive.Call) []store.Reply, out []Answer)
+}
+
+// manyScripter is the method of ManyScriptStrategy that AllowMany needs:
+// a strategy that decides in rounds has it without being a ScriptStrategy.
+type manyScripter interface {
+	ManyScript(s *store.Script) *store.Script
+}
+
+// sender sends a batch's script calls through b, packed in calls of their
+// many-request companions when many is set (the store reaches one server).
+type sender struct {
+	b    store.Batcher
+	sc   *batchScratch
+	many manyScripter
+}
+
+// send sends calls and returns one reply per call (in sc when packed).
+func (sd sender) send(ctx context.Context, calls []scriptCall) []store.Reply {
+	if sd.many == nil {
+		return sendScripts(ctx, sd.b, calls)
+	}
+	sc := sd.sc
+	packed, parts := sc.packMany(sd.many, calls)
+	sc.replies = unpackMany(sendScripts(ctx, sd.b, packed), parts, slices.Grow(sc.replies[:0], len(calls))[:len(calls)])
+	return sc.replies
+}
+
+// sendCalls is send for a roundBatcher's calls.
+func (sd sender) sendCalls(ctx context.Context) func([]derive.Call) []store.Reply {
+	return func(dc []derive.Call) []store.Reply {
+		calls := sd.sc.calls[:0]
+		for _, c := range dc {
+			calls = append(calls, scriptCall{script: c.Script, keys: c.Keys, args: c.Args})
+		}
+		sd.sc.calls = calls
+		return sd.send(ctx, calls)
+	}
 }
 
 // scriptCall is one call of a script on keys with args.
@@ -179,7 +250,7 @@ type manyPart struct {
 // calls of it, up to manyPerCall each, and leaves the others as they are.
 // parts[k] says which of calls the call packed[k] carries. What it returns
 // lives in sc.
-func (sc *batchScratch) packMany(ms ManyScriptStrategy, calls []scriptCall) (packed []scriptCall, parts []manyPart) {
+func (sc *batchScratch) packMany(ms manyScripter, calls []scriptCall) (packed []scriptCall, parts []manyPart) {
 	// the calls of each script, in order: one script (the common batch)
 	// without a map
 	idx := sc.idx[:0]
@@ -319,7 +390,8 @@ func unpackMany(replies []store.Reply, parts []manyPart, out []store.Reply) []st
 // answer (script nil), or its bad input.
 type batchReq struct {
 	Request
-	cached Result
+	cached   Result
+	cachedOK bool
 }
 
 // batchBacking holds the keys and the copies of the limits of a batch's
@@ -352,6 +424,10 @@ type batchScratch struct {
 	margs  []any
 	// the replies unpacked, one per call
 	replies []store.Reply
+	// the requests a strategy that decides in rounds gets, and the
+	// outcomes, one per pending ask
+	reqs []Request
+	outs []Answer
 }
 
 var batchScratches = sync.Pool{New: func() any { return new(batchScratch) }}
@@ -387,13 +463,17 @@ func (sc *batchScratch) release() {
 	clear(sc.mkeys)
 	clear(sc.margs)
 	clear(sc.replies)
+	clear(sc.reqs)
+	clear(sc.outs)
 	sc.keys, sc.limits, sc.pend, sc.calls = sc.keys[:0], sc.limits[:0], sc.pend[:0], sc.calls[:0]
 	sc.idx, sc.packed, sc.parts, sc.mkeys, sc.margs = sc.idx[:0], sc.packed[:0], sc.parts[:0], sc.mkeys[:0], sc.margs[:0]
-	sc.replies = sc.replies[:0]
+	sc.replies, sc.reqs, sc.outs = sc.replies[:0], sc.reqs[:0], sc.outs[:0]
 	batchScratches.Put(sc)
 }
 
-// batchRequest makes ask a's request, its keys and limits in b.
+// batchRequest makes ask a's request, its keys and limits in b, and its
+// call of ss's script (none when ss is nil: a strategy that decides in
+// rounds, whose keys are laid out with Request.AppendKey).
 func (l *Limiter) batchRequest(ss ScriptStrategy, a Ask, b *batchBacking) (batchReq, *store.Script, []any, error) {
 	cost := a.Cost
 	if cost == 0 {
@@ -402,25 +482,37 @@ func (l *Limiter) batchRequest(ss ScriptStrategy, a Ask, b *batchBacking) (batch
 	if cost < 0 {
 		return batchReq{}, nil, nil, fmt.Errorf("%w: %d is negative", ErrInvalidCost, cost)
 	}
-	var dst []string
-	if from, to := len(b.keys), len(b.keys)+len(a.Limits); to <= cap(b.keys) {
-		dst = b.keys[from:to:to]
-	}
-	keys, err := l.keys.build(a.Key, a.Limits, dst)
-	if err != nil {
-		return batchReq{}, nil, nil, err
-	}
-	if dst != nil {
-		b.keys = b.keys[:len(b.keys)+len(keys)] // built in place
+	var req Request
+	if ss == nil && l.derives {
+		if err := l.keys.check(a.Key, a.Limits); err != nil {
+			return batchReq{}, nil, nil, err
+		}
+		req.prefix, req.tag = l.keys.prefix, hashTag(a.Key)
+	} else {
+		var dst []string
+		if from, to := len(b.keys), len(b.keys)+len(a.Limits); to <= cap(b.keys) {
+			dst = b.keys[from:to:to]
+		}
+		keys, err := l.keys.build(a.Key, a.Limits, dst)
+		if err != nil {
+			return batchReq{}, nil, nil, err
+		}
+		if dst != nil {
+			b.keys = b.keys[:len(b.keys)+len(keys)] // built in place
+		}
+		req.Keys = keys
 	}
 	if l.deny != nil {
 		if r, ok := l.deny.lookup(l.keys.prefix, a.Key, cost, a.Limits); ok {
-			return batchReq{cached: r}, nil, nil, nil
+			return batchReq{cached: r, cachedOK: true}, nil, nil, nil
 		}
 	}
 	from := len(b.limits)
 	b.limits = append(b.limits, a.Limits...)
-	req := Request{Keys: keys, Limits: b.limits[from:len(b.limits):len(b.limits)], Cost: cost}
+	req.Limits, req.Cost = b.limits[from:len(b.limits):len(b.limits)], cost
+	if ss == nil {
+		return batchReq{Request: req}, nil, nil, nil
+	}
 	script, args, err := ss.BatchScript(req)
 	if err != nil {
 		return batchReq{}, nil, nil, err

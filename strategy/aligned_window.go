@@ -121,24 +121,9 @@ func (a *AlignedWindow) Decide(ctx context.Context, st store.Store, req limiter.
 		return limiter.Result{}, err
 	}
 	n := len(req.Limits)
-	write := !req.DryRun && req.Cost > 0 && !neverFits(req)
 	pb := alignedBufs.Get().(*alignedBuf)
 	ints := pb.ints[:]
-	// A read sends nothing; a counting call each limit's rate, after the
-	// cost unless it is 1 (each argument costs the server time; the
-	// windows' bounds are in their keys).
-	nargs := 0
-	if write {
-		if req.Cost != 1 {
-			ints[0] = req.Cost
-			nargs = 1
-		}
-		for _, l := range req.Limits {
-			ints[nargs] = l.Rate
-			nargs++
-		}
-	}
-	args := ints[:nargs:nargs]
+	args, write := alignedArgs(req, ints)
 	clear(pb.keys[:n]) // names of an earlier call's keys
 	bs := buckets{idx: pb.idx[:n], keys: pb.keys[:n], aligned: true}
 	before, after := pb.before[:n], pb.after[:n] // each set before it is read
@@ -151,94 +136,205 @@ func (a *AlignedWindow) Decide(ctx context.Context, st store.Store, req limiter.
 		if err != nil {
 			return limiter.Result{}, fmt.Errorf("strategy: aligned window: %w", corruptErr(err))
 		}
-		if !write {
-			if len(nums) != n {
-				return limiter.Result{}, fmt.Errorf("strategy: aligned window: %d values for %d limits", len(nums), n)
-			}
-			allowed := true
-			for i, l := range req.Limits {
-				before[i] = 0
-				if nums[i] > AlignedCountBase {
-					// a count below zero, as a counting call finds it
-					return limiter.Result{}, fmt.Errorf("strategy: aligned window: %w: count %d for limit %d", limiter.ErrCorruptCounter, AlignedCountBase-nums[i], i+1)
-				}
-				if nums[i] > 0 {
-					// a counter holds 2^52 - the count
-					before[i] = AlignedCountBase - nums[i]
-				}
-				allowed = allowed && fits(before[i], req.Cost, l.Rate)
-			}
-			res := bindBuckets(req, &bs, now, before, before, allowed, false)
-			alignedBufs.Put(pb) // after bindBuckets, which reads bs
-			return res, nil
+		res, again, err := a.read(c, req, &bs, write, &now, t0, attempt, nums, before, after)
+		if err != nil {
+			return limiter.Result{}, err
 		}
-		if len(nums) == 3 && nums[0] == -1 {
-			// The server's clock is not in a window this call would
-			// have created: counted nowhere. Name the windows again for
-			// the server's time when the next attempt arrives: now on
-			// the app clock, plus the offset just observed, plus half a
-			// round trip (a window about as short as the round trip
-			// would otherwise end before every attempt arrives).
-			now = nums[1]*1_000_000 + nums[2]
-			t1 := a.now()
-			c.observe(t0, t1, now)
-			if attempt < maxStamps {
-				now = max(now, a.now().UnixMicro()+c.offset.Load()+t1.Sub(t0).Microseconds()/2)
-				continue
-			}
-			for i := range n {
-				before[i] = 0
-			}
-			res := bindBuckets(req, &bs, now, before, before, false, true)
-			res.Cause = ErrStaleWindow
-			alignedBufs.Put(pb)
-			return res, nil
+		if again {
+			continue
 		}
-		if len(nums) < n {
-			return limiter.Result{}, fmt.Errorf("strategy: aligned window: %d values for %d limits", len(nums), n)
-		}
-		if n == 1 && len(nums) == 1 {
-			// The common call: what the counter holds after taking the
-			// cost, 2^52 - the count.
-			nums[0] = AlignedCountBase - nums[0]
-		}
-		allowed := true
-		for i, l := range req.Limits {
-			after[i] = nums[i]
-			if after[i] < req.Cost {
-				// a counter above its rate, which the script never
-				// writes: a count below zero
-				return limiter.Result{}, fmt.Errorf("strategy: aligned window: %w: count %d for limit %d and cost %d", limiter.ErrCorruptCounter, after[i], i+1, req.Cost)
-			}
-			before[i] = after[i] - req.Cost
-			allowed = allowed && after[i] <= l.Rate
-		}
-		switch {
-		case !allowed && len(nums) == n+1:
-			// the server's clock, in milliseconds, from a counter's TTL
-			now = nums[n] * 1000
-		case allowed && len(nums) == n+2:
-			now = nums[n]*1_000_000 + nums[n+1]
-			c.observe(t0, a.now(), now)
-		case allowed && len(nums) == n:
-			// No clock read on the server: the time left in each window
-			// counts from the latest time the server's clock may show,
-			// not from the estimate, so that it is never longer than the
-			// server's (a quota lease lives by it: limiter.WindowQuota).
-			now = max(now, c.latestAt(t0))
-		case !allowed || len(nums) != n:
-			return limiter.Result{}, fmt.Errorf("strategy: aligned window: %d values for %d limits (admitted: %v)", len(nums), n, allowed)
-		}
-		var res limiter.Result
-		if allowed {
-			res = bindBuckets(req, &bs, now, before, after, true, false)
-		} else {
-			res = bindBuckets(req, &bs, now, before, before, false, false)
-		}
-		alignedBufs.Put(pb)
+		alignedBufs.Put(pb) // after read, which reads bs
 		return res, nil
 	}
 }
+
+// alignedArgs puts req's arguments in ints and returns them, and whether
+// the call writes. A read sends nothing; a counting call each limit's
+// rate, after the cost unless it is 1 (each argument costs the server
+// time; the windows' bounds are in their keys).
+func alignedArgs(req limiter.Request, ints []int64) ([]int64, bool) {
+	write := !req.DryRun && req.Cost > 0 && !neverFits(req)
+	nargs := 0
+	if write {
+		if req.Cost != 1 {
+			ints[0] = req.Cost
+			nargs = 1
+		}
+		for _, l := range req.Limits {
+			ints[nargs] = l.Rate
+			nargs++
+		}
+	}
+	return ints[:nargs:nargs], write
+}
+
+// read reads the reply nums to the attempt-th call for req, whose windows
+// bs named from *now, the estimate of the server's clock (µs), the call
+// sent at t0 on the app clock. It returns the decision; or again, when the
+// server's clock was in another window than the call named (counted
+// nowhere), with *now moved to the estimate to name the windows from on
+// the next attempt. After maxStamps attempts such a call is denied with
+// ErrStaleWindow as its Cause. before and after have room for a value per
+// limit.
+func (a *AlignedWindow) read(c *serverClock, req limiter.Request, bs *buckets, write bool, now *int64, t0 time.Time, attempt int, nums, before, after []int64) (limiter.Result, bool, error) {
+	n := len(req.Limits)
+	if !write {
+		if len(nums) != n {
+			return limiter.Result{}, false, fmt.Errorf("strategy: aligned window: %d values for %d limits", len(nums), n)
+		}
+		allowed := true
+		for i, l := range req.Limits {
+			before[i] = 0
+			if nums[i] > AlignedCountBase {
+				// a count below zero, as a counting call finds it
+				return limiter.Result{}, false, fmt.Errorf("strategy: aligned window: %w: count %d for limit %d", limiter.ErrCorruptCounter, AlignedCountBase-nums[i], i+1)
+			}
+			if nums[i] > 0 {
+				// a counter holds 2^52 - the count
+				before[i] = AlignedCountBase - nums[i]
+			}
+			allowed = allowed && fits(before[i], req.Cost, l.Rate)
+		}
+		return bindBuckets(req, bs, *now, before, before, allowed, false), false, nil
+	}
+	if len(nums) == 3 && nums[0] == -1 {
+		// The server's clock is not in a window this call would have
+		// created: counted nowhere. Name the windows again for the
+		// server's time when the next attempt arrives: now on the app
+		// clock, plus the offset just observed, plus half a round trip (a
+		// window about as short as the round trip would otherwise end
+		// before every attempt arrives).
+		*now = nums[1]*1_000_000 + nums[2]
+		t1 := a.now()
+		c.observe(t0, t1, *now)
+		if attempt < maxStamps {
+			*now = max(*now, a.now().UnixMicro()+c.offset.Load()+t1.Sub(t0).Microseconds()/2)
+			return limiter.Result{}, true, nil
+		}
+		for i := range n {
+			before[i] = 0
+		}
+		res := bindBuckets(req, bs, *now, before, before, false, true)
+		res.Cause = ErrStaleWindow
+		return res, false, nil
+	}
+	if len(nums) < n {
+		return limiter.Result{}, false, fmt.Errorf("strategy: aligned window: %d values for %d limits", len(nums), n)
+	}
+	if n == 1 && len(nums) == 1 {
+		// The common call: what the counter holds after taking the cost,
+		// 2^52 - the count.
+		nums[0] = AlignedCountBase - nums[0]
+	}
+	allowed := true
+	for i, l := range req.Limits {
+		after[i] = nums[i]
+		if after[i] < req.Cost {
+			// a counter above its rate, which the script never writes: a
+			// count below zero
+			return limiter.Result{}, false, fmt.Errorf("strategy: aligned window: %w: count %d for limit %d and cost %d", limiter.ErrCorruptCounter, after[i], i+1, req.Cost)
+		}
+		before[i] = after[i] - req.Cost
+		allowed = allowed && after[i] <= l.Rate
+	}
+	at := *now
+	switch {
+	case !allowed && len(nums) == n+1:
+		// the server's clock, in milliseconds, from a counter's TTL
+		at = nums[n] * 1000
+	case allowed && len(nums) == n+2:
+		at = nums[n]*1_000_000 + nums[n+1]
+		c.observe(t0, a.now(), at)
+	case allowed && len(nums) == n:
+		// No clock read on the server: the time left in each window counts
+		// from the latest time the server's clock may show, not from the
+		// estimate, so that it is never longer than the server's (a quota
+		// lease lives by it: limiter.WindowQuota).
+		at = max(at, c.latestAt(t0))
+	case !allowed || len(nums) != n:
+		return limiter.Result{}, false, fmt.Errorf("strategy: aligned window: %d values for %d limits (admitted: %v)", len(nums), n, allowed)
+	}
+	if allowed {
+		return bindBuckets(req, bs, at, before, after, true, false), false, nil
+	}
+	return bindBuckets(req, bs, at, before, before, false, false), false, nil
+}
+
+// DecideRounds decides reqs for Limiter.AllowMany, each as Decide would:
+// every request's call goes in one batch (send), and those the server
+// answers with another window than the call named go again, named anew, in
+// the next batch, up to maxStamps batches in all. The server's clock is
+// read first on a store it has not been read on (TIME). The method takes
+// a type only this module can name.
+func (a *AlignedWindow) DecideRounds(_ derive.Token, ctx context.Context, st store.Store, reqs []limiter.Request, send func([]derive.Call) []store.Reply, out []limiter.Answer) {
+	c := a.clockFor(st)
+	now, t0, err := a.serverNowAt(ctx, st, c)
+	if err != nil {
+		for i := range reqs {
+			out[i].Err = err
+		}
+		return
+	}
+	// Each request's arguments, boxed once (rates recur: shared boxes),
+	// its windows' keys and the estimate they are named from.
+	type call struct {
+		i     int
+		now   int64
+		write bool
+		args  []any
+		bs    buckets
+	}
+	todo := make([]call, len(reqs))
+	var ints [1 + limiter.MaxLimits]int64
+	for i, req := range reqs {
+		args, write := alignedArgs(req, ints[:])
+		n := len(req.Limits)
+		todo[i] = call{i: i, now: now, write: write, args: boxed(args, true),
+			bs: buckets{idx: make([]int64, n), keys: make([]string, n), aligned: true}}
+	}
+	calls := make([]derive.Call, 0, len(todo))
+	var before, after [limiter.MaxLimits]int64
+	var nums []int64
+	for attempt := 1; len(todo) > 0; attempt++ {
+		calls = calls[:0]
+		for k := range todo {
+			t := &todo[k]
+			t.bs.stamp(&reqs[t.i], t.now)
+			calls = append(calls, derive.Call{Script: alignedWindowScript, Keys: t.bs.keys, Args: t.args})
+		}
+		if attempt > 1 {
+			t0 = a.now()
+		}
+		replies := send(calls)
+		again := todo[:0]
+		for k, t := range todo {
+			r := replies[k]
+			if r.Err != nil {
+				out[t.i].Err = fmt.Errorf("strategy: aligned window: %w", corruptErr(r.Err))
+				continue
+			}
+			if nums, err = store.AppendInt64s(nums[:0], r.Val); err != nil {
+				out[t.i].Err = fmt.Errorf("strategy: aligned window: %w", err)
+				continue
+			}
+			res, more, err := a.read(c, reqs[t.i], &t.bs, t.write, &t.now, t0, attempt, nums, before[:], after[:])
+			switch {
+			case err != nil:
+				out[t.i].Err = err
+			case more:
+				again = append(again, t)
+			default:
+				out[t.i].Result = res
+			}
+		}
+		todo = again
+	}
+}
+
+// ManyScript returns the many-request companion of AlignedWindow's script
+// (Limiter.AllowMany packs up to 64 decisions in one call of it on a store
+// that reaches one server), or nil for another script.
+func (*AlignedWindow) ManyScript(s *store.Script) *store.Script { return manyScripts[s] }
 
 // alignedBuf holds a decision's arguments and reply, and its keys: a
 // store keeps none of them after a call (the store.Store contract). After

@@ -40,6 +40,8 @@ var (
 	tokenBucketManyLua string
 	//go:embed lua/sliding_log_many.lua
 	slidingLogManyLua string
+	//go:embed lua/aligned_window_many.lua
+	alignedWindowManyLua string
 )
 
 // manyScripts maps each script to its many-request companion.
@@ -49,6 +51,7 @@ var manyScripts = map[*store.Script]*store.Script{
 	slidingWindowScript: store.NewScript(slidingWindowManyLua),
 	tokenBucketScript:   store.NewScript(tokenBucketManyLua),
 	slidingLogScript:    store.NewScript(slidingLogManyLua),
+	alignedWindowScript: store.NewScript(alignedWindowManyLua),
 }
 
 // ManyScript implements limiter.ManyScriptStrategy.

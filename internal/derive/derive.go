@@ -1,5 +1,7 @@
 package derive
 
+import "github.com/quotagate/limiter/store"
+
 // Token is the argument of KeyDeriver's method.
 type Token struct{}
 
@@ -19,4 +21,14 @@ type KeyDeriver interface {
 func Derives(s any) bool {
 	d, ok := s.(KeyDeriver)
 	return ok && d.DerivesKeys(Token{}) == s
+}
+
+// Call is one script call of a batch a RoundBatcher makes: Script on Keys
+// with Args, which the Limiter sends as EVALSHA (EVAL when the server's
+// cache lacks it), or packs with others in a call of the script's
+// many-request companion.
+type Call struct {
+	Script *store.Script
+	Keys   []string
+	Args   []any
 }

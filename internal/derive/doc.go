@@ -9,4 +9,9 @@
 // it belongs to, so that a type embedding one of the module's strategies
 // does not inherit it: every strategy written outside the module gets
 // Keys built, as the Strategy contract promises.
+//
+// Call is the form in which such a strategy hands Limiter.AllowMany the
+// script calls of a batch it decides in rounds (AlignedWindow, whose call
+// is made again when the app's clock named another window than the
+// server's).
 package derive
