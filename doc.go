@@ -18,8 +18,9 @@
 // marked Degraded).
 //
 // AllowMany makes many independent decisions at once (Ask, Answer), in one
-// pipeline per Redis server when the strategy is one script and the store
-// can batch (ScriptStrategy, store.Batcher).
+// pipeline per Redis server when the strategy is one script (a
+// ScriptStrategy, or the module's AlignedWindow) and the store can batch
+// (store.Batcher).
 //
 // Wait and WaitN block until a request is admitted, sleeping each denial's
 // RetryAfter, or return at once when no wait can help (ErrNeverAdmitted,

@@ -73,7 +73,10 @@ const AlignedCountBase = 1 << 52
 //     counter may expire early and start again, admitting up to one more
 //     Rate in that window;
 //   - round trips: 1, plus one TIME per store on first use and one more per
-//     window move;
+//     window move; Limiter.AllowMany sends many decisions in one batch (on
+//     one server in one call of the script's many-request companion), the
+//     calls named for another window than the server's going again in the
+//     next batch;
 //   - keys per decision: one per limit, in one Cluster slot;
 //   - Periods of whole milliseconds, as the Limiter requires;
 //   - Redis 5.0 or later (or a server that runs Lua, such as miniredis).

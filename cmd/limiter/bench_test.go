@@ -65,8 +65,8 @@ func TestBenchUsage(t *testing.T) {
 		{"bench", "-callers", "0"}, {"bench", "-callers", "16,1"}, {"bench", "-callers", "x"},
 		{"bench", "-adapters", "nope"}, {"bench", "-rounds", "0"}, {"bench", "-allocs", "0"}, {"bench", "-redis", "http://x"}, {"bench", "extra"},
 		{"bench", "-strategies", "bucketed"}, {"bench", "-workloads", "cold"},
-		// AllowMany makes one call per decision of the aligned window: no
-		// pipelined baseline to compare with
+		// the aligned window is no ScriptStrategy: no hand-written
+		// pipeline to compare AllowMany with
 		{"bench", "-workloads", "admit,many", "-strategies", "fixedwindow,alignedwindow"},
 		{"bench", "-rueidis-flush-delay", "-1us"}, {"bench", "-rueidis-flush-delay", "11ms"},
 		// the flush delay of a client the run would not make
