@@ -834,9 +834,10 @@ func redisBenchServerTime(b *testing.B, ctx context.Context, e *benchEnv) error 
 // a round trip of its own (goredis.WithSharedPipelines(0)). AllowMany
 // sends its 16 decisions in one call of FixedWindow's many-request script;
 // many-x-pipelined is its ratio to AllowMany through a store that may not
-// (goredis.WithShardingProxy: one EVALSHA per decision, in one pipeline).
-// redis-benchmark's pipelined EVALSHA of the same script (-c 16 -P 16) on
-// the same server is reported beside them.
+// (goredis.WithShardingProxy: one EVALSHA per decision, in one pipeline);
+// many-aligned-x-many the ratio of AlignedWindow's AllowMany to
+// FixedWindow's. redis-benchmark's pipelined EVALSHA of the same script
+// (-c 16 -P 16) on the same server is reported beside them.
 //
 //	go test -run '^$' -bench AllowMany -benchtime 1x ./store/goredis/
 func BenchmarkAllowMany(b *testing.B) {
@@ -856,12 +857,19 @@ func BenchmarkAllowMany(b *testing.B) {
 		b.Fatal(err)
 	}
 	pipelined := benchkit.Variant{Name: "many-pipelined", Decide: benchkit.Many(proxied, benchkit.ManyAsks(callers, perCall, l))}
+	aligned, err := limiter.New(goredis.New(e.rdb), strategy.NewAlignedWindow(), limiter.WithPrefix("many-aligned"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	manyAligned := benchkit.Variant{Name: "many-aligned", Decide: benchkit.Many(aligned, benchkit.ManyAsks(callers, perCall, l))}
 	for range b.N {
-		tallies, _, err := e.Compare(callers, benchkit.RatioRounds, benchkit.RatioWarmUp, benchkit.RatioRoundTime, []benchkit.Variant{one, many, oneUnshared, pipelined})
+		tallies, _, err := e.Compare(callers, benchkit.RatioRounds, benchkit.RatioWarmUp, benchkit.RatioRoundTime, []benchkit.Variant{one, many, oneUnshared, pipelined, manyAligned})
 		if err != nil {
 			b.Fatal(err)
 		}
 		single, batched, alone, piped := tallies[0].Rate(), tallies[1].Rate()*perCall, tallies[2].Rate(), tallies[3].Rate()*perCall
+		b.ReportMetric(tallies[4].Rate()*perCall, "many-aligned-decisions/s")
+		b.ReportMetric(tallies[4].Rate()*perCall/batched, "many-aligned-x-many")
 		b.ReportMetric(single, "allow-decisions/s")
 		b.ReportMetric(alone, "allow-unshared-decisions/s")
 		b.ReportMetric(batched, "many-decisions/s")
