@@ -278,8 +278,9 @@ func (a *AlignedWindow) DecideRounds(_ derive.Token, ctx context.Context, st sto
 		}
 		return
 	}
-	// Each request's arguments, boxed once (rates recur: shared boxes),
-	// its windows' keys and the estimate they are named from.
+	// Each request's arguments, boxed (rates recur: shared boxes), its
+	// windows' indexes and keys, and the estimate they are named from;
+	// the requests' arguments, indexes and keys share one array each.
 	type call struct {
 		i     int
 		now   int64
@@ -287,13 +288,24 @@ func (a *AlignedWindow) DecideRounds(_ derive.Token, ctx context.Context, st sto
 		args  []any
 		bs    buckets
 	}
+	limits := 0
+	for _, req := range reqs {
+		limits += len(req.Limits)
+	}
 	todo := make([]call, len(reqs))
+	idx, keys := make([]int64, limits), make([]string, limits)
+	argv := make([]any, 0, limits+len(reqs))
 	var ints [1 + limiter.MaxLimits]int64
 	for i, req := range reqs {
 		args, write := alignedArgs(req, ints[:])
+		a0 := len(argv)
+		for _, v := range args {
+			argv = append(argv, boxes.Box(v))
+		}
 		n := len(req.Limits)
-		todo[i] = call{i: i, now: now, write: write, args: boxed(args, true),
-			bs: buckets{idx: make([]int64, n), keys: make([]string, n), aligned: true}}
+		todo[i] = call{i: i, now: now, write: write, args: argv[a0:len(argv):len(argv)],
+			bs: buckets{idx: idx[:n:n], keys: keys[:n:n], aligned: true}}
+		idx, keys = idx[n:], keys[n:]
 	}
 	calls := make([]derive.Call, 0, len(todo))
 	var before, after [limiter.MaxLimits]int64
