@@ -5,14 +5,19 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"sync/atomic"
+	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 
 	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/internal/benchkit"
 	"github.com/quotagate/limiter/store"
 	"github.com/quotagate/limiter/store/goredis"
 	"github.com/quotagate/limiter/store/redigo"
 	rueidisstore "github.com/quotagate/limiter/store/rueidis"
+	"github.com/quotagate/limiter/strategy"
 )
 
 // manyPerCall is how many subjects each call of the many workload decides.
@@ -25,11 +30,7 @@ const manyPerCall = 16
 // writes), every decision admitted. Decisions per second count every
 // subject; the latencies are of whole calls.
 func benchMany(ctx context.Context, lv level, st store.Store, lim *limiter.Limiter, sp benchStrategy, l limiter.Limit, keyOf func(string) string, done func(benchRow)) error {
-	ss, scripted := sp.s.(limiter.ScriptStrategy)
-	if !scripted {
-		return fmt.Errorf("%w: the many workload needs a strategy whose decision is one script (not %s)", errUsage, sp.name)
-	}
-	script, args, vary, err := rawArgs(ss, l, keyOf("bench-check"))
+	script, args, vary, err := manyArgs(sp, l, keyOf("bench-check"))
 	if err != nil {
 		return err
 	}
@@ -80,7 +81,10 @@ func benchMany(ctx context.Context, lv level, st store.Store, lim *limiter.Limit
 		}
 		return nil
 	}
-	raw := func(ctx context.Context, subject string) error { return pipe(ctx, keys[subject]) }
+	raw := func(ctx context.Context, subject string) error { return pipe(ctx, keys[subject], nil) }
+	if sp.aligned {
+		raw = alignedPipe(l, keys, pipe)
+	}
 
 	for _, s := range all {
 		defer func() { _ = lim.Reset(context.WithoutCancel(ctx), s, l) }()
@@ -107,11 +111,65 @@ func benchMany(ctx context.Context, lv level, st store.Store, lim *limiter.Limit
 	return lv.measure(raw, allow, done)
 }
 
+// manyArgs returns the script the many workload's raw pipeline sends for
+// strategy sp and limit l, and its arguments (as rawArgs returns them).
+func manyArgs(sp benchStrategy, l limiter.Limit, key string) (*store.Script, []any, []int, error) {
+	if sp.aligned {
+		return strategy.AlignedWindowScript(), []any{l.Rate}, nil, nil
+	}
+	ss, scripted := sp.s.(limiter.ScriptStrategy)
+	if !scripted {
+		return nil, nil, nil, fmt.Errorf("%w: the many workload needs a strategy whose decision is one script (not %s)", errUsage, sp.name)
+	}
+	return rawArgs(ss, l, key)
+}
+
+// alignedPipe is the many workload's raw baseline for AlignedWindow: one
+// EVALSHA per subject in one pipeline, each subject's key followed by the
+// limit's period in milliseconds and the index of the window the app's
+// clock plus its offset to the server's is in. A call that reaches the
+// server outside that window is counted nowhere and answered {-1,
+// seconds, microseconds} of the server's TIME: the offset is taken from
+// it, and such calls go again in another pipeline.
+func alignedPipe(l limiter.Limit, keys map[string][]string, pipe func(context.Context, []string, []any) error) benchkit.Decide {
+	p := l.Period.Milliseconds()
+	ps := ":" + strconv.FormatInt(p, 10) + ":"
+	var offset atomic.Int64 // ms, server - app
+	return func(ctx context.Context, subject string) error {
+		todo := keys[subject]
+		ms := time.Now().UnixMilli() + offset.Load()
+		for range 3 {
+			named := make([]string, len(todo))
+			for i, k := range todo {
+				named[i] = k + ps + strconv.FormatInt(ms/p, 10)
+			}
+			replies := make([]any, len(todo))
+			if err := pipe(ctx, named, replies); err != nil {
+				return err
+			}
+			var again []string
+			for i, v := range replies {
+				if ns := replyInts(v); len(ns) == 3 && ns[0] == -1 {
+					ms = ns[1]*1000 + ns[2]/1000
+					offset.Store(ms - time.Now().UnixMilli())
+					again = append(again, todo[i])
+				}
+			}
+			if len(again) == 0 {
+				return nil
+			}
+			todo = again
+		}
+		return fmt.Errorf("raw: 3 pipelines for %s named windows the server's clock was not in", subject)
+	}
+}
+
 // rawPipeline returns how a hand-written caller sends the script sha on
 // several keys at once through st's client: given the arguments (as
 // rawScript takes them), a call that sends one EVALSHA per key in one
-// pipeline and fails on the first error among the replies.
-func rawPipeline(st store.Store, sha string) (func(args []any, vary []int) func(ctx context.Context, keys []string) error, error) {
+// pipeline, fails on the first error among the replies and, given a
+// replies slice (one per key), puts each reply's value in it.
+func rawPipeline(st store.Store, sha string) (func(args []any, vary []int) func(ctx context.Context, keys []string, replies []any) error, error) {
 	// argsFor returns the arguments of one call: args, with those at vary
 	// drawn anew.
 	argsFor := func(args []any, vary []int) []any {
@@ -127,26 +185,32 @@ func rawPipeline(st store.Store, sha string) (func(args []any, vary []int) func(
 	switch s := st.(type) {
 	case *goredis.Store:
 		rdb := s.Client()
-		return func(args []any, vary []int) func(context.Context, []string) error {
-			return func(ctx context.Context, keys []string) error {
+		return func(args []any, vary []int) func(context.Context, []string, []any) error {
+			return func(ctx context.Context, keys []string, replies []any) error {
 				p := rdb.Pipeline()
 				for _, k := range keys {
 					p.EvalSha(ctx, sha, []string{k}, argsFor(args, vary)...)
 				}
-				if _, err := p.Exec(ctx); err != nil {
+				cmds, err := p.Exec(ctx)
+				if err != nil {
 					return fmt.Errorf("raw: %w", err)
+				}
+				if replies != nil {
+					for i, c := range cmds {
+						replies[i] = c.(*redis.Cmd).Val()
+					}
 				}
 				return nil
 			}
 		}, nil
 	case *rueidisstore.Store:
 		c := s.Client()
-		return func(args []any, vary []int) func(context.Context, []string) error {
+		return func(args []any, vary []int) func(context.Context, []string, []any) error {
 			texts := make([]string, len(args))
 			for i, a := range args {
 				texts[i] = fmt.Sprint(a)
 			}
-			return func(ctx context.Context, keys []string) error {
+			return func(ctx context.Context, keys []string, replies []any) error {
 				cmds := make(rueidis.Commands, 0, len(keys))
 				for _, k := range keys {
 					t := texts
@@ -158,9 +222,16 @@ func rawPipeline(st store.Store, sha string) (func(args []any, vary []int) func(
 					}
 					cmds = append(cmds, c.B().Evalsha().Sha1(sha).Numkeys(1).Key(k).Arg(t...).Build())
 				}
-				for _, r := range c.DoMulti(ctx, cmds...) {
+				for i, r := range c.DoMulti(ctx, cmds...) {
 					if err := r.Error(); err != nil {
 						return fmt.Errorf("raw: %w", err)
+					}
+					if replies != nil {
+						v, err := r.ToAny()
+						if err != nil {
+							return fmt.Errorf("raw: %w", err)
+						}
+						replies[i] = v
 					}
 				}
 				return nil
@@ -168,8 +239,8 @@ func rawPipeline(st store.Store, sha string) (func(args []any, vary []int) func(
 		}, nil
 	case *redigo.Store:
 		p := s.Pool()
-		return func(args []any, vary []int) func(context.Context, []string) error {
-			return func(ctx context.Context, keys []string) error {
+		return func(args []any, vary []int) func(context.Context, []string, []any) error {
+			return func(ctx context.Context, keys []string, replies []any) error {
 				conn, err := p.GetContext(ctx)
 				if err != nil {
 					return fmt.Errorf("raw: %w", err)
@@ -184,9 +255,13 @@ func rawPipeline(st store.Store, sha string) (func(args []any, vary []int) func(
 				if err := conn.Flush(); err != nil {
 					return fmt.Errorf("raw: %w", err)
 				}
-				for range keys {
-					if _, err := conn.Receive(); err != nil {
+				for i := range keys {
+					v, err := conn.Receive()
+					if err != nil {
 						return fmt.Errorf("raw: %w", err)
+					}
+					if replies != nil {
+						replies[i] = v
 					}
 				}
 				return nil

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -65,9 +66,6 @@ func TestBenchUsage(t *testing.T) {
 		{"bench", "-callers", "0"}, {"bench", "-callers", "16,1"}, {"bench", "-callers", "x"},
 		{"bench", "-adapters", "nope"}, {"bench", "-rounds", "0"}, {"bench", "-allocs", "0"}, {"bench", "-redis", "http://x"}, {"bench", "extra"},
 		{"bench", "-strategies", "bucketed"}, {"bench", "-workloads", "cold"},
-		// the aligned window is no ScriptStrategy: no hand-written
-		// pipeline to compare AllowMany with
-		{"bench", "-workloads", "admit,many", "-strategies", "fixedwindow,alignedwindow"},
 		{"bench", "-rueidis-flush-delay", "-1us"}, {"bench", "-rueidis-flush-delay", "11ms"},
 		// the flush delay of a client the run would not make
 		{"bench", "-adapters", "goredis,redigo", "-rueidis-flush-delay", "20us"},
@@ -286,11 +284,7 @@ func TestRawPipelineCounts(t *testing.T) {
 	ctx := context.Background()
 	l := limiter.Limit{Rate: 10, Burst: 10, Period: time.Hour}
 	eachRawBaseline(t, "raw-pipeline", func(ad string, sp benchStrategy, st store.Store, lim *limiter.Limiter) {
-		ss, ok := sp.s.(limiter.ScriptStrategy)
-		if !ok {
-			return // (bench refuses the many workload for it)
-		}
-		script, args, vary, err := rawArgs(ss, l, "unused")
+		script, args, vary, err := manyArgs(sp, l, "unused")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -311,8 +305,13 @@ func TestRawPipelineCounts(t *testing.T) {
 			}
 			subjects, keys = append(subjects, sub), append(keys, k)
 		}
+		send := func(ctx context.Context, _ string) error { return pipe(ctx, keys, nil) }
+		if sp.aligned {
+			// (each key followed by the period and the window's index)
+			send = alignedPipe(l, map[string][]string{"s": keys}, pipe)
+		}
 		for range 3 {
-			if err := pipe(ctx, keys); err != nil {
+			if err := send(ctx, "s"); err != nil {
 				t.Fatalf("%s, %s: raw pipeline: %v", ad, sp.name, err)
 			}
 		}
@@ -324,36 +323,49 @@ func TestRawPipelineCounts(t *testing.T) {
 	})
 }
 
-// TestBenchMany: the many workload measures every scripted strategy
-// through every adapter on a real server, counting 16 decisions per call
-// (its rates are at least 16 times the calls a round could make at the
-// latency measured), and leaves no key behind.
+// TestBenchMany: the many workload measures every strategy of the bench
+// through every adapter on a real server, and leaves no key behind. (That
+// its rates count 16 decisions per call: TestMeasureCountsEachDecision.)
 func TestBenchMany(t *testing.T) {
 	s := redistest.StartServer(t)
-	var scripted []string
-	for _, sp := range benchStrategies() {
-		if _, ok := sp.s.(limiter.ScriptStrategy); ok {
-			scripted = append(scripted, sp.name)
-		}
-	}
+	names := benchStrategyNames()
 	// (a later -round wins over benchJSON's)
-	rep, _, _ := benchJSON(t, "-redis", "redis://"+s.Addr(), "-strategies", strings.Join(scripted, ","),
+	rep, _, _ := benchJSON(t, "-redis", "redis://"+s.Addr(), "-strategies", strings.Join(names, ","),
 		"-workloads", "many", "-callers", "1", "-round", "50ms")
-	if want := len(scripted) * 3; len(rep.Results) != want {
+	if want := len(names) * 3; len(rep.Results) != want {
 		t.Fatalf("%d results, want %d", len(rep.Results), want)
 	}
 	for _, r := range rep.Results {
 		if r.Workload != "many" || r.RawPerSec <= 0 || r.LimiterPerSec <= 0 || r.Allocs <= 0 || r.RawAllocs <= 0 {
 			t.Errorf("result %+v", r)
-			continue
-		}
-		// One caller makes at most one call per p50 latency, in the
-		// median; the rate counts 16 decisions per call, so it is well
-		// above the calls per second (a rate of calls would sit near
-		// 10^6 / p50, or below it).
-		if calls := 1e6 / r.P50Micros; r.LimiterPerSec < 2*calls {
-			t.Errorf("%s through %s: %.0f decisions/s at a p50 of %.0f µs per call (%.0f calls/s): the rate does not count 16 decisions per call", r.Strategy, r.Adapter, r.LimiterPerSec, r.P50Micros, calls)
 		}
 	}
 	assertNoKeys(t, s.Addr())
+}
+
+// TestMeasureCountsEachDecision: a level whose calls each make 16
+// decisions reports 16 decisions per call. Each call of the fakes takes 2
+// ms (a sleep): one caller makes at most 500 calls a second, 8000
+// decisions, and at least 62 calls a second unless a 2 ms sleep takes 16 ms
+// on average; a rate of calls would stay below 500.
+func TestMeasureCountsEachDecision(t *testing.T) {
+	var calls atomic.Int64
+	call := func(context.Context, string) error {
+		calls.Add(1)
+		time.Sleep(2 * time.Millisecond)
+		return nil
+	}
+	lv := level{kit: benchkit.NewKit([]int{1}), rounds: 2, round: 100 * time.Millisecond, allocCalls: 16, per: 16}
+	var rows []benchRow
+	if err := lv.measure(call, call, func(r benchRow) { rows = append(rows, r) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 || calls.Load() == 0 {
+		t.Fatalf("%d rows after %d calls; want 1", len(rows), calls.Load())
+	}
+	for _, v := range []float64{rows[0].RawPerSec, rows[0].LimiterPerSec} {
+		if v < 1000 || v > 8000*1.05 {
+			t.Errorf("%.0f decisions/s of calls of 16 decisions taking 2 ms each at one caller; want 1000 to 8000", v)
+		}
+	}
 }

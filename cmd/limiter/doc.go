@@ -56,9 +56,11 @@
 // tokenbucket, slidingwindow, slidinglog), workload (admit: every call admitted, 4
 // subjects per caller; deny: every call denied; hot: every caller on one
 // subject; many: each call decides 16 subjects, by one AllowMany against
-// the client's own pipeline of 16 EVALSHAs, for the strategies whose
-// decision is one script (not alignedwindow); its rates count
-// every decision, its latencies are of whole calls) and adapter, decisions per second through the Limiter and
+// the client's own pipeline of 16 EVALSHAs (for alignedwindow each key
+// followed by the window the app's clock plus its offset names, and the
+// calls the server answers with another window sent again in another
+// pipeline); its rates count every decision, its latencies are of whole
+// calls) and adapter, decisions per second through the Limiter and
 // through the client's own hand-written EVALSHA of the strategy's script on
 // the same keys (the key concatenated per call, the arguments put in the
 // client's form once, as a hand-written caller does), with exactly N concurrent callers per level, in rounds that
