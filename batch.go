@@ -40,23 +40,23 @@ const batchWorkers = 16
 // invalid limit, a negative cost) is its own sentinel error, and the others
 // are decided; the fail mode applies to each decision Redis could not make.
 //
-// When the strategy decides with one script (limiter.ScriptStrategy:
+// When the strategy decides with one script (a ScriptStrategy:
 // FixedWindow, GCRA, TokenBucket, SlidingWindow and SlidingLog of package
-// strategy; and AlignedWindow) and the store can batch (store.Batcher:
+// strategy; or its AlignedWindow) and the store can batch (store.Batcher:
 // every adapter of this module), the decisions go in one pipeline per
 // Redis server, the servers of a Cluster in parallel, and a script missing
 // from a server's cache is sent once more for the batch. When the store
 // reaches one server (store.OneServer) and the strategy's script has a
-// many-request companion (ManyScriptStrategy: those six), up to 64
-// decisions go in one call of the companion, which makes each exactly as
-// the script would alone: the server runs one script instead of 64, and an
-// ask that fails there (a corrupt counter) gets its own error while the
-// others are decided. AlignedWindow's calls that name another window than
-// the server's clock is in (the app's clock jumped) are counted nowhere
-// and go again, named from the server's time, in another batch, as its
-// Decide makes them again. Otherwise (Bucketed, Optimistic: transactions)
-// each decision is its own call, up to 16 at a time. The Limiter's timeout
-// bounds the whole batch.
+// many-request companion (ManyScriptStrategy: those five; and
+// AlignedWindow's), up to 64 decisions go in one call of the companion,
+// which makes each exactly as the script would alone: the server runs one
+// script instead of 64, and an ask that fails there (a corrupt counter)
+// gets its own error while the others are decided. AlignedWindow's calls
+// that name another window than the server's clock is in (the app's clock
+// jumped) are counted nowhere and go again, named from the server's time,
+// in another batch, as its Decide makes them again. Otherwise (Bucketed,
+// Optimistic: transactions) each decision is its own call, up to 16 at a
+// time. The Limiter's timeout bounds the whole batch.
 func (l *Limiter) AllowMany(ctx context.Context, asks []Ask) []Answer {
 	answers := make([]Answer, len(asks))
 	ss, scripted := l.strategy.(ScriptStrategy)
