@@ -308,20 +308,28 @@ func TestAllowManyLarge(t *testing.T) {
 
 // cannedBatcher answers every batch as one server would answer
 // FixedWindow's many-request calls of requests that are all admitted (a
-// count of 1, 1000 ms left, for a rate of 2^40 per second), without I/O:
-// what AllowMany allocates itself shows.
-type cannedBatcher struct{ store.Store }
+// count of 1, 1000 ms left, for a rate of 2^40 per second), or with reply
+// for each request when it is set, without I/O: what AllowMany allocates
+// itself shows.
+type cannedBatcher struct {
+	store.Store
+	reply int64
+}
 
 func (cannedBatcher) OneServer() bool { return true }
 
-func (cannedBatcher) Batch(ctx context.Context, cmds []store.Cmd) []store.Reply {
+func (cb cannedBatcher) Batch(ctx context.Context, cmds []store.Cmd) []store.Reply {
 	const admitted = 1000*(2<<40+1) + 1 // FixedWindow's one-integer reply
+	reply := cb.reply
+	if reply == 0 {
+		reply = admitted
+	}
 	out := make([]store.Reply, len(cmds))
 	for i, c := range cmds {
 		n := c.Args[1].(int) // the number of keys: one per request
 		vals := make([]any, n)
 		for j := range vals {
-			vals[j] = int64(admitted)
+			vals[j] = reply
 		}
 		out[i] = store.Reply{Val: vals}
 	}
@@ -336,7 +344,7 @@ func (cannedBatcher) Batch(ctx context.Context, cmds []store.Cmd) []store.Reply 
 // working memory is pooled (4.3 since).
 func TestAllowManyAllocations(t *testing.T) {
 	_, st := newMiniFastFail(t)
-	lim, err := limiter.New(cannedBatcher{st}, strategy.NewFixedWindow())
+	lim, err := limiter.New(cannedBatcher{Store: st}, strategy.NewFixedWindow())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,32 +402,14 @@ func TestAllowManyAllocations(t *testing.T) {
 	}
 }
 
-// cannedAligned answers every AlignedWindow call of a many-request script
-// with one admission (a counter of count 1), as cannedBatcher does
-// FixedWindow's.
-type cannedAligned struct{ store.Store }
-
-func (cannedAligned) OneServer() bool { return true }
-
-func (cannedAligned) Batch(ctx context.Context, cmds []store.Cmd) []store.Reply {
-	out := make([]store.Reply, len(cmds))
-	for i, c := range cmds {
-		vals := make([]any, c.Args[1].(int))
-		for j := range vals {
-			vals[j] = int64(strategy.AlignedCountBase - 1)
-		}
-		out[i] = store.Reply{Val: vals}
-	}
-	return out
-}
-
 // TestAllowManyAlignedAllocations: AlignedWindow's decisions in a batch
 // share their arrays (arguments, window indexes and keys): 2.75
 // allocations per decision of AllowMany's own, the window's key among
 // them (5.56 with arrays of each request's own).
 func TestAllowManyAlignedAllocations(t *testing.T) {
 	_, st := newMiniFastFail(t)
-	lim, err := limiter.New(cannedAligned{st}, strategy.NewAlignedWindow())
+	// (each request admitted: a counter of count 1)
+	lim, err := limiter.New(cannedBatcher{Store: st, reply: strategy.AlignedCountBase - 1}, strategy.NewAlignedWindow())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -438,7 +428,7 @@ func TestAllowManyAlignedAllocations(t *testing.T) {
 	}
 	check() // the server's clock read once (TIME)
 	cmds := []store.Cmd{{Name: "EVALSHA", Args: []any{"", 16}}}
-	canned := testing.AllocsPerRun(100, func() { cannedAligned{}.Batch(ctx, cmds) })
+	canned := testing.AllocsPerRun(100, func() { cannedBatcher{reply: strategy.AlignedCountBase - 1}.Batch(ctx, cmds) })
 	per := (testing.AllocsPerRun(200, check) - canned) / float64(len(asks))
 	t.Logf("AllowMany, AlignedWindow: %.2f allocations per decision of its own", per)
 	if per > 3.5 {
