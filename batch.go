@@ -86,9 +86,9 @@ func (l *Limiter) AllowMany(ctx context.Context, asks []Ask) []Answer {
 		if ss != nil {
 			sc.calls = append(sc.calls, scriptCall{script: script, keys: req.Keys, args: args})
 		}
-		sc.pend = append(sc.pend, pending{i: i, req: req.Request})
+		sc.pend, sc.reqs = append(sc.pend, i), append(sc.reqs, req.Request)
 	}
-	pend := sc.pend
+	pend, reqs := sc.pend, sc.reqs
 	if len(pend) == 0 {
 		return answers
 	}
@@ -101,30 +101,25 @@ func (l *Limiter) AllowMany(ctx context.Context, asks []Ask) []Answer {
 	outs := slices.Grow(sc.outs[:0], len(pend))[:len(pend)]
 	sc.outs = outs
 	if rounds {
-		reqs := sc.reqs[:0]
-		for _, p := range pend {
-			reqs = append(reqs, p.req)
-		}
-		sc.reqs = reqs
 		rb.DecideRounds(derive.Token{}, bctx, l.st, reqs, sd.sendCalls(bctx), outs)
 	} else {
 		replies := sd.send(bctx, sc.calls)
-		for j, p := range pend {
-			outs[j].Result, outs[j].Err = ss.BatchResult(p.req, replies[j])
+		for j, req := range reqs {
+			outs[j].Result, outs[j].Err = ss.BatchResult(req, replies[j])
 		}
 	}
 	cancel()
-	for j, p := range pend {
-		res, err := outs[j].Result, outs[j].Err
+	for j, i := range pend {
+		req, res, err := reqs[j], outs[j].Result, outs[j].Err
 		if err != nil {
-			res, err = l.failed(err, p.req.Limits[0])
+			res, err = l.failed(err, req.Limits[0])
 		} else {
-			res.Limit = p.req.Limits[res.Index]
+			res.Limit = req.Limits[res.Index]
 			if l.deny != nil && !res.Allowed {
-				l.deny.remember(l.keys.prefix, asks[p.i].Key, p.req.Cost, p.req.Limits, res, sent, l.backs, mark)
+				l.deny.remember(l.keys.prefix, asks[i].Key, req.Cost, req.Limits, res, sent, l.backs, mark)
 			}
 		}
-		l.answer(ctx, answers, p.i, asks[p.i].Key, res, err, start)
+		l.answer(ctx, answers, i, asks[i].Key, res, err, start)
 	}
 	return answers
 }
@@ -388,8 +383,7 @@ func unpackMany(replies []store.Reply, parts []manyPart, out []store.Reply) []st
 	return out
 }
 
-// batchRequest is one ask's Request and script call, or the deny cache's
-// answer (script nil), or its bad input.
+// batchReq is one ask's Request, or the deny cache's answer (cachedOK).
 type batchReq struct {
 	Request
 	cached   Result
@@ -403,20 +397,18 @@ type batchBacking struct {
 	limits []Limit
 }
 
-// pending is an ask that goes to Redis: its index and request.
-type pending struct {
-	i   int
-	req Request
-}
-
 // batchScratch is AllowMany's working memory. Nothing in it outlives the
 // call: the store gets commands of their own (scriptCall.cmd copies),
 // strategies bind results by value, and the deny cache copies the limits
 // it keeps. So it is pooled, and cleared before it goes back.
 type batchScratch struct {
 	batchBacking
-	pend  []pending
+	// the asks that go to Redis: their indexes, their requests and (for a
+	// ScriptStrategy) their calls, and their outcomes
+	pend  []int
+	reqs  []Request
 	calls []scriptCall
+	outs  []Answer
 	// packMany's: the calls' indexes, the packed calls, their parts, and
 	// the packed calls' keys and arguments
 	idx    []int
@@ -426,10 +418,6 @@ type batchScratch struct {
 	margs  []any
 	// the replies unpacked, one per call
 	replies []store.Reply
-	// the requests a strategy that decides in rounds gets, and the
-	// outcomes, one per pending ask
-	reqs []Request
-	outs []Answer
 }
 
 var batchScratches = sync.Pool{New: func() any { return new(batchScratch) }}
@@ -446,7 +434,8 @@ func getBatchScratch(asks []Ask) *batchScratch {
 	}
 	sc := batchScratches.Get().(*batchScratch)
 	sc.keys, sc.limits = slices.Grow(sc.keys[:0], n), slices.Grow(sc.limits[:0], n)
-	sc.pend, sc.calls = slices.Grow(sc.pend[:0], len(asks)), slices.Grow(sc.calls[:0], len(asks))
+	sc.pend, sc.reqs = slices.Grow(sc.pend[:0], len(asks)), slices.Grow(sc.reqs[:0], len(asks))
+	sc.calls = slices.Grow(sc.calls[:0], len(asks))
 	return sc
 }
 
@@ -485,24 +474,15 @@ func (l *Limiter) batchRequest(ss ScriptStrategy, a Ask, b *batchBacking) (batch
 		return batchReq{}, nil, nil, fmt.Errorf("%w: %d is negative", ErrInvalidCost, cost)
 	}
 	var req Request
-	if ss == nil && l.derives {
-		if err := l.keys.check(a.Key, a.Limits); err != nil {
-			return batchReq{}, nil, nil, err
-		}
-		req.prefix, req.tag = l.keys.prefix, hashTag(a.Key)
-	} else {
-		var dst []string
-		if from, to := len(b.keys), len(b.keys)+len(a.Limits); to <= cap(b.keys) {
-			dst = b.keys[from:to:to]
-		}
-		keys, err := l.keys.build(a.Key, a.Limits, dst)
-		if err != nil {
-			return batchReq{}, nil, nil, err
-		}
-		if dst != nil {
-			b.keys = b.keys[:len(b.keys)+len(keys)] // built in place
-		}
-		req.Keys = keys
+	var dst []string
+	if from, to := len(b.keys), len(b.keys)+len(a.Limits); ss != nil && to <= cap(b.keys) {
+		dst = b.keys[from:to:to]
+	}
+	if err := l.layKeys(&req, a.Key, a.Limits, ss == nil, dst); err != nil {
+		return batchReq{}, nil, nil, err
+	}
+	if dst != nil {
+		b.keys = b.keys[:len(b.keys)+len(req.Keys)] // built in place
 	}
 	if l.deny != nil {
 		if r, ok := l.deny.lookup(l.keys.prefix, a.Key, cost, a.Limits); ok {

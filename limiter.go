@@ -449,19 +449,8 @@ func (l *Limiter) request(buf *callBuf, key string, cost int64, dry bool, limits
 		return Request{}, fmt.Errorf("%w: %d is negative", ErrInvalidCost, cost)
 	}
 	var req Request
-	if l.derives {
-		// The strategy lays its keys out with Request.AppendKey: no
-		// key is built here.
-		if err := l.keys.check(key, limits); err != nil {
-			return Request{}, err
-		}
-		req.prefix, req.tag = l.keys.prefix, hashTag(key)
-	} else {
-		keys, err := l.keys.build(key, limits, buf.keys[:])
-		if err != nil {
-			return Request{}, err
-		}
-		req.Keys = keys
+	if err := l.layKeys(&req, key, limits, l.derives, buf.keys[:]); err != nil {
+		return Request{}, err
 	}
 	ls := buf.limits[:0]
 	if len(limits) > len(buf.limits) {
@@ -469,6 +458,22 @@ func (l *Limiter) request(buf *callBuf, key string, cost int64, dry bool, limits
 	}
 	req.Limits, req.Cost, req.DryRun = append(ls, limits...), cost, dry
 	return req, nil
+}
+
+// layKeys gives req the keys of key's limits: built in dst when it has
+// room (keyBuilder.build), or, when derive is set (the strategy lays its
+// keys out with Request.AppendKey), checked and left unbuilt.
+func (l *Limiter) layKeys(req *Request, key string, limits []Limit, derive bool, dst []string) error {
+	if derive {
+		if err := l.keys.check(key, limits); err != nil {
+			return err
+		}
+		req.prefix, req.tag = l.keys.prefix, hashTag(key)
+		return nil
+	}
+	keys, err := l.keys.build(key, limits, dst)
+	req.Keys = keys
+	return err
 }
 
 // failed applies the fail mode to a call Redis could not decide; first is
