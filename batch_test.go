@@ -5,30 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/internal/storetest"
 	"github.com/quotagate/limiter/store"
 	"github.com/quotagate/limiter/strategy"
 )
-
-// batchCounter counts a store's batches and the commands in them; its
-// OneServer says one.
-type batchCounter struct {
-	store.Store
-	one           bool
-	batches, cmds atomic.Int64
-}
-
-func (c *batchCounter) OneServer() bool { return c.one }
-
-func (c *batchCounter) Batch(ctx context.Context, cmds []store.Cmd) []store.Reply {
-	c.batches.Add(1)
-	c.cmds.Add(int64(len(cmds)))
-	return c.Store.(store.Batcher).Batch(ctx, cmds)
-}
 
 // TestAllowMany: 16 decisions of different subjects, costs and limits go
 // in one batch and are each what AllowN would say; a bad ask is its own
@@ -44,7 +28,7 @@ func TestAllowMany(t *testing.T) {
 
 func testAllowMany(t *testing.T, one bool) {
 	m, st := newMiniFastFail(t)
-	bc := &batchCounter{Store: st, one: one}
+	bc := &storetest.Batches{Store: st, One: one}
 	obs := &tally{}
 	lim, err := limiter.New(bc, strategy.NewFixedWindow(), limiter.WithDenyCache(64), limiter.WithObserver(obs))
 	if err != nil {
@@ -70,7 +54,7 @@ func testAllowMany(t *testing.T, one bool) {
 				t.Fatalf("SCRIPT FLUSH: %v %v", rs, err)
 			}
 		}
-		before, beforeCmds := bc.batches.Load(), bc.cmds.Load()
+		before, beforeCmds := bc.BatchCount(), bc.CmdCount()
 		answers := lim.AllowMany(ctx, asks)
 		if len(answers) != len(asks) {
 			t.Fatalf("%d answers to %d asks", len(answers), len(asks))
@@ -105,7 +89,7 @@ func testAllowMany(t *testing.T, one bool) {
 			// EVALSHA, then EVAL after NOSCRIPT (a new server; a flushed one)
 			wantBatches, wantCmds = 2, 2*wantCmds
 		}
-		if n, c := bc.batches.Load()-before, bc.cmds.Load()-beforeCmds; n != wantBatches || c != wantCmds {
+		if n, c := bc.BatchCount()-before, bc.CmdCount()-beforeCmds; n != wantBatches || c != wantCmds {
 			t.Errorf("round %d: %d batches of %d commands, want %d of %d", round, n, c, wantBatches, wantCmds)
 		}
 	}
@@ -114,7 +98,7 @@ func testAllowMany(t *testing.T, one bool) {
 	}
 	// Round 3: the cost-2 subjects were denied in round 1 and 2 and are in
 	// the deny cache: only the cost-1 subjects reach Redis.
-	before := bc.cmds.Load()
+	before := bc.CmdCount()
 	answers := lim.AllowMany(ctx, asks[:16])
 	cached := 0
 	for i, a := range answers {
@@ -129,7 +113,7 @@ func testAllowMany(t *testing.T, one bool) {
 	if one {
 		wantSent = 1 // the 8 asks in one call
 	}
-	if sent := bc.cmds.Load() - before; cached != 8 || sent != wantSent {
+	if sent := bc.CmdCount() - before; cached != 8 || sent != wantSent {
 		t.Errorf("round 3: %d answered from the deny cache and %d commands sent; want 8 and %d", cached, sent, wantSent)
 	}
 	obs.mu.Lock()
@@ -228,7 +212,7 @@ func TestWhichStrategiesBatch(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, st := newMiniFastFail(t)
-			bc := &batchCounter{Store: st, one: true}
+			bc := &storetest.Batches{Store: st, One: true}
 			var under store.Store = bc
 			if _, ok := tc.s.(*strategy.Optimistic); ok {
 				under = watchingCounter{bc}
@@ -240,8 +224,7 @@ func TestWhichStrategiesBatch(t *testing.T) {
 			ctx := context.Background()
 			asks := make([]limiter.Ask, 16)
 			for round := range 2 { // the first loads the scripts (NOSCRIPT, then EVAL)
-				bc.batches.Store(0)
-				bc.cmds.Store(0)
+				bc.Zero()
 				for i := range asks {
 					asks[i] = limiter.Ask{Key: fmt.Sprintf("s%d-%d", round, i), Limits: []limiter.Limit{limiter.PerHour(10)}}
 				}
@@ -251,17 +234,17 @@ func TestWhichStrategiesBatch(t *testing.T) {
 					}
 				}
 			}
-			batched := bc.batches.Load() == 1 && bc.cmds.Load() == 1
+			batched := bc.BatchCount() == 1 && bc.CmdCount() == 1
 			if batched != tc.batches {
-				t.Errorf("16 asks sent %d batches of %d commands in all; the docs say batched: %v", bc.batches.Load(), bc.cmds.Load(), tc.batches)
+				t.Errorf("16 asks sent %d batches of %d commands in all; the docs say batched: %v", bc.BatchCount(), bc.CmdCount(), tc.batches)
 			}
 		})
 	}
 }
 
-// watchingCounter is a batchCounter that passes WATCH on (Optimistic's
+// watchingCounter is a storetest.Batches that passes WATCH on (Optimistic's
 // transactions).
-type watchingCounter struct{ *batchCounter }
+type watchingCounter struct{ *storetest.Batches }
 
 func (w watchingCounter) Watch(ctx context.Context, keys []string, fn func(store.Tx) error) error {
 	return w.Store.(store.Watcher).Watch(ctx, keys, fn)
@@ -272,7 +255,7 @@ func (w watchingCounter) Watch(ctx context.Context, keys []string, fn func(store
 // batch, its second ask denied when the two costs exceed its limit.
 func TestAllowManyLarge(t *testing.T) {
 	_, st := newMiniFastFail(t)
-	bc := &batchCounter{Store: st, one: true}
+	bc := &storetest.Batches{Store: st, One: true}
 	lim, err := limiter.New(bc, strategy.NewFixedWindow())
 	if err != nil {
 		t.Fatal(err)
@@ -301,7 +284,7 @@ func TestAllowManyLarge(t *testing.T) {
 		}
 	}
 	// one batch, after the first call's NOSCRIPT a second one
-	if b, c := bc.batches.Load(), bc.cmds.Load(); b != 2 || c != 6 {
+	if b, c := bc.BatchCount(), bc.CmdCount(); b != 2 || c != 6 {
 		t.Errorf("%d batches of %d commands, want 2 of 6 (3 calls, then 3 again after NOSCRIPT)", b, c)
 	}
 }

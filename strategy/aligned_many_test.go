@@ -11,32 +11,10 @@ import (
 	"time"
 
 	"github.com/quotagate/limiter"
-	"github.com/quotagate/limiter/internal/redistest"
+	"github.com/quotagate/limiter/internal/storetest"
 	"github.com/quotagate/limiter/store"
 	"github.com/quotagate/limiter/strategy"
 )
-
-// roundCounter counts a store's batches and the commands in them, and may
-// move a miniredis clock before each batch (a server whose clock is
-// always in a later window than the last reply named); OneServer says one.
-type roundCounter struct {
-	store.Store
-	one           bool
-	m             *redistest.Mini
-	step          time.Duration
-	batches, cmds atomic.Int64
-}
-
-func (c *roundCounter) OneServer() bool { return c.one }
-
-func (c *roundCounter) Batch(ctx context.Context, cmds []store.Cmd) []store.Reply {
-	c.batches.Add(1)
-	c.cmds.Add(int64(len(cmds)))
-	if c.step > 0 {
-		c.m.Advance(c.step)
-	}
-	return c.Store.(store.Batcher).Batch(ctx, cmds)
-}
 
 // TestAlignedWindowAllowMany: AllowMany decides AlignedWindow's asks in one
 // batch, each as Allow would: on one server in one call of the
@@ -47,7 +25,7 @@ func TestAlignedWindowAllowMany(t *testing.T) {
 	for _, one := range []bool{true, false} {
 		t.Run(fmt.Sprintf("one server %v", one), func(t *testing.T) {
 			m, st := newMini(t)
-			rc := &roundCounter{Store: st, one: one}
+			rc := &storetest.Batches{Store: st, One: one}
 			lim := newLim(t, rc, strategy.NewAlignedWindow(strategy.WithAlignedClock(m.Now)))
 			ctx := context.Background()
 			hour, minute := limiter.PerHour(5), limiter.PerMinute(2)
@@ -63,7 +41,7 @@ func TestAlignedWindowAllowMany(t *testing.T) {
 			asks[40] = limiter.Ask{Key: "", Limits: []limiter.Limit{hour}}
 			warmUp(t, lim, rc)
 			answers := lim.AllowMany(ctx, asks)
-			if b, c := rc.batches.Load(), rc.cmds.Load(); b != 1 || (one && c != 1) || (!one && c != 40) {
+			if b, c := rc.BatchCount(), rc.CmdCount(); b != 1 || (one && c != 1) || (!one && c != 40) {
 				t.Errorf("%d batches of %d commands; want 1 of %d", b, c, map[bool]int{true: 1, false: 40}[one])
 			}
 			if !errors.Is(answers[40].Err, limiter.ErrInvalidKey) {
@@ -112,7 +90,7 @@ func TestAlignedWindowAllowMany(t *testing.T) {
 // warmUp loads AlignedWindow's scripts in the server's cache (a batch that
 // meets NOSCRIPT is sent again as EVAL) and reads its clock, then zeroes
 // rc's counts.
-func warmUp(t *testing.T, lim *limiter.Limiter, rc *roundCounter) {
+func warmUp(t *testing.T, lim *limiter.Limiter, rc *storetest.Batches) {
 	t.Helper()
 	ctx := context.Background()
 	for _, n := range []int{1, 2} { // the script alone, and its many-request companion
@@ -126,8 +104,7 @@ func warmUp(t *testing.T, lim *limiter.Limiter, rc *roundCounter) {
 			}
 		}
 	}
-	rc.batches.Store(0)
-	rc.cmds.Store(0)
+	rc.Zero()
 }
 
 // TestAlignedWindowAllowManySkewed: after the app clock jumps two hours
@@ -136,7 +113,7 @@ func warmUp(t *testing.T, lim *limiter.Limiter, rc *roundCounter) {
 // second batch: each ask counted once, in the server's window.
 func TestAlignedWindowAllowManySkewed(t *testing.T) {
 	m, st := newMini(t)
-	rc := &roundCounter{Store: st, one: true}
+	rc := &storetest.Batches{Store: st, One: true}
 	var skew atomic.Int64
 	now := func() time.Time { return m.Now().Add(time.Duration(skew.Load())) }
 	lim := newLim(t, rc, strategy.NewAlignedWindow(strategy.WithAlignedClock(now)))
@@ -148,13 +125,13 @@ func TestAlignedWindowAllowManySkewed(t *testing.T) {
 	for i := range asks {
 		asks[i] = limiter.Ask{Key: fmt.Sprintf("s%d", i), Limits: []limiter.Limit{l}}
 	}
-	before := rc.batches.Load()
+	before := rc.BatchCount()
 	for i, a := range lim.AllowMany(ctx, asks) {
 		if a.Err != nil || !a.Result.Allowed || a.Result.Remaining != 2 || a.Result.ResetAfter > time.Minute {
 			t.Fatalf("ask %d: %+v; want admitted with 2 remaining, reset within a minute", i, a)
 		}
 	}
-	if b := rc.batches.Load() - before; b != 2 {
+	if b := rc.BatchCount() - before; b != 2 {
 		t.Errorf("%d batches; want 2 (the windows named again once)", b)
 	}
 	var keys []string
@@ -173,13 +150,13 @@ func TestAlignedWindowAllowManySkewed(t *testing.T) {
 		t.Errorf("keys %q; want %q (the server's window, each ask counted once)", keys, want)
 	}
 	// The offset is learned: the next batch names the right windows at once.
-	before = rc.batches.Load()
+	before = rc.BatchCount()
 	for i, a := range lim.AllowMany(ctx, asks) {
 		if a.Err != nil || !a.Result.Allowed || a.Result.Remaining != 1 {
 			t.Fatalf("second batch, ask %d: %+v; want admitted with 1 remaining", i, a)
 		}
 	}
-	if b := rc.batches.Load() - before; b != 1 {
+	if b := rc.BatchCount() - before; b != 1 {
 		t.Errorf("second batch: %d batches; want 1", b)
 	}
 }
@@ -191,10 +168,10 @@ func TestAlignedWindowAllowManyStale(t *testing.T) {
 	m, st := newMini(t)
 	// the app's clock the system's, the server's a minute further on at
 	// every batch
-	rc := &roundCounter{Store: st, one: true, m: m}
+	rc := &storetest.Batches{Store: st, One: true}
 	lim := newLim(t, rc, strategy.NewAlignedWindow())
 	warmUp(t, lim, rc)
-	rc.step = time.Minute
+	rc.Before = func() { m.Advance(time.Minute) }
 	asks := []limiter.Ask{
 		{Key: "a", Limits: []limiter.Limit{limiter.PerMinute(5)}},
 		{Key: "b", Cost: 2, Limits: []limiter.Limit{limiter.PerMinute(5)}},
@@ -205,7 +182,7 @@ func TestAlignedWindowAllowManyStale(t *testing.T) {
 			t.Errorf("ask %d: %+v; want denied until the window's end with ErrStaleWindow", i, a)
 		}
 	}
-	if b := rc.batches.Load(); b != 4 {
+	if b := rc.BatchCount(); b != 4 {
 		t.Errorf("%d batches; want 4", b)
 	}
 	for _, k := range m.Keys() {
@@ -233,7 +210,7 @@ func (d *decoratedAligned) Decide(ctx context.Context, st store.Store, req limit
 func TestAlignedWindowAllowManyDecorated(t *testing.T) {
 	m, st := newMini(t)
 	d := &decoratedAligned{AlignedWindow: strategy.NewAlignedWindow(strategy.WithAlignedClock(m.Now))}
-	lim := newLim(t, &roundCounter{Store: st, one: true}, d)
+	lim := newLim(t, &storetest.Batches{Store: st, One: true}, d)
 	asks := make([]limiter.Ask, 6)
 	for i := range asks {
 		asks[i] = limiter.Ask{Key: "d", Limits: []limiter.Limit{limiter.PerHour(4)}}
