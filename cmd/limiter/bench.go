@@ -632,15 +632,27 @@ func alignedRaw(keyOf func(string) string, l limiter.Limit, raw rawCall) benchki
 			if err != nil {
 				return err
 			}
-			ns := replyInts(v)
-			if len(ns) != 3 || ns[0] != -1 {
+			var stale bool
+			if ms, stale = alignedStale(v, &offset); !stale {
 				return nil
 			}
-			ms = ns[1]*1000 + ns[2]/1000
-			offset.Store(ms - time.Now().UnixMilli())
 		}
 		return fmt.Errorf("raw: 3 calls of %s named a window the server's clock was not in", subject)
 	}
+}
+
+// alignedStale reports whether v is AlignedWindow's answer to a call that
+// named another window than the server's clock is in, {-1, seconds,
+// microseconds} of the server's TIME, and then returns that time in
+// milliseconds and stores its offset to the app's clock.
+func alignedStale(v any, offset *atomic.Int64) (int64, bool) {
+	ns := replyInts(v)
+	if len(ns) != 3 || ns[0] != -1 {
+		return 0, false
+	}
+	ms := ns[1]*1000 + ns[2]/1000
+	offset.Store(ms - time.Now().UnixMilli())
+	return ms, true
 }
 
 // replyInts reads a reply of any of the three clients as integers: an

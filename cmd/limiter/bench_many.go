@@ -149,9 +149,8 @@ func alignedPipe(l limiter.Limit, keys map[string][]string, pipe func(context.Co
 			}
 			var again []string
 			for i, v := range replies {
-				if ns := replyInts(v); len(ns) == 3 && ns[0] == -1 {
-					ms = ns[1]*1000 + ns[2]/1000
-					offset.Store(ms - time.Now().UnixMilli())
+				if at, stale := alignedStale(v, &offset); stale {
+					ms = at
 					again = append(again, todo[i])
 				}
 			}
