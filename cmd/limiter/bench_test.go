@@ -369,3 +369,29 @@ func TestMeasureCountsEachDecision(t *testing.T) {
 		}
 	}
 }
+
+// TestAlignedStale: the raw baselines read AlignedWindow's "another
+// window" answer (TIME's fields as text, as the clients return them) as
+// the server's time and its offset to the app's clock, and nothing else
+// as one.
+func TestAlignedStale(t *testing.T) {
+	var offset atomic.Int64
+	sec := time.Now().Add(time.Hour).Unix()
+	for _, v := range []any{
+		[]any{int64(-1), strconv.FormatInt(sec, 10), "250000"},
+		[]any{int64(-1), []byte(strconv.FormatInt(sec, 10)), []byte("250000")},
+	} {
+		ms, stale := alignedStale(v, &offset)
+		if !stale || ms != sec*1000+250 {
+			t.Errorf("%v: %d, %v; want %d, true", v, ms, stale, sec*1000+250)
+		}
+		if o := offset.Load(); o < 59*60*1000 || o > 61*60*1000 {
+			t.Errorf("%v: offset %d ms; want about an hour", v, o)
+		}
+	}
+	for _, v := range []any{int64(4503599627370495), []any{int64(1), int64(2), int64(3)}, []any{int64(1), int64(1700000000), int64(5)}} {
+		if _, stale := alignedStale(v, &offset); stale {
+			t.Errorf("%v read as another window", v)
+		}
+	}
+}
