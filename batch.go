@@ -84,7 +84,7 @@ func (l *Limiter) AllowMany(ctx context.Context, asks []Ask) []Answer {
 			continue
 		}
 		if ss != nil {
-			sc.calls = append(sc.calls, scriptCall{script: script, keys: req.Keys, args: args})
+			sc.calls = append(sc.calls, scriptCall{Script: script, Keys: req.Keys, Args: args})
 		}
 		sc.pend, sc.reqs = append(sc.pend, i), append(sc.reqs, req.Request)
 	}
@@ -165,37 +165,27 @@ func (sd sender) send(ctx context.Context, calls []scriptCall) []store.Reply {
 
 // sendCalls is send for a roundBatcher's calls.
 func (sd sender) sendCalls(ctx context.Context) func([]derive.Call) []store.Reply {
-	return func(dc []derive.Call) []store.Reply {
-		calls := sd.sc.calls[:0]
-		for _, c := range dc {
-			calls = append(calls, scriptCall{script: c.Script, keys: c.Keys, args: c.Args})
-		}
-		sd.sc.calls = calls
-		return sd.send(ctx, calls)
-	}
+	return func(calls []derive.Call) []store.Reply { return sd.send(ctx, calls) }
 }
 
-// scriptCall is one call of a script on keys with args.
-type scriptCall struct {
-	script *store.Script
-	keys   []string
-	args   []any
-}
+// scriptCall is one call of a script on keys with args: the form a
+// round batcher hands AllowMany its calls in, too.
+type scriptCall = derive.Call
 
-// cmd is the call as a command: EVALSHA, or EVAL with the script's source.
-func (c scriptCall) cmd(eval bool) store.Cmd {
-	a := make([]any, 0, 2+len(c.keys)+len(c.args))
+// callCmd is c as a command: EVALSHA, or EVAL with the script's source.
+func callCmd(c scriptCall, eval bool) store.Cmd {
+	a := make([]any, 0, 2+len(c.Keys)+len(c.Args))
 	name := "EVALSHA"
 	if eval {
 		name = "EVAL"
-		a = append(a, c.script.Source(), len(c.keys))
+		a = append(a, c.Script.Source(), len(c.Keys))
 	} else {
-		a = append(a, c.script.Hash(), len(c.keys))
+		a = append(a, c.Script.Hash(), len(c.Keys))
 	}
-	for _, k := range c.keys {
+	for _, k := range c.Keys {
 		a = append(a, k)
 	}
-	return store.Cmd{Name: name, Args: append(a, c.args...)}
+	return store.Cmd{Name: name, Args: append(a, c.Args...)}
 }
 
 // sendScripts sends calls as one batch of EVALSHAs. A server that lost its
@@ -204,7 +194,7 @@ func (c scriptCall) cmd(eval bool) store.Cmd {
 func sendScripts(ctx context.Context, b store.Batcher, calls []scriptCall) []store.Reply {
 	cmds := make([]store.Cmd, len(calls))
 	for j, c := range calls {
-		cmds[j] = c.cmd(false)
+		cmds[j] = callCmd(c, false)
 	}
 	replies := b.Batch(ctx, cmds)
 	var again []int
@@ -216,7 +206,7 @@ func sendScripts(ctx context.Context, b store.Batcher, calls []scriptCall) []sto
 	if len(again) > 0 {
 		evals := make([]store.Cmd, len(again))
 		for k, j := range again {
-			evals[k] = calls[j].cmd(true)
+			evals[k] = callCmd(calls[j], true)
 		}
 		for k, r := range b.Batch(ctx, evals) {
 			replies[again[k]] = r
@@ -255,19 +245,19 @@ func (sc *batchScratch) packMany(ms manyScripter, calls []scriptCall) (packed []
 	var groups map[*store.Script][]int
 	for j, c := range calls {
 		idx = append(idx, j)
-		if c.script != calls[0].script && groups == nil {
+		if c.Script != calls[0].Script && groups == nil {
 			groups = make(map[*store.Script][]int)
 		}
 	}
 	sc.idx = idx
 	if groups == nil {
-		order = []*store.Script{calls[0].script}
+		order = []*store.Script{calls[0].Script}
 	} else {
 		for j, c := range calls {
-			if _, seen := groups[c.script]; !seen {
-				order = append(order, c.script)
+			if _, seen := groups[c.Script]; !seen {
+				order = append(order, c.Script)
 			}
-			groups[c.script] = append(groups[c.script], j)
+			groups[c.Script] = append(groups[c.Script], j)
 		}
 	}
 	packed, parts = sc.packed[:0], sc.parts[:0]
@@ -309,26 +299,26 @@ func (sc *batchScratch) packMany(ms manyScripter, calls []scriptCall) (packed []
 func manyCall(many *store.Script, calls []scriptCall, part []int, keys []string, args []any) (scriptCall, []string, []any) {
 	nkeys, nargs := 0, 0
 	for _, j := range part {
-		nkeys += len(calls[j].keys)
-		nargs += 2 + len(calls[j].args)
+		nkeys += len(calls[j].Keys)
+		nargs += 2 + len(calls[j].Args)
 	}
 	// a call's own full slices: appending to one never writes another's
 	keys, args = slices.Grow(keys, nkeys), slices.Grow(args, nargs)
 	k0, a0 := len(keys), len(args)
-	m := scriptCall{script: many, keys: keys[k0 : k0 : k0+nkeys], args: args[a0 : a0 : a0+nargs]}
+	m := scriptCall{Script: many, Keys: keys[k0 : k0 : k0+nkeys], Args: args[a0 : a0 : a0+nargs]}
 	var prev []any
 	for _, j := range part {
 		c := calls[j]
-		m.keys = append(m.keys, c.keys...)
-		if prev != nil && sameArgs(c.args, prev) {
-			m.args = append(m.args, len(c.keys), -1)
+		m.Keys = append(m.Keys, c.Keys...)
+		if prev != nil && sameArgs(c.Args, prev) {
+			m.Args = append(m.Args, len(c.Keys), -1)
 			continue
 		}
-		m.args = append(m.args, len(c.keys), len(c.args))
-		m.args = append(m.args, c.args...)
-		prev = c.args
+		m.Args = append(m.Args, len(c.Keys), len(c.Args))
+		m.Args = append(m.Args, c.Args...)
+		prev = c.Args
 	}
-	return m, keys[:k0+len(m.keys)], args[:a0+len(m.args)]
+	return m, keys[:k0+len(m.Keys)], args[:a0+len(m.Args)]
 }
 
 // sameArgs reports whether a and b are the same integer and string
@@ -398,7 +388,7 @@ type batchBacking struct {
 }
 
 // batchScratch is AllowMany's working memory. Nothing in it outlives the
-// call: the store gets commands of their own (scriptCall.cmd copies),
+// call: the store gets commands of their own (callCmd copies),
 // strategies bind results by value, and the deny cache copies the limits
 // it keeps. So it is pooled, and cleared before it goes back.
 type batchScratch struct {

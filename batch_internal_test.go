@@ -83,7 +83,7 @@ func TestPackMany(t *testing.T) {
 		ma: store.NewScript("return 'ma'"), mb: store.NewScript("return 'mb'")}
 	var calls []scriptCall
 	add := func(s *store.Script, key string, args ...any) {
-		calls = append(calls, scriptCall{script: s, keys: []string{key}, args: args})
+		calls = append(calls, scriptCall{Script: s, Keys: []string{key}, Args: args})
 	}
 	for i := range 130 {
 		add(m.a, "a", int64(5), int64(1000+i/2)) // pairs of equal arguments
@@ -112,8 +112,8 @@ func TestPackMany(t *testing.T) {
 			next++
 		}
 	}
-	first := packed[0].cmd(false)
-	if packed[0].script != m.ma || first.Name != "EVALSHA" || first.Args[0] != m.ma.Hash() || first.Args[1] != 64 {
+	first := callCmd(packed[0], false)
+	if packed[0].Script != m.ma || first.Name != "EVALSHA" || first.Args[0] != m.ma.Hash() || first.Args[1] != 64 {
 		t.Errorf("first call: %s %v, want ma's EVALSHA of 64 keys", first.Name, first.Args[:2])
 	}
 	// its arguments: 64 keys, then 32 pairs of {1, 2, rate, window} and {1, -1}
@@ -121,15 +121,15 @@ func TestPackMany(t *testing.T) {
 	if len(a) != 32*(4+2) || a[0] != 1 || a[1] != 2 || a[2] != int64(5) || a[3] != int64(1000) || a[4] != 1 || a[5] != -1 || a[8] != int64(5) || a[9] != int64(1001) {
 		t.Errorf("first call's arguments after its keys: %v", a[:min(len(a), 12)])
 	}
-	if eval := packed[0].cmd(true); eval.Name != "EVAL" || eval.Args[0] != m.ma.Source() || len(eval.Args) != len(first.Args) {
+	if eval := callCmd(packed[0], true); eval.Name != "EVAL" || eval.Args[0] != m.ma.Source() || len(eval.Args) != len(first.Args) {
 		t.Errorf("first call as EVAL: %s %v", eval.Name, eval.Args[:2])
 	}
 	// b's call: 3 keys, then {1, 1, 1}, {1, 1, "x"}, {1, 1, "x"}: the
 	// []byte arguments sent each time
-	if b := packed[3].cmd(false).Args; packed[3].script != m.mb || len(b) != 2+3+9 || b[6] != 1 || b[9] != 1 || b[12] != 1 {
+	if b := callCmd(packed[3], false).Args; packed[3].Script != m.mb || len(b) != 2+3+9 || b[6] != 1 || b[9] != 1 || b[12] != 1 {
 		t.Errorf("b's call: %v", b)
 	}
-	if packed[4].script != m.c || packed[5].script != m.c || packed[4].keys[0] != "c1" {
+	if packed[4].Script != m.c || packed[5].Script != m.c || packed[4].Keys[0] != "c1" {
 		t.Errorf("the c calls: %+v %+v", packed[4], packed[5])
 	}
 	checkPackedKeys(t, packed, parts, calls)
@@ -141,10 +141,10 @@ func TestPackMany(t *testing.T) {
 	defer sc2.release()
 	calls = calls[:70]
 	for i := range calls {
-		calls[i].keys = []string{fmt.Sprintf("k%d", i)}
+		calls[i].Keys = []string{fmt.Sprintf("k%d", i)}
 	}
 	packed, parts = sc2.packMany(m, calls)
-	if len(packed) != 2 || len(parts[0].calls) != 64 || len(parts[1].calls) != 6 || packed[1].script != m.ma {
+	if len(packed) != 2 || len(parts[0].calls) != 64 || len(parts[1].calls) != 6 || packed[1].Script != m.ma {
 		t.Fatalf("one script: %d calls carrying %d and %d", len(packed), len(parts[0].calls), len(parts[len(parts)-1].calls))
 	}
 	checkPackedKeys(t, packed, parts, calls)
@@ -158,13 +158,13 @@ func checkPackedKeys(t *testing.T, packed []scriptCall, parts []manyPart, calls 
 	for k, p := range parts {
 		var want []string
 		for _, j := range p.calls {
-			want = append(want, calls[j].keys...)
+			want = append(want, calls[j].Keys...)
 		}
-		if !slices.Equal(packed[k].keys, want) {
-			t.Errorf("packed call %d has keys %v, want %v", k, packed[k].keys, want)
+		if !slices.Equal(packed[k].Keys, want) {
+			t.Errorf("packed call %d has keys %v, want %v", k, packed[k].Keys, want)
 		}
-		if c := packed[k].cmd(false); len(c.Args) != 2+len(want)+len(packed[k].args) {
-			t.Errorf("packed call %d: %d arguments for %d keys and %d arguments", k, len(c.Args), len(want), len(packed[k].args))
+		if c := callCmd(packed[k], false); len(c.Args) != 2+len(want)+len(packed[k].Args) {
+			t.Errorf("packed call %d: %d arguments for %d keys and %d arguments", k, len(c.Args), len(want), len(packed[k].Args))
 		}
 	}
 }
