@@ -23,20 +23,39 @@ func (l *Limiter) Wait(ctx context.Context, key string, limits ...Limit) (Result
 //
 // WaitN returns at once, with the denial and an error, when no wait can
 // help: ErrNeverAdmitted when n exceeds a limit, ErrWaitTooLong when the
-// RetryAfter ends after ctx's deadline. It never sleeps past the deadline;
-// when ctx ends during a sleep it returns the last denial and ctx's error.
-// Errors of the decision itself (bad input, Redis failing under FailError)
-// are returned as Allow returns them. Under FailClosed a Redis outage is a
+// RetryAfter ends after ctx's deadline. It never sleeps past the deadline,
+// and it ends the jitter early enough to leave time for the next try. When
+// ctx ends (before a try, during a sleep, or during a try, which then
+// fails) it returns the last denial (a zero Result when there was none) and
+// ctx's error: a try that failed because ctx ended is never a FailOpen
+// admission, since Redis was not down, the caller stopped waiting. Errors
+// of the decision itself (bad input, Redis failing under FailError) are
+// returned as Allow returns them. Under FailClosed a Redis outage is a
 // Degraded denial with a RetryAfter of up to a second: WaitN tries again
 // after it (or halfway to ctx's deadline, when that is sooner) until Redis
 // answers or ctx ends, and then returns the last denial and an error that
 // wraps both ctx's error and the outage's (errors.Is finds either).
 func (l *Limiter) WaitN(ctx context.Context, key string, n int64, limits ...Limit) (Result, error) {
+	var last Result // the last denial
 	for {
+		if err := ctx.Err(); err != nil {
+			return last, err
+		}
 		res, err := l.decide(ctx, key, n, false, limits)
+		if cerr := ctx.Err(); cerr != nil && (err != nil || res.Degraded) {
+			// The try failed because ctx ended: its FailOpen admission or
+			// FailClosed denial says no more than that, so ctx's end
+			// decides, with the denial before it.
+			cause := err
+			if cause == nil {
+				cause = res.Cause
+			}
+			return last, fmt.Errorf("limiter: wait: %w; the last try: %w", cerr, cause)
+		}
 		if err != nil || res.Allowed {
 			return res, err
 		}
+		last = res
 		if res.RetryAfter < 0 {
 			return res, fmt.Errorf("%w: cost %d, limit %s", ErrNeverAdmitted, n, res.Limit)
 		}
@@ -56,10 +75,8 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64, limits ...Limi
 			}
 		case ok && left < wait:
 			return res, fmt.Errorf("%w: retry after %s, deadline in %s", ErrWaitTooLong, res.RetryAfter, left.Round(time.Millisecond))
-		case ok:
-			wait += rand.N(min(maxJitter, left-wait) + 1)
 		default:
-			wait += rand.N(maxJitter + 1)
+			wait += jitter(wait, left, ok)
 		}
 		if err := l.sleepFor(ctx, wait); err != nil {
 			if res.Degraded {
@@ -68,6 +85,17 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64, limits ...Limi
 			return res, err
 		}
 	}
+}
+
+// jitter returns the random time added to a sleep of wait: at most
+// maxJitter and, with a deadline (ok) left away, at most half of what the
+// sleep leaves before it, so that the next try has the rest to reach Redis.
+func jitter(wait, left time.Duration, ok bool) time.Duration {
+	j := maxJitter
+	if ok {
+		j = min(j, (left-wait)/2)
+	}
+	return rand.N(j + 1)
 }
 
 // sleepFor sleeps for d with the Limiter's sleep function.

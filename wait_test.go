@@ -3,6 +3,7 @@ package limiter_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"syscall"
 	"testing"
@@ -197,5 +198,77 @@ func TestWaitFailClosedOutage(t *testing.T) {
 	}
 	if took := time.Since(start); took > 400*time.Millisecond {
 		t.Errorf("Wait with a 300ms deadline took %s", took)
+	}
+}
+
+// stalling passes the first pass script calls on, then holds each later
+// one until its context ends and fails it with the context's error, as an
+// adapter does with a call the context abandoned; calls counts them all.
+type stalling struct {
+	store.Store
+	mu    sync.Mutex
+	pass  int
+	calls int
+}
+
+func (s *stalling) EvalSha(ctx context.Context, sha string, keys []string, args []any) (any, error) {
+	s.mu.Lock()
+	s.calls++
+	pass := s.calls <= s.pass
+	s.mu.Unlock()
+	if pass {
+		return s.Store.EvalSha(ctx, sha, keys, args)
+	}
+	<-ctx.Done()
+	return nil, fmt.Errorf("stalling store: %w", ctx.Err())
+}
+
+var failModes = []limiter.FailMode{limiter.FailError, limiter.FailOpen, limiter.FailClosed}
+
+// TestWaitContextEndsDuringTry: a try that fails because ctx ended is not
+// a Redis outage: in every fail mode Wait returns the last denial Redis
+// made and ctx's error, never a FailOpen admission after the deadline nor
+// a FailClosed "outage". The sleep is virtual (instant), so the deadline
+// passes during the retry, which the store holds until then.
+func TestWaitContextEndsDuringTry(t *testing.T) {
+	l := limiter.Per(1, 100*time.Millisecond)
+	for _, fm := range failModes {
+		m, st := newMini(t)
+		v := &virtualSleep{m: m}
+		// the Allow below and Wait's first try reach Redis, the retry stalls
+		stall := &stalling{Store: st, pass: 2}
+		lim := newLimiter(t, stall, limiter.WithSleep(v.sleep), limiter.WithFailMode(fm))
+		if r, err := lim.Allow(context.Background(), "w", l); err != nil || !r.Allowed {
+			t.Fatalf("%v: Allow = %+v, %v", fm, r, err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		start := time.Now()
+		r, err := lim.Wait(ctx, "w", l)
+		took := time.Since(start)
+		cancel()
+		if r.Allowed || r.Degraded || r.RetryAfter != 100*time.Millisecond || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%v: Wait whose retry outlives the deadline = %+v, %v after %s (%d calls); want the first try's denial (RetryAfter 100ms, not degraded) and DeadlineExceeded",
+				fm, r, err, took.Round(time.Millisecond), stall.calls)
+		}
+		if stall.calls != 3 || len(v.slept) != 1 {
+			t.Errorf("%v: %d script calls, slept %v; want 3 calls (Allow, a try, the retry) and one sleep", fm, stall.calls, v.slept)
+		}
+	}
+}
+
+// TestWaitEndedContext: Wait on a context that has already ended returns
+// its error at once, in every fail mode, without asking Redis (a FailOpen
+// Limiter admitted it as an outage).
+func TestWaitEndedContext(t *testing.T) {
+	for _, fm := range failModes {
+		_, st := newMini(t)
+		count := &stalling{Store: st, pass: 1 << 30}
+		lim := newLimiter(t, count, limiter.WithFailMode(fm))
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		r, err := lim.Wait(ctx, "w", limiter.PerSecond(1))
+		if r != (limiter.Result{}) || !errors.Is(err, context.Canceled) || count.calls != 0 {
+			t.Errorf("%v: Wait on a canceled context = %+v, %v after %d script calls; want a zero Result, context.Canceled and no call", fm, r, err, count.calls)
+		}
 	}
 }

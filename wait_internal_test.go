@@ -1,0 +1,32 @@
+package limiter
+
+import (
+	"testing"
+	"time"
+)
+
+// TestJitterLeavesTimeForTheTry: the jitter is at most a millisecond, and
+// at most half of what the sleep leaves before the deadline, so that a
+// sleep that fits the deadline never ends on it.
+func TestJitterLeavesTimeForTheTry(t *testing.T) {
+	for _, tc := range []struct {
+		wait, left time.Duration
+		ok         bool
+		most       time.Duration
+	}{
+		{100 * time.Millisecond, 0, false, maxJitter},
+		{100 * time.Millisecond, time.Second, true, maxJitter},
+		{100 * time.Millisecond, 100*time.Millisecond + 800*time.Microsecond, true, 400 * time.Microsecond},
+		{100 * time.Millisecond, 100 * time.Millisecond, true, 0},
+	} {
+		var most time.Duration
+		for range 2000 {
+			most = max(most, jitter(tc.wait, tc.left, tc.ok))
+		}
+		// 2000 draws: the largest is within 1% of the bound but for a
+		// chance of 0.99^2000
+		if most > tc.most || most < tc.most*99/100 {
+			t.Errorf("jitter(%s, %s, %v): the largest of 2000 is %s; want at most %s, and near it", tc.wait, tc.left, tc.ok, most, tc.most)
+		}
+	}
+}
