@@ -92,7 +92,13 @@ func (l *Limiter) AllowMany(ctx context.Context, asks []Ask) []Answer {
 	if len(pend) == 0 {
 		return answers
 	}
-	sent, mark := start, l.backs.mark()
+	// a denial is remembered from when it was asked, on the deny cache's
+	// clock (the Limiter's: WithClock), as Allow's
+	var sent time.Time
+	if l.deny != nil {
+		sent = l.deny.now()
+	}
+	mark := l.backs.mark()
 	bctx, cancel := l.withTimeout(ctx)
 	sd := sender{b: b, sc: sc}
 	if ms, ok := l.strategy.(manyScripter); ok && oneServer(l.st) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/internal/redistest"
+	"github.com/quotagate/limiter/limitertest"
 	"github.com/quotagate/limiter/store"
 	"github.com/quotagate/limiter/strategy"
 )
@@ -170,4 +171,31 @@ func TestDenyCacheNeverAdmits(t *testing.T) {
 func realStore(t *testing.T) store.Store {
 	t.Helper()
 	return dialServer(t, redistest.StartServer(t).Addr())
+}
+
+// TestDenyCacheAllowManyClock: AllowMany remembers a denial on the
+// Limiter's clock (WithClock), as Allow does: once that clock is past the
+// window, Redis has no counter and both admit (a denial remembered on the
+// wall clock was still answered from the cache, Cached, with 59 s to go).
+func TestDenyCacheAllowManyClock(t *testing.T) {
+	lim, clock := limitertest.New(t, strategy.NewFixedWindow(), limiter.WithDenyCache(16))
+	ctx := context.Background()
+	l := limiter.PerMinute(1)
+	asks := []limiter.Ask{{Key: "u", Limits: []limiter.Limit{l}}}
+	if a := lim.AllowMany(ctx, asks)[0]; a.Err != nil || !a.Result.Allowed {
+		t.Fatalf("first ask: %+v; want admitted", a)
+	}
+	if a := lim.AllowMany(ctx, asks)[0]; a.Err != nil || a.Result.Allowed || a.Result.Cached {
+		t.Fatalf("second ask: %+v; want denied by Redis", a)
+	}
+	if a := lim.AllowMany(ctx, asks)[0]; a.Err != nil || a.Result.Allowed || !a.Result.Cached {
+		t.Fatalf("third ask: %+v; want denied from the cache", a)
+	}
+	clock.Advance(time.Minute)
+	if a := lim.AllowMany(ctx, asks)[0]; a.Err != nil || !a.Result.Allowed || a.Result.Cached {
+		t.Errorf("AllowMany a window later: %+v; want admitted by Redis", a)
+	}
+	if r, err := lim.Allow(ctx, "u", l); err != nil || r.Allowed || r.Cached {
+		t.Errorf("Allow after it: %+v, %v; want denied by Redis (the window's one call was AllowMany's)", r, err)
+	}
 }
