@@ -173,7 +173,7 @@ func (c *denyCache) remember(prefix, subject string, cost int64, limits []Limit,
 	h := c.hash(prefix, subject, cost, limits)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !g.clean(m) {
+	if !g.clean(m, prefix, subject) {
 		return
 	}
 	i, ok := c.index[h]

@@ -3,6 +3,7 @@ package limiter_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/internal/redistest"
+	"github.com/quotagate/limiter/limitertest"
 	"github.com/quotagate/limiter/store"
 	"github.com/quotagate/limiter/store/goredis"
 	"github.com/quotagate/limiter/strategy"
@@ -355,5 +357,117 @@ func TestDenyCacheTransientDenials(t *testing.T) {
 	time.Sleep(limiter.MaxTransientCached)
 	if r, err := lim.Allow(ctx, "s", l); err != nil || !r.Allowed || r.Cached {
 		t.Fatalf("%s after the take-back: %+v, %v; want admitted by Redis (8 of 10 used)", limiter.MaxTransientCached, r, err)
+	}
+}
+
+// gatedSubject holds the calls that give quota of subject back, Reset's
+// DEL and the quota-return script's, until release is closed, after
+// closing started.
+type gatedSubject struct {
+	store.Store
+	subject string // in braces, as in its keys
+	once    sync.Once
+	started chan struct{}
+	release chan struct{}
+}
+
+func newGatedSubject(st store.Store, subject string) *gatedSubject {
+	return &gatedSubject{Store: st, subject: "{" + subject + "}", started: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (g *gatedSubject) hold(key string) {
+	if strings.Contains(key, g.subject) {
+		g.once.Do(func() { close(g.started) })
+		<-g.release
+	}
+}
+
+func (g *gatedSubject) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	if len(cmds) == 1 && cmds[0].Name == "DEL" {
+		g.hold(fmt.Sprint(cmds[0].Args...))
+	}
+	return g.Store.Do(ctx, cmds...)
+}
+
+func (g *gatedSubject) EvalSha(ctx context.Context, sha string, keys []string, args []any) (any, error) {
+	if sha == strategy.QuotaReturnScript().Hash() {
+		g.hold(keys[0])
+	}
+	return g.Store.EvalSha(ctx, sha, keys, args)
+}
+
+// TestGiveBackOfAnotherSubject: while this process gives quota of one
+// subject back (Reset, ReturnLeases), another subject's leases are kept
+// as usual: 100 calls of it at 100/min, leases of 10, are all admitted, 10
+// leases. (Any give-back used to make every subject's new lease admit its
+// own call only: 10 of 100 admitted, the window's quota burnt.)
+func TestGiveBackOfAnotherSubject(t *testing.T) {
+	l := limiter.PerMinute(100)
+	for _, how := range []string{"Reset", "ReturnLeases"} {
+		m, st := newMini(t)
+		g := newGatedSubject(st, "slow")
+		lim := newLimiter(t, g, limiter.WithQuotaLease(10))
+		ctx := context.Background()
+		if r, err := lim.Allow(ctx, "slow", l); err != nil || !r.Leased {
+			t.Fatalf("%s: lease of slow: %+v, %v", how, r, err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			if how == "Reset" {
+				done <- lim.Reset(ctx, "slow", l)
+				return
+			}
+			_, err := lim.ReturnLeases(ctx, 0)
+			done <- err
+		}()
+		<-g.started
+		admitted := 0
+		for range 100 {
+			r, err := lim.Allow(ctx, "hot", l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Allowed {
+				admitted++
+			}
+		}
+		close(g.release)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		key, _ := limiter.Key(limiter.DefaultPrefix, "hot", l)
+		counted, _ := m.Get(key)
+		if admitted != 100 || counted != "100" {
+			t.Errorf("during %s of another subject: %d of 100 calls of hot admitted, Redis counted %s; want 100 and 100", how, admitted, counted)
+		}
+	}
+}
+
+// TestReturnLeasesKeepsUnitsNotReturned: ReturnLeases leaves a lease the
+// units it does not give back (here, a window of 150 ms, too short to
+// tell from the next one): the next 9 calls are admitted from it, without
+// a round trip, and Redis still counts the one lease. (They were dropped:
+// the next call took a second lease, 20 counted for 2 admitted.)
+func TestReturnLeasesKeepsUnitsNotReturned(t *testing.T) {
+	// on a clock that moves only when told, so that the window stays open
+	// however slow the machine
+	lim, clock := limitertest.New(t, strategy.NewFixedWindow(), limiter.WithQuotaLease(10))
+	m := clock.Server()
+	ctx := context.Background()
+	l := limiter.Per(100, 150*time.Millisecond)
+	if r, err := lim.Allow(ctx, "u", l); err != nil || !r.Leased {
+		t.Fatalf("lease: %+v, %v", r, err)
+	}
+	if n, err := lim.ReturnLeases(ctx, 0); err != nil || n != 0 {
+		t.Fatalf("ReturnLeases = %d, %v; want 0 (the window is too short)", n, err)
+	}
+	key, _ := limiter.Key(limiter.DefaultPrefix, "u", l)
+	for i := range 9 {
+		if r, err := lim.Allow(ctx, "u", l); err != nil || !r.Allowed || !r.Leased {
+			t.Fatalf("call %d after ReturnLeases: %+v, %v; want admitted from the lease", i+2, r, err)
+		}
+	}
+	if counted, _ := m.Get(key); counted != "10" {
+		t.Errorf("Redis counted %s for 10 calls; want 10 (one lease)", counted)
 	}
 }

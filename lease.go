@@ -288,7 +288,7 @@ func (l *Limiter) takeLease(ctx context.Context, t *leaseTable, ls *quotaLease, 
 	}
 	// A new lease, maybe in a new window.
 	ls.direct = false
-	if !l.backs.clean(mark) {
+	if !l.backs.clean(mark, l.keys.prefix, key) {
 		// A Reset (or a return) ran meanwhile: the units may have been
 		// counted in a counter it deleted. This call was admitted before
 		// it; the rest of the lease is not used.
@@ -369,30 +369,39 @@ func (l *Limiter) ReturnLeases(ctx context.Context, idle time.Duration) (int64, 
 	}
 	type unused struct {
 		id    leaseID
+		ls    *quotaLease
 		units int64
-		until time.Time // the lease's end + leaseMargin: its call's sending + reset
+		end   time.Time // the lease's end (leftUntil)
 		took  time.Duration
 	}
 	var backs []unused
-	// No decision that overlaps the returns is remembered by the deny
-	// cache or kept as a lease; the returned subjects' denials are
-	// forgotten (the units they lacked may be back).
-	l.backs.begin()
-	defer l.backs.end()
+	// No decision of a returned subject that overlaps its return is
+	// remembered by the deny cache or kept as a lease; the returned
+	// subjects' denials are forgotten (the units they lacked may be back).
+	defer func() {
+		for _, b := range backs {
+			l.backs.end(b.id.prefix, b.id.subject)
+		}
+	}()
 	t.mu.Lock()
 	now := t.now()
 	for id, ls := range t.m {
 		if ls.taking != nil || ls.left <= 0 || !now.Before(ls.leftUntil) || now.Sub(ls.used) < idle {
 			continue
 		}
-		backs = append(backs, unused{id, ls.left, ls.leftUntil.Add(leaseMargin), ls.took})
+		l.backs.begin(id.prefix, id.subject)
+		backs = append(backs, unused{id, ls, ls.left, ls.leftUntil, ls.took})
 		ls.left = 0 // from now on, the next call takes a new lease
 	}
 	t.mu.Unlock()
 	var total int64
 	var errs []error
 	for _, b := range backs {
-		n, err := l.giveBack(ctx, rq, b.id, b.units, b.until, b.took)
+		// until: the lease's end + leaseMargin, its call's sending + reset
+		n, kept, err := l.giveBack(ctx, rq, b.id, b.units, b.end.Add(leaseMargin), b.took)
+		if kept {
+			t.keep(b.id, b.ls, b.units, b.end)
+		}
 		if n > 0 && l.deny != nil {
 			l.deny.forget(b.id.prefix, b.id.subject)
 		}
@@ -405,6 +414,17 @@ func (l *Limiter) ReturnLeases(ctx context.Context, idle time.Duration) (int64, 
 		return total, fmt.Errorf("limiter: return leases: %w", errors.Join(errs...))
 	}
 	return total, nil
+}
+
+// keep gives a lease back the units ReturnLeases took from it and did not
+// return (they are still counted in its window), when the lease is as it
+// was then: no call has taken a new lease since, and no Reset forgot it.
+func (t *leaseTable) keep(id leaseID, ls *quotaLease, units int64, end time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m[id] == ls && ls.taking == nil && ls.left == 0 && ls.leftUntil.Equal(end) {
+		ls.left = units
+	}
 }
 
 // returnSlack is how much longer than the lease's own window may have left
@@ -427,13 +447,15 @@ const returnSlack = 100 * time.Millisecond
 // two cannot be mistaken: a reading of at most until-u+took+returnSlack is
 // the lease's window, named by its end, and the second call gives the
 // units back to the window that ends then, if it still does (it checks
-// that on the server, to 2 ms).
-func (l *Limiter) giveBack(ctx context.Context, rq QuotaReturner, id leaseID, units int64, until time.Time, took time.Duration) (int64, error) {
+// that on the server, to 2 ms). kept reports that the units are still
+// counted in Redis, certainly: nothing was given back, and no call that
+// might have was left unanswered.
+func (l *Limiter) giveBack(ctx context.Context, rq QuotaReturner, id leaseID, units int64, until time.Time, took time.Duration) (n int64, kept bool, err error) {
 	// The lease's own prefix: a copy made by With with another prefix
 	// shares the table, and its leases were counted under that prefix.
 	keys, err := keyBuilder{prefix: id.prefix}.build(id.subject, []Limit{id.limit}, nil)
 	if err != nil {
-		return 0, err
+		return 0, true, err
 	}
 	u := l.leases.now()
 	cctx, cancel := l.withTimeout(ctx)
@@ -442,17 +464,20 @@ func (l *Limiter) giveBack(ctx context.Context, rq QuotaReturner, id leaseID, un
 	cancel()
 	e := l.leases.now().Sub(u)
 	if err != nil {
-		return 0, err
+		return 0, true, err // a read
 	}
 	if end <= 0 || left > until.Sub(u)+took+returnSlack || 2*(took+e+returnSlack+time.Millisecond) >= id.limit.Period {
-		return 0, nil
+		return 0, true, nil
 	}
 	cctx, cancel = l.withTimeout(ctx)
 	req.Cost = units
 	ok, err := rq.ReturnQuota(cctx, l.st, req, end)
 	cancel()
-	if err != nil || !ok {
-		return 0, err
+	if err != nil {
+		return 0, false, err // it may have given them back
 	}
-	return units, nil
+	if !ok {
+		return 0, true, nil
+	}
+	return units, false, nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/quotagate/limiter/internal/derive"
@@ -324,8 +323,8 @@ func (l *Limiter) Reset(ctx context.Context, key string, limits ...Limit) error 
 	// cache or kept as a lease (a decision sent before the DEL and
 	// answered after it saw the old count); what was remembered before is
 	// forgotten.
-	l.backs.begin()
-	defer l.backs.end()
+	l.backs.begin(l.keys.prefix, key)
+	defer l.backs.end(l.keys.prefix, key)
 	if l.deny != nil {
 		l.deny.forget(l.keys.prefix, key)
 	}
@@ -398,27 +397,6 @@ func (l *Limiter) decideDirect(ctx context.Context, key string, cost int64, dry 
 	}
 	return res, nil
 }
-
-// giveBacks counts the calls that give quota back early in this process
-// (Reset, ReturnLeases) while they run, so that a decision that overlapped
-// one is neither remembered by the deny cache nor kept as a lease: it may
-// have read a count the give-back then changed.
-type giveBacks struct {
-	running atomic.Int64  // give-backs in progress
-	epoch   atomic.Uint64 // moved at each one's start and end
-}
-
-func (g *giveBacks) begin() { g.running.Add(1); g.epoch.Add(1) }
-func (g *giveBacks) end()   { g.epoch.Add(1); g.running.Add(-1) }
-
-// mark is read before a decision is sent.
-func (g *giveBacks) mark() uint64 { return g.epoch.Load() }
-
-// clean reports that no give-back ran at any time since mark m. It is
-// called under the lock of the table the decision is kept in, which a
-// give-back takes after begin to forget the subject's entries: an entry
-// kept after a clean check is forgotten by that give-back.
-func (g *giveBacks) clean(m uint64) bool { return g.running.Load() == 0 && g.epoch.Load() == m }
 
 // decideObserved is decide for a Limiter with an observer: the observer
 // sees every outcome, exactly once. The decision itself is made by a copy

@@ -1,0 +1,99 @@
+package limiter
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// giveBacks tracks, subject by subject, the calls that give quota back
+// early in this process (Reset, ReturnLeases) while they run, so that a
+// decision of a subject that overlapped one of that subject's is neither
+// remembered by the deny cache nor kept as a lease: it may have read a
+// count the give-back then changed. A give-back of one subject does not
+// touch another's decisions.
+type giveBacks struct {
+	epoch   atomic.Uint64 // moved at each give-back's start and end
+	running atomic.Int64  // give-backs in progress
+
+	mu sync.Mutex
+	// the subjects being given back, and those whose last give-back ended
+	// recently (once more than keptGiveBacks are kept, the ended ones are
+	// dropped at the next end)
+	subjects map[subjectID]*giveBack
+	// a decision marked before floor may have overlapped a give-back no
+	// longer kept: it is not clean
+	floor uint64
+}
+
+// subjectID names a subject under a prefix.
+type subjectID struct{ prefix, subject string }
+
+// giveBack is one subject's give-backs: how many run, and the epoch at
+// which the last one ended.
+type giveBack struct {
+	running int
+	end     uint64
+}
+
+// keptGiveBacks is how many subjects' ended give-backs are kept for the
+// decisions that were sent while they ran.
+const keptGiveBacks = 64
+
+// begin records that prefix's subject is being given back; the caller
+// calls end with the same subject when it is done.
+func (g *giveBacks) begin(prefix, subject string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.subjects == nil {
+		g.subjects = map[subjectID]*giveBack{}
+	}
+	id := subjectID{prefix, subject}
+	b := g.subjects[id]
+	if b == nil {
+		b = new(giveBack)
+		g.subjects[id] = b
+	}
+	b.running++
+	g.running.Add(1)
+	g.epoch.Add(1)
+}
+
+// end records that a give-back of prefix's subject is over.
+func (g *giveBacks) end(prefix, subject string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	b := g.subjects[subjectID{prefix, subject}]
+	b.running--
+	b.end = g.epoch.Add(1)
+	g.running.Add(-1)
+	if len(g.subjects) <= keptGiveBacks {
+		return
+	}
+	for id, b := range g.subjects {
+		if b.running == 0 {
+			g.floor = max(g.floor, b.end)
+			delete(g.subjects, id)
+		}
+	}
+}
+
+// mark is read before a decision is sent.
+func (g *giveBacks) mark() uint64 { return g.epoch.Load() }
+
+// clean reports that no give-back of prefix's subject ran at any time
+// since mark m. It is called under the lock of the table the decision is
+// kept in, which a give-back takes after begin to forget the subject's
+// entries: an entry kept after a clean check is forgotten by that
+// give-back.
+func (g *giveBacks) clean(m uint64, prefix, subject string) bool {
+	if g.running.Load() == 0 && g.epoch.Load() == m {
+		return true // none began since m, none runs
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if m < g.floor {
+		return false
+	}
+	b := g.subjects[subjectID{prefix, subject}]
+	return b == nil || b.running == 0 && b.end <= m
+}
