@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/httplimit"
@@ -52,5 +53,44 @@ func TestClientGoneIsNotAnOutage(t *testing.T) {
 	}
 	if !logged {
 		t.Errorf("the Redis outage was not logged (suppressed by the line for the canceled client)")
+	}
+}
+
+// TestServerDeadlineIsAnOutage: a deadline the server put on the request
+// (a timeout middleware) that runs out while Redis does not answer is an
+// outage, logged in every fail mode (it was taken for a client that went
+// away: FailOpen served the requests and FailError answered 503, with no
+// line logged).
+func TestServerDeadlineIsAnOutage(t *testing.T) {
+	for _, mode := range []limiter.FailMode{limiter.FailOpen, limiter.FailError} {
+		m := redistest.NewMini(t)
+		p := redistest.NewProxy(t, m.Addr())
+		st := dial(t, p.Addr())
+		lim := newLimiter(t, st, limiter.WithFailMode(mode)) // no WithTimeout
+		if _, err := lim.Allow(context.Background(), "warm", limiter.PerMinute(100)); err != nil {
+			t.Fatal(err)
+		}
+		var logs logRecords
+		mw, err := httplimit.NewFixed(lim, "api", []limiter.Limit{limiter.PerMinute(100).Named("qpm")}, httplimit.WithLogger(slog.New(&logs)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := mw.Handler(ok)
+		p.Blackhole(true) // Redis stops answering
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		rec := httptest.NewRecorder()
+		start := time.Now()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/deadline", nil).WithContext(ctx))
+		took := time.Since(start)
+		cancel()
+		p.Blackhole(false)
+		t.Logf("%v: %d after %s; lines %v", mode, rec.Code, took.Round(time.Millisecond), logs.attrs())
+		logged := false
+		for _, l := range logs.attrs() {
+			logged = logged || l["path"] == "/deadline"
+		}
+		if !logged {
+			t.Errorf("%v: a request undecided at its server-set deadline (%d) was not logged; lines %v", mode, rec.Code, logs.attrs())
+		}
 	}
 }

@@ -119,7 +119,8 @@ func WithRules(k KeyFunc) Option {
 // kind (limiter.ErrorKind), the error and the request's method and path;
 // at most one line is written every LogInterval, counting the requests
 // left unlogged since the previous line ("suppressed"), so an outage does
-// not flood the log.
+// not flood the log. A request whose client went away (its context
+// canceled) is not logged; one whose deadline ran out is.
 func WithLogger(l *slog.Logger) Option {
 	return func(m *Middleware) error {
 		m.log = newLogLimiter(l)
@@ -217,10 +218,12 @@ func (m *Middleware) Decide(w http.ResponseWriter, r *http.Request) (rules.Decis
 	} else {
 		d, err = m.rl.Allow(r.Context(), key)
 	}
-	// A request whose client went away (its context ended) ends the
-	// decision too: that is not an outage, and must not spend the log's
-	// budget that a real one needs.
-	gone := r.Context().Err() != nil
+	// A request whose client went away (its context canceled, as net/http
+	// does) ends the decision too: that is not an outage, and must not
+	// spend the log's budget that a real one needs. A deadline the server
+	// set on the request (a timeout middleware) that ran out while Redis
+	// did not answer is one, and logged.
+	gone := errors.Is(r.Context().Err(), context.Canceled)
 	if err != nil {
 		if !errors.Is(err, limiter.ErrInvalidKey) && !gone {
 			// (a key the limiter refuses, such as an empty one, is the
