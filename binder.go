@@ -24,7 +24,7 @@ type bound struct {
 // will (the cost exceeds the limit).
 func (b *Binder) Add(i int, remaining int64, resetAfter, retryAfter time.Duration) {
 	s := bound{i, remaining, resetAfter, retryAfter}
-	if !b.lowSet || remaining < b.low.remaining {
+	if !b.lowSet || remaining < b.low.remaining || remaining == b.low.remaining && resetAfter > b.low.resetAfter {
 		b.low, b.lowSet = s, true
 	}
 	if retryAfter != 0 {
@@ -36,8 +36,10 @@ func (b *Binder) Add(i int, remaining int64, resetAfter, retryAfter time.Duratio
 }
 
 // Result returns the decision: when allowed, the binding limit is the one
-// with the least remaining; when denied, the one that denied with the
-// longest wait (never, first).
+// with the least remaining (of limits with as little, the one furthest from
+// full again: with 1/s and 1/day both used up, the day's, which is what a
+// client must wait for); when denied, the one that denied with the longest
+// wait (never, first).
 func (b *Binder) Result(allowed bool) Result {
 	s := b.low
 	if !allowed && b.denySet {

@@ -20,8 +20,10 @@ func TestBinder(t *testing.T) {
 	}{
 		{"allowed: least remaining binds", []add{{5, time.Second, 0}, {2, time.Minute, 0}, {3, time.Hour, 0}}, true,
 			limiter.Result{Allowed: true, Remaining: 2, ResetAfter: time.Minute, Index: 1}},
-		{"allowed: the first of equals binds", []add{{2, time.Second, 0}, {2, time.Minute, 0}}, true,
-			limiter.Result{Allowed: true, Remaining: 2, ResetAfter: time.Second, Index: 0}},
+		{"allowed: of equals, the one full again last binds", []add{{0, time.Second, 0}, {0, 24 * time.Hour, 0}, {0, time.Minute, 0}}, true,
+			limiter.Result{Allowed: true, Remaining: 0, ResetAfter: 24 * time.Hour, Index: 1}},
+		{"allowed: of equals in every way, the first binds", []add{{2, time.Minute, 0}, {2, time.Minute, 0}}, true,
+			limiter.Result{Allowed: true, Remaining: 2, ResetAfter: time.Minute, Index: 0}},
 		{"denied: the longest wait binds", []add{{0, time.Second, time.Second}, {4, time.Minute, 0}, {0, time.Hour, time.Hour}}, false,
 			limiter.Result{Remaining: 0, ResetAfter: time.Hour, RetryAfter: time.Hour, Index: 2}},
 		{"denied: never beats any wait, the first never stays", []add{{1, time.Second, -1}, {0, time.Hour, time.Hour}, {0, time.Minute, -1}}, false,

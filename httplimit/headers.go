@@ -45,7 +45,8 @@ const maxSFInteger = 999_999_999_999_999
 // quota q and, for a period of whole seconds, its window w in seconds (the
 // draft has no sub-second windows, so w is left out for those); and one
 // service limit item for the binding rule (the one that refused the
-// request, or the one with the least quota left) with its remaining quota r
+// request, or the one with the least quota left, and of those the one
+// whose window resets last) with its remaining quota r
 // and the seconds until its window resets, t. The X-RateLimit-* fields
 // carry the binding rule's limit, remaining quota and seconds until reset
 // (a delta, like t, not a timestamp), for clients that predate the draft.
