@@ -118,8 +118,13 @@ func LimitUnknown(limits ...limiter.Limit) Default { return Default{Action: Limi
 //
 // Give rules stable names (limiter.Limit.Name): a rule's counter is named
 // after its Name, or after its Period when the name is empty, so a reload
-// that changes a rule's Rate (or Period, for a named rule) keeps the count
-// of the current window, while renaming a rule starts a fresh counter.
+// that changes a rule's Rate keeps the count of the current window, while
+// renaming a rule starts a fresh counter. A reload that changes a named
+// rule's Period keeps the count with FixedWindow, SlidingWindow,
+// SlidingLog and TokenBucket; AlignedWindow and Bucketed name each window
+// after its period too, so the new period starts a fresh one; GCRA keeps
+// its state, a time (when the limit is full again), which the new period's
+// emission interval reads as another count.
 type Set struct {
 	// Subjects maps each subject to its limits, decided together: a request
 	// is admitted only when every limit admits it, and a request refused by
