@@ -7,6 +7,11 @@ import (
 	"time"
 )
 
+// maxOutagePause is the longest pause WaitN makes between tries that
+// Redis does not decide (FailClosed, contention): the pause a Degraded
+// denial gives doubles up to it.
+const maxOutagePause = time.Second
+
 // maxJitter bounds the random time Wait adds to each sleep, so that
 // waiters denied together do not all retry at the same instant.
 const maxJitter = time.Millisecond
@@ -32,11 +37,13 @@ func (l *Limiter) Wait(ctx context.Context, key string, limits ...Limit) (Result
 // of the decision itself (bad input, Redis failing under FailError) are
 // returned as Allow returns them. Under FailClosed a Redis outage is a
 // Degraded denial with a RetryAfter of up to a second: WaitN tries again
-// after it (or halfway to ctx's deadline, when that is sooner) until Redis
-// answers or ctx ends, and then returns the last denial and an error that
+// after it, the pause doubled at each further try Redis does not decide up
+// to a second (or halfway to ctx's deadline, when that is sooner), with a
+// jitter, until Redis answers or ctx ends, and then returns the last denial and an error that
 // wraps both ctx's error and the outage's (errors.Is finds either).
 func (l *Limiter) WaitN(ctx context.Context, key string, n int64, limits ...Limit) (Result, error) {
 	var last Result // the last denial
+	undecided := 0  // tries in a row Redis did not decide
 	for {
 		if err := ctx.Err(); err != nil {
 			return last, err
@@ -56,6 +63,9 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64, limits ...Limi
 			return res, err
 		}
 		last = res
+		if !res.Degraded {
+			undecided = 0
+		}
 		if res.RetryAfter < 0 {
 			return res, fmt.Errorf("%w: cost %d, limit %s", ErrNeverAdmitted, n, res.Limit)
 		}
@@ -66,7 +76,13 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64, limits ...Limi
 		case res.Degraded:
 			// Redis did not decide (FailClosed, a hot key's contention):
 			// its RetryAfter is a pause, not a wait for quota. Try again
-			// after it, or halfway to the deadline, while there is time.
+			// after it, doubled at each try in a row Redis does not decide
+			// up to a second (a short limit's pause would have every
+			// waiter retry a recovering Redis a thousand times a second),
+			// or halfway to the deadline, while there is time.
+			wait = min(wait<<min(undecided, 10), max(wait, maxOutagePause))
+			wait += jitter(wait, left, ok)
+			undecided++
 			if ok && left < wait {
 				if left < 2*time.Millisecond {
 					return res, fmt.Errorf("limiter: wait: %w; the last try: %w", context.DeadlineExceeded, res.Cause)
@@ -93,7 +109,7 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64, limits ...Limi
 func jitter(wait, left time.Duration, ok bool) time.Duration {
 	j := maxJitter
 	if ok {
-		j = min(j, (left-wait)/2)
+		j = max(min(j, (left-wait)/2), 0)
 	}
 	return rand.N(j + 1)
 }

@@ -18,6 +18,7 @@ func TestJitterLeavesTimeForTheTry(t *testing.T) {
 		{100 * time.Millisecond, time.Second, true, maxJitter},
 		{100 * time.Millisecond, 100*time.Millisecond + 800*time.Microsecond, true, 400 * time.Microsecond},
 		{100 * time.Millisecond, 100 * time.Millisecond, true, 0},
+		{100 * time.Millisecond, 50 * time.Millisecond, true, 0}, // past the deadline
 	} {
 		var most time.Duration
 		for range 2000 {

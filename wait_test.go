@@ -272,3 +272,27 @@ func TestWaitEndedContext(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitOutageBacksOff: under FailClosed, a Redis that refuses 12 tries
+// in a row for a limit of 1 ms: the pause between them doubles from 1 ms up
+// to a second (each within a jitter of a millisecond) instead of a try
+// every millisecond, and the 13th, answered, is admitted.
+func TestWaitOutageBacksOff(t *testing.T) {
+	m, st := newMini(t)
+	v := &virtualSleep{m: m}
+	down := &refusing{Store: st, refuse: 12}
+	lim := newLimiter(t, down, limiter.WithFailMode(limiter.FailClosed), limiter.WithSleep(v.sleep))
+	r, err := lim.Wait(context.Background(), "s", limiter.Per(1, time.Millisecond))
+	if err != nil || !r.Allowed || r.Degraded {
+		t.Fatalf("Wait = %+v, %v; want admitted once Redis answers", r, err)
+	}
+	want := []time.Duration{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1000, 1000}
+	if len(v.slept) != len(want) {
+		t.Fatalf("slept %v; want %d pauses", v.slept, len(want))
+	}
+	for i, w := range want {
+		if d := v.slept[i]; d < w*time.Millisecond || d > w*time.Millisecond+time.Millisecond {
+			t.Errorf("pause %d: %s; want %dms (+ at most 1ms)", i+1, d, w)
+		}
+	}
+}
