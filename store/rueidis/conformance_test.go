@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"testing"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -25,6 +26,11 @@ func options(addr string) rueidis.ClientOption {
 	}
 }
 
+// dialTimeout bounds the suite's connecting: rueidis connects in
+// NewClient, within 5 s by default, which a loaded machine's miniredis has
+// missed.
+const dialTimeout = 30 * time.Second
+
 // dial connects a Store with the documented options for a single server,
 // ForceSingleClient included: without it rueidis probes the server with
 // CLUSTER SLOTS when it connects, and miniredis answers it, so that the
@@ -32,6 +38,7 @@ func options(addr string) rueidis.ClientOption {
 func dial(_ context.Context, addr string) (store.Store, func(), error) {
 	opt := options(addr)
 	opt.ForceSingleClient = true
+	opt.Dialer.Timeout = dialTimeout
 	c, err := rueidis.NewClient(opt)
 	if err != nil {
 		return nil, nil, err
@@ -64,6 +71,7 @@ func TestConformance(t *testing.T) {
 func dialCluster(_ context.Context, addrs []string) (store.Store, func(), error) {
 	opt := options(addrs[0])
 	opt.InitAddress = addrs
+	opt.Dialer.Timeout = dialTimeout
 	c, err := rueidis.NewClient(opt)
 	if err != nil {
 		return nil, nil, err
