@@ -60,8 +60,10 @@ type LeaseState struct {
 	Held bool
 	// InFlight is the number of leases held, this one included when Held.
 	InFlight int64
-	// RetryAfter is, for a refused Acquire, the time until the oldest held
-	// lease expires: the longest wait for a slot if no holder releases.
+	// RetryAfter is, for a refused Acquire, the time until enough held
+	// leases expire for it (the oldest, or more when more than Max are
+	// held: a Max lowered meanwhile): the longest wait for a slot if no
+	// holder releases.
 	RetryAfter time.Duration
 }
 
@@ -127,8 +129,8 @@ type Lease struct {
 	Held bool
 	// InFlight is the number of the subject's leases held after the call.
 	InFlight int64
-	// RetryAfter is, for a refused lease, the time until the oldest held
-	// lease expires (the longest wait if no holder releases); 0 when Held.
+	// RetryAfter is, for a refused lease, the time until enough held leases
+	// expire for it (the longest wait if no holder releases); 0 when Held.
 	RetryAfter time.Duration
 	// Limit is the call's limit.
 	Limit InFlight

@@ -83,6 +83,36 @@ func TestConcurrencyLeases(t *testing.T) {
 	}
 }
 
+// TestConcurrencyMaxLowered: 3 leases held (taken at 0, 1 and 2 s, for
+// 10 s), and at 3 s a caller whose Max is now 1: a slot frees for it when
+// all 3 have expired, so its RetryAfter is the youngest's 9 s, not the
+// oldest's 7 s, and after that wait it holds one.
+func TestConcurrencyMaxLowered(t *testing.T) {
+	m, st := newMini(t)
+	c := newConc(t, st)
+	ctx := context.Background()
+	ttl := 10 * time.Second
+	for i := range 3 {
+		if l, err := c.Acquire(ctx, "u", limiter.InFlight{Max: 3, TTL: ttl}); err != nil || !l.Held {
+			t.Fatalf("lease %d: %+v, %v", i+1, l, err)
+		}
+		m.Advance(time.Second)
+	}
+	low := limiter.InFlight{Max: 1, TTL: ttl}
+	l, err := c.Acquire(ctx, "u", low)
+	if err != nil || l.Held || l.InFlight != 3 || l.RetryAfter != 9*time.Second {
+		t.Fatalf("Acquire under Max 1 with 3 held = %+v, %v; want refused, 3 in flight, RetryAfter 9s (the youngest's end)", l, err)
+	}
+	m.Advance(l.RetryAfter - time.Millisecond)
+	if l, err := c.Acquire(ctx, "u", low); err != nil || l.Held || l.RetryAfter != time.Millisecond {
+		t.Fatalf("a millisecond before = %+v, %v; want refused, RetryAfter 1ms", l, err)
+	}
+	m.Advance(time.Millisecond)
+	if l, err := c.Acquire(ctx, "u", low); err != nil || !l.Held || l.InFlight != 1 {
+		t.Fatalf("after RetryAfter = %+v, %v; want held, alone", l, err)
+	}
+}
+
 // TestConcurrencyInvalid: bad input is a sentinel error in every fail mode
 // and writes nothing.
 func TestConcurrencyInvalid(t *testing.T) {

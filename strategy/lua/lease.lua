@@ -14,8 +14,9 @@
 --
 -- Returns {held, in_flight, retry_ms}: held is 1 when the lease is held
 -- after the call; in_flight the number of unexpired leases, this one
--- included when held; retry_ms, for a refused acquire, the time until the
--- oldest lease expires (at least 1), else 0.
+-- included when held; retry_ms, for a refused acquire, the time until
+-- enough leases expire for it (the oldest, or more when more than max are
+-- held; at least 1), else 0.
 --
 -- Leases past their expiry leave the set on every call, so a holder that
 -- crashed frees its slot at its lease's expiry without anyone's help. The
@@ -70,5 +71,7 @@ end
 if op == 'e' or gone or n < max then
   return {0, n, 0}
 end
-local oldest = redis.call('ZRANGEBYSCORE', key, '(0', '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
-return {0, n, math.max(tonumber(oldest[2]) - now, 1)}
+-- a slot frees when n - max + 1 leases have expired (more than one when
+-- the caller's max is below what is held: a max lowered meanwhile)
+local frees = redis.call('ZRANGEBYSCORE', key, '(0', '+inf', 'WITHSCORES', 'LIMIT', n - max, 1)
+return {0, n, math.max(tonumber(frees[2]) - now, 1)}
