@@ -94,7 +94,8 @@ func WithQuotaLease(units int64) Option {
 // With makes of it, which share them): past it, taking a lease drops the
 // least recently used eighth of them. A dropped lease's unused units are
 // lost as at its window's end, so the bound holds memory (about 250 bytes a
-// lease) at the cost of under-admission, never of over-admission.
+// lease, plus its subject's and its limit name's length) at the cost of
+// under-admission, never of over-admission.
 const MaxQuotaLeases = 1 << 16
 
 // leaseTable holds the process's quota leases.
