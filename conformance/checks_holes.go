@@ -109,6 +109,10 @@ func checkSlowerThanWindow(c *checker) {
 	// at most elapsed/Period + 1; for epoch-aligned ones the partial
 	// windows at either end add one more.
 	windows := int64(elapsed/l.Period) + 2
+	if admitted.Load()+denied.Load() == 0 {
+		c.t.Fatalf("property 27: with every reply %s later than its request, no call was decided (%d errors)%s: nothing was checked",
+			delay, failed.Load(), firstErrs(errs))
+	}
 	if a := admitted.Load(); a > windows*l.Rate {
 		c.t.Errorf("property 27: with every reply %s later than its request, %d admitted in %s of server time at %s: at most %d windows existed, so at most %d may be admitted (admissions counted in a window that was already over, or in a key that expired in the same step)",
 			delay, a, elapsed.Round(time.Millisecond), l, windows, windows*l.Rate)

@@ -403,6 +403,9 @@ func checkCrashBetweenCommands(c *checker) {
 			c.t.Fatalf("property 8: %s decision without faults: %v", path, err)
 		}
 		n := forwarded(p)
+		if n == 0 {
+			c.t.Fatalf("property 8: the fault proxy forwarded no command of a %s decision: does the Dialer connect to the address it is given?", path)
+		}
 		c.t.Logf("property 8: a fresh %s decision sends %d commands: %v", path, n, p.Commands())
 		for cut := 0; cut < n; cut++ {
 			subject := fmt.Sprintf("p8-%s-%d", path, cut)
