@@ -155,9 +155,19 @@ func (g *Gate[T]) Leave() {
 	for _, w := range next {
 		w.fl = fl
 	}
-	g.mu.Unlock()
+	// Handed over before the lock is let go (wake has room: a queued
+	// waiter has been sent nothing yet), so that a first waiter whose
+	// context ends finds its batch, either still queued (withdraw) or in
+	// wake, and never leaves it unsent with the others waiting.
 	next[0].wake <- next
+	g.mu.Unlock()
+	if afterLeave != nil {
+		afterLeave()
+	}
 }
+
+// afterLeave, when set (by tests), runs when Leave has handed a batch over.
+var afterLeave func()
 
 // withdraw takes w out of the queue and reports whether it was still
 // there (then it will never be sent).

@@ -209,3 +209,39 @@ func TestNodes(t *testing.T) {
 		t.Fatal("the map did not start afresh past 1024 nodes")
 	}
 }
+
+// TestGateFirstWaiterGivesUpAtHandOver: the first of two queued calls, the
+// one a freed slot hands the batch to, gives up (its context canceled)
+// just as Leave hands the batch over; the other call, whose context never
+// ends, is sent and answered. (The batch was handed over after Leave let
+// go of its lock: a first waiter that gave up in between found neither its
+// place in the queue nor the batch, the batch was never sent, and the
+// other call waited forever with the slot taken.)
+func TestGateFirstWaiterGivesUpAtHandOver(t *testing.T) {
+	f := newFake(1)
+	if !f.g.TryAlone() {
+		t.Fatal("no free slot")
+	}
+	ctxA, cancelA := context.WithCancel(context.Background())
+	a, b := &call{it: &item{id: 1}, alone: &f.alone}, &call{it: &item{id: 2}, alone: &f.alone}
+	doneA, doneB := make(chan error, 1), make(chan error, 1)
+	go func() { doneA <- f.g.Do(ctxA, a) }()
+	waitUntil(t, "a queued", func() bool { return f.g.Queued() == 1 })
+	go func() { doneB <- f.g.Do(context.Background(), b) }()
+	waitUntil(t, "b queued", func() bool { return f.g.Queued() == 2 })
+	afterLeave = func() {
+		cancelA()
+		<-doneA // a gave up
+	}
+	defer func() { afterLeave = nil }()
+	f.g.Leave()
+	select {
+	case err := <-doneB:
+		if err != nil || b.it.reply != 2 {
+			t.Errorf("b = %v, reply %d; want answered, 2", err, b.it.reply)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("b, whose context never ends, still waits 10 s after its batch was handed over (%d in flight)", f.g.InFlight())
+	}
+	waitUntil(t, "the slot freed", func() bool { return f.g.InFlight() == 0 })
+}
