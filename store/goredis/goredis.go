@@ -542,15 +542,16 @@ func (s *Store) doTx(ctx context.Context, cmds []store.Cmd) ([]store.Reply, erro
 	if err := s.bounded(ctx, func() bool { return sealAll(guards, inner) }, func() { _, execErr = p.Exec(ctx) }); err != nil {
 		return nil, fmt.Errorf("goredis: %w", err)
 	}
+	if multiRefused(execErr) {
+		return nil, fmt.Errorf("goredis: MULTI: %w: %w", store.ErrUnknownOutcome, execErr)
+	}
 	rs, err := s.collect(ctx, gcmds, guards, execErr)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]store.Reply, len(cmds))
 	out[0].Val = "OK"
-	var re redis.Error
-	refused := errors.Is(execErr, redis.TxFailedErr) ||
-		(errors.As(execErr, &re) && strings.HasPrefix(re.Error(), "EXECABORT"))
+	refused := errors.Is(execErr, redis.TxFailedErr) || execAborted(execErr)
 	if refused {
 		// Nothing ran: a command refused while queued keeps its error.
 		for i, r := range rs {
@@ -749,7 +750,31 @@ func (t txn) Exec(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error)
 	if errors.Is(err, redis.TxFailedErr) {
 		return nil, fmt.Errorf("%w: %w", store.ErrTxAborted, err)
 	}
+	if multiRefused(err) {
+		return nil, fmt.Errorf("goredis: MULTI: %w: %w", store.ErrUnknownOutcome, err)
+	}
 	return t.s.collect(ctx, gcmds, guards, err)
+}
+
+// execAborted reports EXEC's refusal of a transaction in which a command
+// was refused while queued: nothing ran.
+func execAborted(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "EXECABORT")
+}
+
+// multiRefused reports a transaction whose MULTI the server refused for
+// lack of permission (an ACL without it): go-redis stops reading at
+// MULTI's reply and gives its error to every command, as if none ran,
+// while the server ran each queued command on its own. The commands may
+// have run.
+func multiRefused(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := strings.ToLower(re.Error())
+	return strings.HasPrefix(msg, "noperm") && strings.Contains(msg, "'multi'")
 }
 
 // isReply reports an error that is the server's reply to one command (or a
