@@ -50,6 +50,8 @@ func RunStoreCheck(t testing.TB, mk HarnessMaker, sc StoreCheck) {
 
 // Replies are normalised: int64, string, []any, ErrNil; a Redis error reply
 // belongs to its command and leaves the rest of the pipeline alone.
+// Arguments of every documented type reach Redis as their decimal text (a
+// float64 of 10^6 as "1000000", which Redis reads as an integer).
 func checkReplies(c *checker) {
 	k := c.prefix + ":{s}:"
 	rs, err := c.h.Store().Do(c.ctx,
@@ -60,15 +62,17 @@ func checkReplies(c *checker) {
 		store.Cmd{Name: "INCRBY", Args: []any{k + "n", int64(5)}},
 		store.Cmd{Name: "RPUSH", Args: []any{k + "list", "a", "b"}},
 		store.Cmd{Name: "LRANGE", Args: []any{k + "list", 0, -1}},
-		store.Cmd{Name: "DEL", Args: []any{k + "str", k + "n", k + "list"}},
+		store.Cmd{Name: "SET", Args: []any{k + "f", float64(1e6), "PX", float64(60000)}},
+		store.Cmd{Name: "GET", Args: []any{k + "f"}},
+		store.Cmd{Name: "DEL", Args: []any{k + "str", k + "n", k + "list", k + "f"}},
 	)
 	if err != nil {
 		c.t.Fatalf("store: Do: %v", err)
 	}
-	if len(rs) != 8 {
-		c.t.Fatalf("store: Do returned %d replies for 8 commands", len(rs))
+	if len(rs) != 10 {
+		c.t.Fatalf("store: Do returned %d replies for 10 commands", len(rs))
 	}
-	want := []any{"OK", "v", nil, nil, int64(5), int64(2), []any{"a", "b"}, int64(3)}
+	want := []any{"OK", "v", nil, nil, int64(5), int64(2), []any{"a", "b"}, "OK", "1000000", int64(4)}
 	for i, w := range want {
 		if i == 2 || i == 3 {
 			continue

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -182,6 +183,7 @@ func (s *Store) Eval(ctx context.Context, src string, keys []string, args []any)
 func (s *Store) eval(ctx context.Context, name, script string, keys []string, args []any) (any, error) {
 	a := scriptArgs(script, keys, len(args))
 	a = append(a, args...)
+	floatTexts(a[len(a)-len(args):])
 	v, err := s.script(ctx, firstKey(keys), name, a)
 	if err != nil {
 		return nil, err
@@ -219,6 +221,30 @@ func (s *Store) evalInt64s(ctx context.Context, name, script string, keys []stri
 		return nil, fmt.Errorf("redigo: %w", err)
 	}
 	return nums, nil
+}
+
+// floatTexts writes each float64 of args as the other adapters do, in
+// plain decimals ('f', the fewest digits): redigo's own 'g' format would
+// send 1e6 as "1e+06", which Redis refuses where it reads an integer.
+func floatTexts(args []any) {
+	for i, v := range args {
+		if f, ok := v.(float64); ok {
+			args[i] = strconv.FormatFloat(f, 'f', -1, 64)
+		}
+	}
+}
+
+// withFloatTexts is floatTexts on a copy of args, made only when they hold
+// a float64 (the caller's slice is left as it is).
+func withFloatTexts(args []any) []any {
+	for _, v := range args {
+		if _, ok := v.(float64); ok {
+			args = slices.Clone(args)
+			floatTexts(args)
+			return args
+		}
+	}
+	return args
 }
 
 // scriptArgs returns the arguments of EVAL or EVALSHA up to the keys, with
@@ -424,7 +450,7 @@ func pipe(ctx context.Context, c redis.Conn, cmds []store.Cmd, asking bool) ([]a
 				return nil, err
 			}
 		}
-		if err := c.Send(cmd.Name, cmd.Args...); err != nil {
+		if err := c.Send(cmd.Name, withFloatTexts(cmd.Args)...); err != nil {
 			return nil, err
 		}
 	}
