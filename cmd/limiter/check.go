@@ -91,7 +91,11 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 		if *url != "" {
 			st, closeFn, err = ad.single(conn)(ctx, *url)
 		} else {
-			st, closeFn, err = ad.cluster(conn)(ctx, strings.Split(*clusterAddrs, ","))
+			addrs := strings.Split(*clusterAddrs, ",")
+			err = isCluster(ctx, ad.single(conn), addrs[0])
+			if err == nil {
+				st, closeFn, err = ad.cluster(conn)(ctx, addrs)
+			}
 		}
 		if err == nil {
 			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -447,4 +451,20 @@ func report(w io.Writer, rows []row, verbose bool, took time.Duration) int {
 		return 1
 	}
 	return 0
+}
+
+// isCluster reports, as an error, that the server at addr, given to
+// -cluster, is no node of a Redis Cluster whose masters it can list.
+func isCluster(ctx context.Context, d conformance.Dialer, addr string) error {
+	st, closeFn, err := d(ctx, addr)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := conformance.ClusterMasters(rctx, st, addr); err != nil {
+		return fmt.Errorf("-cluster %s: no Redis Cluster node (-redis is for a single server): %w", addr, err)
+	}
+	return nil
 }

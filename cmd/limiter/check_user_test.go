@@ -76,3 +76,14 @@ func TestCheckNeedsPassword(t *testing.T) {
 		t.Errorf("with the password: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
+
+// TestCheckClusterOnSingleServer: -cluster given a server that is no
+// Cluster node says so and exits 1 before any check runs (it reported the
+// server, then failed every check on CLUSTER NODES).
+func TestCheckClusterOnSingleServer(t *testing.T) {
+	s := redistest.StartServer(t)
+	code, out, errOut := runCmd(t, "check", "-cluster", s.Addr(), "-checks", "weighted-costs")
+	if code != 1 || !strings.Contains(errOut, "cannot use the server") || !strings.Contains(errOut, "no Redis Cluster node") || strings.Contains(out, "STRATEGY") {
+		t.Errorf("exit %d; want 1 with \"cannot use the server\" (no Redis Cluster node) before any check runs\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+}
