@@ -9,12 +9,14 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -161,6 +163,15 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	levels := len(strats) * len(workloads) * len(ads) * len(callers)
 	fmt.Fprintf(stderr, "measuring %d levels (about %s each)...\n", levels, time.Duration(*rounds)*2*(*round)+max(*round, benchkit.RatioWarmUp)*2)
 
+	// An interrupt (Ctrl-C, SIGTERM) ends the measuring: the level that
+	// runs stops, deletes the keys it wrote, and bench exits 1. A second
+	// interrupt ends the process at once.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	var results []benchRow
 	for _, sp := range strats {
 		for _, wl := range workloads {
@@ -174,6 +185,9 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 					fmt.Fprintf(stderr, "[%d/%d] %s %s, %s, %d callers: limiter ÷ raw %.3f\n", len(results), levels, r.Strategy, r.Workload, r.Adapter, r.Callers, r.Ratio)
 				})
 				closeFn()
+				if ctx.Err() != nil {
+					return 1, fmt.Errorf("interrupted after %d of %d levels; the keys it wrote were deleted", len(results), levels)
+				}
 				if err != nil {
 					return 0, fmt.Errorf("%s %s, %s: %w", sp.name, wl, ad.name, err)
 				}
@@ -321,6 +335,7 @@ func benchAdapter(ctx context.Context, callers []int, name string, st store.Stor
 		return err
 	}
 	kit := benchkit.NewKit(callers)
+	kit.Done = ctx.Done() // an interrupt ends the level at its next call
 	l := sp.limit
 	switch workload {
 	case "deny":
@@ -428,6 +443,9 @@ func (lv level) measure(raw, lim benchkit.Decide, done func(benchRow)) error {
 			[]benchkit.Variant{{Name: "raw", Decide: benchkit.Timing(&hRaw, raw)}, {Name: "limiter", Decide: benchkit.Timing(&hLim, lim)}})
 		if err != nil {
 			return err
+		}
+		if kit.Stopped() {
+			return nil // interrupted: no result
 		}
 		rr, lr := tallies[0].Rate()*per, tallies[1].Rate()*per
 		rs := ratios[1]

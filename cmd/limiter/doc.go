@@ -71,7 +71,9 @@
 // default) the server runs in the same process, so only the client side is compared
 // and the allocations include the server's; point -redis at a real server,
 // ideally on another machine, for numbers that mean something. It writes
-// only keys under limiter-bench: and deletes them afterwards.
+// only keys under limiter-bench: and deletes them afterwards; Ctrl-C stops
+// the running measurement, deletes its keys and exits 1 (a second Ctrl-C
+// stops it at once).
 // -rueidis-flush-delay sets the rueidis client's MaxFlushDelay (default 0,
 // rueidis's default) for the raw calls and the Limiter's alike: with many
 // concurrent callers per client a delay of tens of microseconds makes each

@@ -51,6 +51,19 @@ type Kit struct {
 	Callers []int
 	// Subjects[w] are the subjects of caller w, the same for all variants.
 	Subjects [][]string
+	// Done, when not nil, ends every measurement at its next call once it
+	// is closed (an interrupted command): what it returns then is partial.
+	Done <-chan struct{}
+}
+
+// Stopped reports that k.Done is closed.
+func (k *Kit) Stopped() bool {
+	select {
+	case <-k.Done:
+		return true
+	default:
+		return false
+	}
 }
 
 // New returns a Kit for the given concurrency levels (ascending), with
@@ -186,7 +199,7 @@ func (k *Kit) FanOut(callers int, more func() bool, f Decide) (int64, error) {
 		subjects := k.Subjects[w]
 		wg.Go(func() {
 			var n int64
-			for i := 0; !failed.Load() && more(); i++ {
+			for i := 0; !failed.Load() && more() && !k.Stopped(); i++ {
 				if err := f(ctx, subjects[i%len(subjects)]); err != nil {
 					errOnce.Do(func() { firstErr = fmt.Errorf("caller %d: %w", w, err) })
 					failed.Store(true)
