@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,6 +28,28 @@ type Outcome struct {
 	SkipReason string
 	// Elapsed is how long the check ran.
 	Elapsed time.Duration
+}
+
+// harnessFailures begin the messages of a check that failed before or
+// beside what it checks: it could not set up (a dial, limiter.New),
+// panicked, or did not finish.
+var harnessFailures = []string{"make harness", "limiter.New", "panic:", "the check did not finish"}
+
+// FailedOnFinding reports a failed check with at least one message of its
+// own findings, not only of its harness (a dial, limiter.New, a panic, a
+// hang): a known-bad control shown to fail a property fails so.
+func (o Outcome) FailedOnFinding() bool {
+	if o.Passed || o.Skipped {
+		return false
+	}
+	return slices.ContainsFunc(o.Messages, func(m string) bool {
+		for _, h := range harnessFailures {
+			if strings.HasPrefix(m, h) {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // Run runs checks (all when nil) against every spec, and the store checks

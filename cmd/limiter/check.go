@@ -260,8 +260,12 @@ func verdict(r row) string {
 	switch {
 	case r.Skipped:
 		return "skip"
-	case !r.Passed && r.expected:
+	case r.expected && r.FailedOnFinding():
 		return "FAIL (expected)"
+	case r.expected && !r.Passed:
+		// on its harness only (a dial, a panic, a hang): the control's
+		// mistake was not shown
+		return "FAIL (harness)"
 	case !r.Passed:
 		return "FAIL"
 	case r.expected:
@@ -296,7 +300,9 @@ type jsonReport struct {
 
 // reportJSON prints rows as one JSON object and returns the exit status.
 // Results are "pass", "skip", "fail", "fail-expected" (a known-bad control
-// failing, as it must) and "pass-unexpected" (a control that passed).
+// failing on the check's own findings, as it must; one that failed only on
+// its harness, a dial, a panic or a hang, is "fail") and "pass-unexpected"
+// (a control that passed).
 func reportJSON(w io.Writer, backend string, rows []row, took time.Duration) (int, error) {
 	rep := jsonReport{Backend: backend, ElapsedMS: took.Milliseconds(), Rows: []jsonRow{}}
 	for _, r := range rows {
@@ -305,7 +311,7 @@ func reportJSON(w io.Writer, backend string, rows []row, took time.Duration) (in
 		case r.Skipped:
 			res = "skip"
 			rep.Skipped++
-		case !r.Passed && r.expected:
+		case r.expected && r.FailedOnFinding():
 			res = "fail-expected"
 			rep.Caught++
 		case !r.Passed:
@@ -414,7 +420,7 @@ func report(w io.Writer, rows []row, verbose bool, took time.Duration) int {
 		switch {
 		case r.Skipped:
 			skipped++
-		case !r.Passed && r.expected:
+		case r.expected && r.FailedOnFinding():
 			caught++
 		case !r.Passed, r.expected:
 			failed++

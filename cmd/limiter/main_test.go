@@ -365,3 +365,27 @@ func TestBenchInterrupted(t *testing.T) {
 	}
 	assertNoKeys(t, s.Addr())
 }
+
+// TestControlFailedOnHarness: a known-bad control that failed only on its
+// harness (here, its server could not be dialed) did not show its mistake:
+// it is a failure of the run, not a control caught, in the table and in
+// -json (both counted it caught).
+func TestControlFailedOnHarness(t *testing.T) {
+	rows := []row{
+		{adapter: "goredis", expected: true, Outcome: conformance.Outcome{Spec: "GetThenIncr", Check: "exact-admission", ID: 1,
+			Messages: []string{"property 1: 12 admitted under a limit of 10"}}},
+		{adapter: "goredis", expected: true, Outcome: conformance.Outcome{Spec: "GetThenIncr", Check: "exact-admission", ID: 1,
+			Messages: []string{"make harness: conformance: dial 127.0.0.1:1: connection refused"}}},
+	}
+	var table bytes.Buffer
+	code := report(&table, rows, false, time.Second)
+	if code != 1 || !strings.Contains(table.String(), "FAIL (harness)") || !strings.Contains(table.String(), "0 passed, 1 failed, 0 skipped; 1 known-bad failures caught") {
+		t.Errorf("table: exit %d\n%s\nwant exit 1, the harness failure a failure, 1 caught", code, table.String())
+	}
+	var js bytes.Buffer
+	code, err := reportJSON(&js, "test", rows, time.Second)
+	var rep jsonReport
+	if jerr := json.Unmarshal(js.Bytes(), &rep); err != nil || jerr != nil || code != 1 || rep.Caught != 1 || rep.Failed != 1 || rep.Rows[1].Result != "fail" {
+		t.Errorf("-json: exit %d, %v, %v: caught %d, failed %d, rows %+v; want exit 1, 1 caught, 1 failed (\"fail\")", code, err, jerr, rep.Caught, rep.Failed, rep.Rows)
+	}
+}
