@@ -46,6 +46,9 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64, limits ...Limi
 	undecided := 0  // tries in a row Redis did not decide
 	for {
 		if err := ctx.Err(); err != nil {
+			if last.Degraded {
+				return last, fmt.Errorf("limiter: wait: %w; the last try: %w", err, last.Cause)
+			}
 			return last, err
 		}
 		res, err := l.decide(ctx, key, n, false, limits)

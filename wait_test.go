@@ -296,3 +296,22 @@ func TestWaitOutageBacksOff(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitOutageEndsAtSleepEnd: under FailClosed with Redis down, a sleep
+// that ends as ctx does (and reports no error, as a timer that fired
+// first) ends the wait with the last Degraded denial and an error that is
+// both ctx's and the outage's (it was ctx's alone).
+func TestWaitOutageEndsAtSleepEnd(t *testing.T) {
+	_, st := newMini(t)
+	untilEnd := func(ctx context.Context, _ time.Duration) error {
+		<-ctx.Done()
+		return nil
+	}
+	lim := newLimiter(t, &refusing{Store: st, refuse: -1}, limiter.WithFailMode(limiter.FailClosed), limiter.WithSleep(untilEnd))
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	r, err := lim.Wait(ctx, "s", limiter.PerMinute(10))
+	if r.Allowed || !r.Degraded || !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("Wait = %+v, %v; want the Degraded denial, DeadlineExceeded and ECONNREFUSED", r, err)
+	}
+}
