@@ -13,24 +13,29 @@ import (
 	"github.com/quotagate/limiter/internal/redistest"
 )
 
+// loggedThroughProxy returns a FixedWindow Middleware in fail mode (no
+// WithTimeout) whose Redis is reached through p, logging to logs.
+func loggedThroughProxy(t *testing.T, mode limiter.FailMode) (h http.Handler, p *redistest.Proxy, logs *logRecords) {
+	m := redistest.NewMini(t)
+	p = redistest.NewProxy(t, m.Addr())
+	lim := newLimiter(t, dial(t, p.Addr()), limiter.WithFailMode(mode))
+	if _, err := lim.Allow(context.Background(), "warm", limiter.PerMinute(100)); err != nil {
+		t.Fatal(err)
+	}
+	logs = new(logRecords)
+	mw, err := httplimit.NewFixed(lim, "api", []limiter.Limit{limiter.PerMinute(100).Named("qpm")}, httplimit.WithLogger(slog.New(logs)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mw.Handler(ok), p, logs
+}
+
 // TestClientGoneIsNotAnOutage: a client that goes away before its request
 // is decided (its context canceled) is not logged as a request the limiter
 // could not decide: it used up the one line per LogInterval, and a real
 // Redis outage right after went unlogged.
 func TestClientGoneIsNotAnOutage(t *testing.T) {
-	m := redistest.NewMini(t)
-	p := redistest.NewProxy(t, m.Addr())
-	st := dial(t, p.Addr())
-	lim := newLimiter(t, st) // FailError
-	if _, err := lim.Allow(context.Background(), "warm", limiter.PerMinute(100)); err != nil {
-		t.Fatal(err)
-	}
-	var logs logRecords
-	mw, err := httplimit.NewFixed(lim, "api", []limiter.Limit{limiter.PerMinute(100).Named("qpm")}, httplimit.WithLogger(slog.New(&logs)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := mw.Handler(ok)
+	h, p, logs := loggedThroughProxy(t, limiter.FailError)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // the client hung up
@@ -63,19 +68,7 @@ func TestClientGoneIsNotAnOutage(t *testing.T) {
 // line logged).
 func TestServerDeadlineIsAnOutage(t *testing.T) {
 	for _, mode := range []limiter.FailMode{limiter.FailOpen, limiter.FailError} {
-		m := redistest.NewMini(t)
-		p := redistest.NewProxy(t, m.Addr())
-		st := dial(t, p.Addr())
-		lim := newLimiter(t, st, limiter.WithFailMode(mode)) // no WithTimeout
-		if _, err := lim.Allow(context.Background(), "warm", limiter.PerMinute(100)); err != nil {
-			t.Fatal(err)
-		}
-		var logs logRecords
-		mw, err := httplimit.NewFixed(lim, "api", []limiter.Limit{limiter.PerMinute(100).Named("qpm")}, httplimit.WithLogger(slog.New(&logs)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := mw.Handler(ok)
+		h, p, logs := loggedThroughProxy(t, mode)
 		p.Blackhole(true) // Redis stops answering
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		rec := httptest.NewRecorder()
