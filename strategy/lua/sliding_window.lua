@@ -26,7 +26,8 @@
 -- refuses a key that is not a string or not an integer before writing,
 -- and PTTL, the count taken back when over. A window that ended since (e
 -- >= P) makes its count the previous one when a count starts in the next
--- (one SET); a count that starts in a window moves the expiry to the end of
+-- (one SET; in the key's own expiry millisecond, PTTL 0 with a count, e =
+-- 2P: the next window ended too, and the limit is idle); a count that starts in a window moves the expiry to the end of
 -- the next one (one PEXPIRE). A window that ended is not written back on
 -- its own: its state, as it was, reads the same.
 --
@@ -110,6 +111,13 @@ if rate and cost <= rate and rate < MAXC then
       p = before
       c = cost
       e = e - period
+      if e >= period then
+        -- the key's own expiry millisecond (PTTL 0, e = 2P, the key not
+        -- yet gone): the next window ended too, counting nothing, and
+        -- this cost is the first of a new one
+        p = 0
+        e = 0
+      end
       ok = c * period + p * (period - e) <= rate * period
       if ok then
         redis.call('SET', key, string.format('%d', p * M + c), 'PX', string.format('%d', 2 * period - e))
@@ -232,6 +240,12 @@ for i = 1, n do
       -- no TTL, or one beyond its window: the window starts now
       e = 0
       repair[i] = true
+    elseif e >= 2 * period then
+      -- the key's own expiry millisecond (PTTL 0 with a count, the key
+      -- not yet gone): both windows ended, the limit is idle
+      c = 0
+      p = 0
+      e = 0
     elseif e >= period then
       p = c
       c = 0

@@ -78,6 +78,13 @@ if rate and cost <= rate and rate < MAXC then
       p = before
       c = cost
       e = e - period
+      if e >= period then
+        -- the key's own expiry millisecond (PTTL 0, e = 2P, the key not
+        -- yet gone): the next window ended too, counting nothing, and
+        -- this cost is the first of a new one
+        p = 0
+        e = 0
+      end
       ok = c * period + p * (period - e) <= rate * period
       if ok then
         redis.call('SET', key, string.format('%d', p * M + c), 'PX', string.format('%d', 2 * period - e))
@@ -200,6 +207,12 @@ for i = 1, n do
       -- no TTL, or one beyond its window: the window starts now
       e = 0
       repair[i] = true
+    elseif e >= 2 * period then
+      -- the key's own expiry millisecond (PTTL 0 with a count, the key
+      -- not yet gone): both windows ended, the limit is idle
+      c = 0
+      p = 0
+      e = 0
     elseif e >= period then
       p = c
       c = 0
