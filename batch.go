@@ -55,11 +55,16 @@ const batchWorkers = 16
 // that name another window than the server's clock is in (the app's clock
 // jumped) are counted nowhere and go again, named from the server's time,
 // in another batch, as its Decide makes them again. Otherwise (Bucketed,
-// Optimistic: transactions) each decision is its own call, up to 16 at a
-// time. The Limiter's timeout bounds the whole batch.
+// Optimistic: transactions; a type that embeds a strategy and decides with
+// a Decide of its own) each decision is its own call, up to 16 subjects at
+// a time. Asks of one subject are decided in their order, as the same
+// calls one after another. The Limiter's timeout bounds the whole batch.
 func (l *Limiter) AllowMany(ctx context.Context, asks []Ask) []Answer {
 	answers := make([]Answer, len(asks))
 	ss, scripted := l.strategy.(ScriptStrategy)
+	if sb, ok := l.strategy.(derive.ScriptBatcher); ok && !derive.Own(l.strategy, sb.BatchesItself(derive.Token{})) {
+		scripted = false // a type that embeds one: its own Decide decides
+	}
 	rb, rounds := l.strategy.(roundBatcher)
 	rounds = rounds && l.derives // not through a type that embeds one
 	b, batcher := l.st.(store.Batcher)
@@ -240,7 +245,8 @@ type manyPart struct {
 }
 
 // packMany puts the calls whose script has a many-request companion in
-// calls of it, up to manyPerCall each, and leaves the others as they are.
+// calls of it, up to manyPerCall each (one alone as well), and leaves the
+// others as they are.
 // parts[k] says which of calls the call packed[k] carries. What it returns
 // lives in sc.
 func (sc *batchScratch) packMany(ms manyScripter, calls []scriptCall) (packed []scriptCall, parts []manyPart) {
@@ -275,17 +281,18 @@ func (sc *batchScratch) packMany(ms manyScripter, calls []scriptCall) (packed []
 			js = groups[s]
 		}
 		for len(js) > 0 {
-			n := min(len(js), manyPerCall)
 			if many == nil {
-				n = 1
-			}
-			part := js[:n]
-			js = js[n:]
-			if n == 1 {
-				packed = append(packed, calls[part[0]])
-				parts = append(parts, manyPart{calls: part})
+				packed = append(packed, calls[js[0]])
+				parts = append(parts, manyPart{calls: js[:1]})
+				js = js[1:]
 				continue
 			}
+			// (a call left alone goes in a many-request call too: calls
+			// of one script under two SHAs, one cached and one not, would
+			// run out of order, the NOSCRIPT ones after)
+			n := min(len(js), manyPerCall)
+			part := js[:n]
+			js = js[n:]
 			var m scriptCall
 			m, keys, args = manyCall(many, calls, part, keys, args)
 			packed = append(packed, m)
@@ -510,7 +517,8 @@ func (l *Limiter) answer(ctx context.Context, answers []Answer, i int, key strin
 	}
 }
 
-// allowEach decides each ask with its own call, batchWorkers at a time.
+// allowEach decides each ask with its own call, the asks of one subject in
+// their order, batchWorkers subjects at a time.
 func (l *Limiter) allowEach(ctx context.Context, asks []Ask, answers []Answer) {
 	// One deadline for the batch; no quota leases (AllowMany goes to
 	// Redis): a copy of l without them makes the decisions.
@@ -519,19 +527,33 @@ func (l *Limiter) allowEach(ctx context.Context, asks []Ask, answers []Answer) {
 	c := *l
 	c.leases = nil
 	l = &c
+	// The asks of one subject one after another, in their order (they may
+	// count in the same keys), as the same Allows would be; subjects side
+	// by side.
+	bySubject := make(map[string][]int)
+	var subjects []string
+	for i, a := range asks {
+		if _, ok := bySubject[a.Key]; !ok {
+			subjects = append(subjects, a.Key)
+		}
+		bySubject[a.Key] = append(bySubject[a.Key], i)
+	}
 	sem := make(chan struct{}, batchWorkers)
 	var wg sync.WaitGroup
-	for i, a := range asks {
-		cost := a.Cost
-		if cost == 0 {
-			cost = 1
-		}
+	for _, subject := range subjects {
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			r, err := l.decide(ctx, a.Key, cost, false, a.Limits)
-			answers[i] = Answer{Result: r, Err: err}
+			for _, i := range bySubject[subject] {
+				a := asks[i]
+				cost := a.Cost
+				if cost == 0 {
+					cost = 1
+				}
+				r, err := l.decide(ctx, a.Key, cost, false, a.Limits)
+				answers[i] = Answer{Result: r, Err: err}
+			}
 		}()
 	}
 	wg.Wait()

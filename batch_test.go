@@ -418,3 +418,42 @@ func TestAllowManyAlignedAllocations(t *testing.T) {
 		t.Errorf("AllowMany makes %.2f allocations per decision of AlignedWindow, want at most 3.5", per)
 	}
 }
+
+// TestAllowManyDuplicatesInOrder: asks of one subject are decided in the
+// asks' order, as the same Allows one after another: of 65 asks at 64 per
+// minute the first 64 are admitted and the last denied. Through a batch
+// whose many-request script the server lacks while it has the plain one
+// (an Allow ran before: a call left alone went as the plain script and
+// ran first, the others after their NOSCRIPT, so the 65th was admitted and
+// the 64th denied), and through a strategy decided one call per ask
+// (Bucketed: the asks ran side by side, in any order).
+func TestAllowManyDuplicatesInOrder(t *testing.T) {
+	l := limiter.PerMinute(64)
+	for _, s := range []limiter.Strategy{strategy.NewFixedWindow(), strategy.NewBucketed()} {
+		_, st := newMiniFastFail(t)
+		lim, err := limiter.New(st, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		if r, err := lim.Allow(ctx, "other", l); err != nil || !r.Allowed {
+			t.Fatalf("%T: %+v, %v", s, r, err)
+		}
+		asks := make([]limiter.Ask, 65)
+		for i := range asks {
+			asks[i] = limiter.Ask{Key: "u", Limits: []limiter.Limit{l}}
+		}
+		var wrong []int
+		for i, a := range lim.AllowMany(ctx, asks) {
+			if a.Err != nil {
+				t.Fatalf("%T: ask %d: %v", s, i, a.Err)
+			}
+			if a.Result.Allowed != (i < 64) || a.Result.Allowed && a.Result.Remaining != int64(63-i) {
+				wrong = append(wrong, i)
+			}
+		}
+		if len(wrong) > 0 {
+			t.Errorf("%T: asks %v decided out of order; want the first 64 admitted (remaining 63 down to 0), the 65th denied", s, wrong)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/internal/argcache"
+	"github.com/quotagate/limiter/internal/derive"
 	"github.com/quotagate/limiter/store"
 )
 
@@ -14,6 +15,9 @@ import (
 // Limiter.AllowMany can send many of their decisions in one round trip.
 // Their BatchScript builds the same arguments as Decide, and BatchResult
 // reads the same reply.
+
+// BatchesItself marks FixedWindow's Decide as its BatchScript's call.
+func (s FixedWindow) BatchesItself(derive.Token) any { return s }
 
 // BatchScript implements limiter.ScriptStrategy.
 func (FixedWindow) BatchScript(req limiter.Request) (*store.Script, []any, error) {
@@ -69,6 +73,9 @@ func (TokenBucket) ManyScript(s *store.Script) *store.Script { return manyScript
 // ManyScript implements limiter.ManyScriptStrategy.
 func (SlidingLog) ManyScript(s *store.Script) *store.Script { return manyScripts[s] }
 
+// BatchesItself marks GCRA's Decide as its BatchScript's call.
+func (s GCRA) BatchesItself(derive.Token) any { return s }
+
 // BatchScript implements limiter.ScriptStrategy.
 func (GCRA) BatchScript(req limiter.Request) (*store.Script, []any, error) {
 	args, err := intArgs(req, gcraParams)
@@ -79,6 +86,9 @@ func (GCRA) BatchScript(req limiter.Request) (*store.Script, []any, error) {
 func (GCRA) BatchResult(req limiter.Request, r store.Reply) (limiter.Result, error) {
 	return batchResult(req, r, "gcra", bindByBurst)
 }
+
+// BatchesItself marks SlidingWindow's Decide as its BatchScript's call.
+func (s SlidingWindow) BatchesItself(derive.Token) any { return s }
 
 // BatchScript implements limiter.ScriptStrategy.
 func (SlidingWindow) BatchScript(req limiter.Request) (*store.Script, []any, error) {
@@ -91,6 +101,9 @@ func (SlidingWindow) BatchResult(req limiter.Request, r store.Reply) (limiter.Re
 	return batchResult(req, r, "sliding window", bindByRate)
 }
 
+// BatchesItself marks TokenBucket's Decide as its BatchScript's call.
+func (s TokenBucket) BatchesItself(derive.Token) any { return s }
+
 // BatchScript implements limiter.ScriptStrategy.
 func (TokenBucket) BatchScript(req limiter.Request) (*store.Script, []any, error) {
 	args, err := tokenBucketArgs(req)
@@ -101,6 +114,9 @@ func (TokenBucket) BatchScript(req limiter.Request) (*store.Script, []any, error
 func (TokenBucket) BatchResult(req limiter.Request, r store.Reply) (limiter.Result, error) {
 	return batchResult(req, r, "token bucket", bindByBurst)
 }
+
+// BatchesItself marks SlidingLog's Decide as its BatchScript's call.
+func (s SlidingLog) BatchesItself(derive.Token) any { return s }
 
 // BatchScript implements limiter.ScriptStrategy.
 func (SlidingLog) BatchScript(req limiter.Request) (*store.Script, []any, error) {

@@ -1,6 +1,10 @@
 package derive
 
-import "github.com/quotagate/limiter/store"
+import (
+	"reflect"
+
+	"github.com/quotagate/limiter/store"
+)
 
 // Token is the argument of KeyDeriver's method.
 type Token struct{}
@@ -21,6 +25,24 @@ type KeyDeriver interface {
 func Derives(s any) bool {
 	d, ok := s.(KeyDeriver)
 	return ok && d.DerivesKeys(Token{}) == s
+}
+
+// ScriptBatcher is implemented by the strategies of this module whose
+// Decide is their BatchScript's one script call. BatchesItself returns the
+// strategy itself (its receiver): through a type that embeds one (a
+// decorator with a Decide of its own) it is promoted and returns the
+// embedded strategy, so that the Limiter, seeing another type, decides that
+// type's requests with its Decide, not in a batch.
+type ScriptBatcher interface {
+	BatchesItself(Token) any
+}
+
+// Own reports whether decl, what a method of s returned as its receiver,
+// is s itself or what s points to: s declares the method, no type it
+// embeds does.
+func Own(s, decl any) bool {
+	ts, td := reflect.TypeOf(s), reflect.TypeOf(decl)
+	return ts == td || ts == reflect.PointerTo(td)
 }
 
 // Call is one script call of a batch a RoundBatcher makes: Script on Keys
