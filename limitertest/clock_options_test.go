@@ -83,3 +83,46 @@ func TestWaitWithDenyCacheOnClock(t *testing.T) {
 		t.Errorf("Wait = Allowed %v, %v; the test clock moved %s; want Allowed after the clock moved 1h", r.Allowed, err, clock.Now().Sub(start))
 	}
 }
+
+// TestAppClockStrategiesFollowClock: AlignedWindow and Bucketed, which name
+// their windows from the app's clock, read the test Clock under New: after
+// clock.Advance within a window the reset is the server's (19 s), and with
+// quota leases a window admits its rate (on the wall clock AlignedWindow
+// reported 59 s to go, its leases outlived the server's window, and 14 of
+// 10 were admitted in one).
+func TestAppClockStrategiesFollowClock(t *testing.T) {
+	l := limiter.PerMinute(10)
+	for _, s := range []func() limiter.Strategy{
+		func() limiter.Strategy { return strategy.NewAlignedWindow() },
+		func() limiter.Strategy { return strategy.NewBucketed() },
+	} {
+		ctx := context.Background()
+		lim, clock := limitertest.New(t, s(), limiter.WithQuotaLease(5))
+		// 1 s into a minute (the windows are the epoch's minutes)
+		clock.Advance(clock.Now().Truncate(time.Minute).Add(time.Minute + time.Second).Sub(clock.Now()))
+		for range 5 { // a lease of 5, used up
+			if r, err := lim.Allow(ctx, "u", l); err != nil || !r.Allowed {
+				t.Fatalf("%T: %+v, %v", s(), r, err)
+			}
+		}
+		clock.Advance(40 * time.Second)
+		r, err := lim.Allow(ctx, "u", l) // a second lease
+		if err != nil || !r.Allowed || r.ResetAfter > 19*time.Second {
+			t.Errorf("%T: 41 s into the window: %+v, %v; want admitted, the window's end in at most 19 s", s(), r, err)
+		}
+		clock.Advance(20 * time.Second) // the next window
+		admitted := 0
+		for range 30 {
+			r, err := lim.Allow(ctx, "u", l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Allowed {
+				admitted++
+			}
+		}
+		if admitted != 10 {
+			t.Errorf("%T: one window of the test clock admitted %d of a limit of 10 per minute", s(), admitted)
+		}
+	}
+}

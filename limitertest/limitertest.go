@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/internal/derive"
 	"github.com/quotagate/limiter/store"
 	"github.com/quotagate/limiter/store/goredis"
 )
@@ -49,11 +50,19 @@ func (c *Clock) Server() *miniredis.Miniredis { return c.m }
 // New returns a Limiter deciding with s on a fresh embedded Redis, and the
 // server's clock. opts apply after the defaults (a prefix of "limiter",
 // Wait sleeping on the clock, the deny cache and quota leases on the clock
-// too: limiter.WithClock). The server and its client close when t
+// too: limiter.WithClock). A strategy of package strategy that reads the
+// app's clock (AlignedWindow, Bucketed) reads the server's too, unless it
+// was built with a clock of its own (strategy.WithAlignedClock,
+// strategy.WithClock) or has decided before. The server and its client close when t
 // ends; New fails t if the server cannot start.
 func New(t testing.TB, s limiter.Strategy, opts ...limiter.Option) (*limiter.Limiter, *Clock) {
 	t.Helper()
 	st, clock := Store(t)
+	if cu, ok := s.(derive.ClockUser); ok {
+		// a strategy that names windows from the app's clock reads the
+		// server's, unless it was given a clock of its own
+		cu.UseClock(derive.Token{}, clock.Now)
+	}
 	sleep := limiter.WithSleep(func(ctx context.Context, d time.Duration) error {
 		if err := ctx.Err(); err != nil {
 			return err

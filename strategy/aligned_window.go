@@ -93,7 +93,7 @@ type AlignedWindowOption func(*AlignedWindow)
 func WithAlignedClock(now func() time.Time) AlignedWindowOption {
 	return func(a *AlignedWindow) {
 		if now != nil {
-			a.now = now
+			a.now, a.own = now, true
 		}
 	}
 }

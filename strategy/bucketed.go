@@ -109,6 +109,8 @@ type Bucketed struct {
 // per store, the app clock's offset to the server's TIME.
 type epochClock struct {
 	now func() time.Time
+	// own: now was given (a clock option, or UseClock)
+	own bool
 	// name names the strategy in errors.
 	name string
 
@@ -139,6 +141,21 @@ func (e *clockEntry) same(st store.Store) bool { return e.st == st }
 // that embeds a Bucketed gets Request.Keys built.
 func (b *Bucketed) DerivesKeys(derive.Token) any { return b }
 
+// UseClock makes now the app clock of a strategy that reads the system
+// clock (given no clock option) and has decided nothing yet, and reports
+// whether it did. It is internal to this module (its argument's type is):
+// limitertest.New gives its test server's clock to the strategies that
+// read the app's clock.
+func (e *epochClock) UseClock(_ derive.Token, now func() time.Time) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.own || len(e.clocks) > 0 || e.last.Load() != nil {
+		return false
+	}
+	e.now, e.own = now, true
+	return true
+}
+
 func newEpochClock(name string) epochClock {
 	return epochClock{now: monoNow, name: name, clocks: map[store.Store]*serverClock{}}
 }
@@ -163,7 +180,7 @@ type BucketedOption func(*Bucketed)
 func WithClock(now func() time.Time) BucketedOption {
 	return func(b *Bucketed) {
 		if now != nil {
-			b.now = now
+			b.now, b.own = now, true
 		}
 	}
 }

@@ -2,6 +2,7 @@ package derive
 
 import (
 	"reflect"
+	"time"
 
 	"github.com/quotagate/limiter/store"
 )
@@ -43,6 +44,14 @@ type ScriptBatcher interface {
 func Own(s, decl any) bool {
 	ts, td := reflect.TypeOf(s), reflect.TypeOf(decl)
 	return ts == td || ts == reflect.PointerTo(td)
+}
+
+// ClockUser is implemented by the strategies of this module that read the
+// app's clock (AlignedWindow, Bucketed): UseClock makes now their clock when
+// they were given none of their own and have decided nothing yet, and
+// reports whether it did.
+type ClockUser interface {
+	UseClock(Token, func() time.Time) bool
 }
 
 // Call is one script call of a batch a RoundBatcher makes: Script on Keys
