@@ -9,6 +9,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -44,8 +45,14 @@ func ParseJSON(data []byte) (*Set, error) {
 func ParseYAML(data []byte) (*Set, error) {
 	var v any
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&v); err != nil && err != io.EOF {
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil && err != io.EOF {
 		return nil, &ConfigError{Err: err}
+	} else if err == nil {
+		decimalInts(&doc)
+		if err := doc.Decode(&v); err != nil {
+			return nil, &ConfigError{Err: err}
+		}
 	}
 	// A second document (two files run together) would otherwise be
 	// dropped without a word, as JSON's data after the value is refused;
@@ -62,6 +69,28 @@ func ParseYAML(data []byte) (*Set, error) {
 		if err != nil {
 			return nil, &ConfigError{Err: err}
 		}
+	}
+}
+
+// decimalInts makes the plain integers of n written with a leading zero
+// decimal, as YAML 1.2 and JSON's readers read them: yaml.v3 keeps YAML
+// 1.1's octal, so that "rate: 0100" would be 64 (and "0900", not octal,
+// 900). 0o100 and 0x40 still say octal and hexadecimal.
+func decimalInts(n *yaml.Node) {
+	if n.Kind == yaml.ScalarNode && n.Style == 0 && n.ShortTag() == "!!int" {
+		sign, digits := "", n.Value
+		if digits != "" && (digits[0] == '-' || digits[0] == '+') {
+			sign, digits = digits[:1], digits[1:]
+		}
+		if len(digits) > 1 && digits[0] == '0' && strings.Trim(digits, "0123456789") == "" {
+			n.Value = sign + strings.TrimLeft(digits, "0")
+			if n.Value == sign {
+				n.Value = "0"
+			}
+		}
+	}
+	for _, c := range n.Content {
+		decimalInts(c)
 	}
 }
 
