@@ -16,9 +16,11 @@
 //
 // Each call is a span "limiter.decide" from its start to its end, a child
 // of the span in the caller's context, with the outcome, the binding rule,
-// Remaining and RetryAfter as attributes and the error, if any, recorded.
-// The subject is never an attribute (it may be personal data): add it in
-// your own span if you need it.
+// Remaining and RetryAfter as attributes and the error, if any, recorded
+// as an "exception" event of its kind (limiter.ErrorKind), without its
+// text. The subject is never an attribute nor in an event (it may be
+// personal data, and an error's text may name a key, which holds it): add
+// it in your own span if you need it.
 //
 // It lives in a module of its own, so that the limiter module's users who
 // do not use OpenTelemetry never download it.

@@ -83,7 +83,7 @@ func (o *Observer) OnCall(ctx context.Context, _ string, r limiter.Result, err e
 	_, span := o.tracer.Start(ctx, "limiter.decide", trace.WithTimestamp(end.Add(-took)), trace.WithSpanKind(trace.SpanKindInternal))
 	span.SetAttributes(o.strategy)
 	if err != nil {
-		span.RecordError(err)
+		recordKind(span, err)
 		span.SetStatus(codes.Error, limiter.ErrorKind(err))
 	} else {
 		span.SetAttributes(
@@ -92,7 +92,7 @@ func (o *Observer) OnCall(ctx context.Context, _ string, r limiter.Result, err e
 			attribute.Int64("limiter.remaining", r.Remaining),
 			attribute.Float64("limiter.retry_after_seconds", r.RetryAfter.Seconds()))
 		if r.Cause != nil {
-			span.RecordError(r.Cause)
+			recordKind(span, r.Cause)
 		}
 	}
 	span.End(trace.WithTimestamp(end))
@@ -118,4 +118,11 @@ func rule(l limiter.Limit) string {
 		return l.Period.String()
 	}
 	return "none"
+}
+
+// recordKind records err on span as an "exception" event with its kind
+// (limiter.ErrorKind) as its type and no message: an error's text may name
+// a key, and a key holds the subject, which may be personal data.
+func recordKind(span trace.Span, err error) {
+	span.AddEvent("exception", trace.WithAttributes(attribute.String("exception.type", "limiter."+limiter.ErrorKind(err))))
 }

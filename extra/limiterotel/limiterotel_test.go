@@ -2,6 +2,8 @@ package limiterotel_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,5 +106,45 @@ func TestMetricsAndSpans(t *testing.T) {
 		case i == 3 && (s.Status().Code != codes.Error || len(s.Events()) == 0):
 			t.Errorf("span %d of the failed call: status %v, %d events; want an error recorded", i, s.Status(), len(s.Events()))
 		}
+	}
+}
+
+// TestSpanNeverHoldsTheSubject: a call whose error names the subject's key
+// (a corrupt counter: Bucketed's error quotes the key) is recorded by its
+// kind, and nothing of the span holds the subject (RecordError put the
+// error's text, and with it the subject, in the span's event).
+func TestSpanNeverHoldsTheSubject(t *testing.T) {
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	obs, err := limiterotel.New(sdkmetric.NewMeterProvider(), tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
+	defer rdb.Close()
+	lim, err := limiter.New(goredis.New(rdb), strategy.NewBucketed(), limiter.WithObserver(obs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const subject = "alice@example.com"
+	l := limiter.PerMinute(5).Named("qpm")
+	if _, err := lim.Allow(ctx, subject, l); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range m.Keys() {
+		_ = m.Set(k, "garbage")
+	}
+	if _, err := lim.Peek(ctx, subject, l); err == nil || !strings.Contains(err.Error(), subject) {
+		t.Fatalf("Peek of a corrupt counter: %v; want an error that names the key (and the subject)", err)
+	}
+	s := spans.Ended()[1]
+	text := fmt.Sprint(s.Attributes(), s.Events(), s.Status())
+	if strings.Contains(text, subject) {
+		t.Errorf("the span holds the subject: %s", text)
+	}
+	if len(s.Events()) == 0 || s.Status().Code != codes.Error {
+		t.Errorf("the failed call's span: %s; want its error recorded", text)
 	}
 }
