@@ -15,7 +15,9 @@ import (
 //
 // m sees the request with its Pattern set to the method and echo's route
 // ("POST /login", "GET /users/:id"), as a ServeMux sets it, so that
-// httplimit.Route() and WithRules(Route()) key requests by their route.
+// httplimit.Route() and WithRules(Route()) key requests by their route; a
+// request routed nowhere as httplimit.NoRoute, which the rule set's Default
+// decides.
 func Middleware(m *httplimit.Middleware) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -28,12 +30,16 @@ func Middleware(m *httplimit.Middleware) echo.MiddlewareFunc {
 }
 
 // withPattern returns r with its Pattern set to its method and route (a
-// shallow copy); without a route, r as it is. The framework's route wins
-// over a Pattern r has already: an http.ServeMux in front of the framework
-// ("/" mounting the whole app) set one that names no route.
+// shallow copy). The framework's route wins over a Pattern r has already:
+// an http.ServeMux in front of the framework ("/" mounting the whole app)
+// set one that names no route. A request routed nowhere keeps that one,
+// or gets the route httplimit.NoRoute.
 func withPattern(r *http.Request, route string) *http.Request {
 	if route == "" {
-		return r
+		if r.Pattern != "" {
+			return r
+		}
+		route = httplimit.NoRoute
 	}
 	r2 := r.WithContext(r.Context())
 	r2.Pattern = r.Method + " " + route

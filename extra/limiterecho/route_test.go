@@ -46,3 +46,32 @@ func TestPerRouteRules(t *testing.T) {
 		}
 	}
 }
+
+// TestUnroutedRequest: as for limitergin, a request echo routes nowhere
+// is decided under the rule set's Default (1 per minute) and answered by
+// echo: 404, then 429 (it got 400, "no route pattern").
+func TestUnroutedRequest(t *testing.T) {
+	rl, err := rules.New(context.Background(), newLimiter(t), rules.Static(&rules.Set{
+		Default:  rules.LimitUnknown(limiter.PerMinute(1)),
+		Subjects: map[string][]limiter.Limit{"POST /login": {limiter.PerMinute(3).Named("login")}},
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mw, err := httplimit.New(rl, httplimit.WithRules(httplimit.Route()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := echo.New()
+	e.Use(limiterecho.Middleware(mw))
+	e.POST("/login", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
+	for i, want := range []int{http.StatusNotFound, http.StatusTooManyRequests} {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodGet, "/no-such-page", nil)
+		req.RemoteAddr = "192.0.2.1:1234"
+		e.ServeHTTP(rec, req)
+		if rec.Code != want {
+			t.Errorf("GET /no-such-page %d: %d %q; want %d", i+1, rec.Code, rec.Body.String(), want)
+		}
+	}
+}

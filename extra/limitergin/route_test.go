@@ -54,3 +54,32 @@ func TestPerRouteRules(t *testing.T) {
 		}
 	}
 }
+
+// TestUnroutedRequest: with the middleware on the whole engine and
+// per-route rules, a request gin routes nowhere is decided under the rule
+// set's Default (here 1 per minute, under the route httplimit.NoRoute) and
+// answered by gin: 404, then 429 (it got 400, "no route pattern").
+func TestUnroutedRequest(t *testing.T) {
+	gin.SetMode(gin.TestMode)
+	rl, err := rules.New(context.Background(), newLimiter(t), rules.Static(&rules.Set{
+		Default:  rules.LimitUnknown(limiter.PerMinute(1)),
+		Subjects: map[string][]limiter.Limit{"POST /login": {limiter.PerMinute(3).Named("login")}},
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := httplimit.New(rl, httplimit.WithRules(httplimit.Route()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := gin.New()
+	r.Use(limitergin.Middleware(m))
+	r.POST("/login", func(c *gin.Context) { c.String(http.StatusOK, "ok") })
+	for i, want := range []int{http.StatusNotFound, http.StatusTooManyRequests} {
+		rec := httptest.NewRecorder()
+		r.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/no-such-page", nil))
+		if rec.Code != want {
+			t.Errorf("GET /no-such-page %d: %d %q; want %d", i+1, rec.Code, rec.Body.String(), want)
+		}
+	}
+}
