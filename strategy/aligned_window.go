@@ -53,7 +53,12 @@ const AlignedCountBase = 1 << 52
 //     window the server's clock is not in (a skewed app clock, a call
 //     racing a window's end) is counted nowhere and sent again for the
 //     server's window, up to 4 times, then denied until the window ends
-//     with ErrStaleWindow as the Result's Cause;
+//     with ErrStaleWindow as the Result's Cause; but Redis keeps a key
+//     through the millisecond its expiry names, so a counter still exists
+//     in the next window's first millisecond, and a call that reaches the
+//     server then, named from an estimate behind it, counts in the window
+//     that ended: up to one millisecond's calls more at a window's start
+//     (a known limit, to be closed);
 //   - a counter that is not a non-negative decimal integer (or a key of
 //     another type) is limiter.ErrCorruptCounter, and every counter is left
 //     as it was found; so is one above AlignedCountBase (a count below
