@@ -40,9 +40,10 @@
 --   - denied: the counts are followed by the server's clock in Unix
 --     milliseconds (read from a counter's TTL);
 --   - {-1, seconds, microseconds}: the server's clock (TIME) is outside a
---     window this call would have created (the caller's estimate of the
---     clock was off): nothing is counted; the caller names the windows
---     again from that time.
+--     window this call would have created, or did create before another
+--     limit denied it (the caller's estimate of the clock was off):
+--     nothing is counted; the caller names the windows again from that
+--     time.
 --
 -- Why one DECR is enough for the common call: a counter is created only by
 -- a call that reads TIME and finds the server's clock in the counter's
@@ -188,6 +189,21 @@ for i = 1, n do
 end
 if over then
   back(n)
+  if fresh then
+    -- A denial that created counters read no clock: were they in the
+    -- server's windows? If not, its counts (0 for those limits) were
+    -- another window's, and the call goes again for the server's.
+    local t = redis.call('TIME')
+    local ms = t[1] * 1000 + math.floor(t[2] / 1000)
+    for i = 1, n do
+      if created[i] then
+        local start, stop = window(i)
+        if ms < start or ms >= stop then
+          return {-1, t[1], t[2]}
+        end
+      end
+    end
+  end
   local now
   for i = 1, n do
     if not created[i] then

@@ -141,6 +141,21 @@ for i = 1, n do
 end
 if over then
   back(n)
+  if fresh then
+    -- A denial that created counters read no clock: were they in the
+    -- server's windows? If not, its counts (0 for those limits) were
+    -- another window's, and the call goes again for the server's.
+    local t = redis.call('TIME')
+    local ms = t[1] * 1000 + math.floor(t[2] / 1000)
+    for i = 1, n do
+      if created[i] then
+        local start, stop = window(i)
+        if ms < start or ms >= stop then
+          return {-1, t[1], t[2]}
+        end
+      end
+    end
+  end
   local now
   for i = 1, n do
     if not created[i] then
