@@ -55,9 +55,9 @@ const batchWorkers = 16
 // that name another window than the server's clock is in (the app's clock
 // jumped) are counted nowhere and go again, named from the server's time,
 // in another batch, as its Decide makes them again. Otherwise (Bucketed,
-// Optimistic: transactions; a type that embeds a strategy and decides with
-// a Decide of its own) each decision is its own call, up to 16 subjects at
-// a time. Asks of one subject are decided in their order, as the same
+// Optimistic: transactions; a type that embeds a strategy of package
+// strategy, decided with its Decide, which may be its own) each decision is
+// its own call, up to 16 subjects at a time. Asks of one subject are decided in their order, as the same
 // calls one after another. The Limiter's timeout bounds the whole batch.
 func (l *Limiter) AllowMany(ctx context.Context, asks []Ask) []Answer {
 	answers := make([]Answer, len(asks))

@@ -45,6 +45,9 @@ func KnownBad() []Control {
 	claims := func(name string, s limiter.Strategy) Spec {
 		spec := FixedWindow()
 		spec.Name, spec.Strategy, spec.Commit = name, s, ""
+		// hand-written windows count in a counter's expiry millisecond
+		// (PTTL 0) as in its window
+		spec.MillisecondClock = false
 		return spec
 	}
 	// claimsBucketed: a time-bucketed design claiming Bucketed's

@@ -182,6 +182,8 @@ func FixedWindow() Spec {
 		Commit:     "EVALSHA",
 		RoundTrips: 1,
 		Scripts:    true,
+		// PTTL 0, the counter's expiry millisecond, is the next window's
+		MillisecondClock: true,
 	}
 }
 
@@ -259,6 +261,8 @@ func Optimistic() Spec {
 		Commit:     "EXEC",
 		RoundTrips: 3,
 		MinVersion: "6.0.9",
+		// PTTL 0, the counter's expiry millisecond, is the next window's
+		MillisecondClock: true,
 		Optimistic: func(n int) limiter.Strategy {
 			return strategy.NewOptimistic(strategy.WithMaxAttempts(n))
 		},

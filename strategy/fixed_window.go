@@ -35,11 +35,10 @@ func FixedWindowScript() *store.Script { return fixedWindowScript }
 //   - a counter that is not a non-negative decimal integer (or a key of
 //     another type) is limiter.ErrCorruptCounter, and the call writes
 //     nothing to any limit;
-//   - every denial has RetryAfter of at least 1 ms (or -1); Redis keeps a
-//     key through the millisecond its expiry names, so a window lasts to
-//     the end of that millisecond and a call made RetryAfter after a
-//     denial may land in it and be denied once more, for 1 ms (a known
-//     limit, to be closed);
+//   - every denial has RetryAfter of at least 1 ms (or -1), exact: the
+//     counter's PTTL, after which its window is over (Redis keeps a key
+//     through the millisecond its expiry names, PTTL 0: that millisecond
+//     is the next window's, and a call in it starts that window);
 //   - time source: Redis key expiry, never the app server's clock;
 //   - boundary bursts: up to 2×Rate in any interval one Period long, at the
 //     edge of two windows (use GCRA or a sliding window to avoid it);

@@ -252,9 +252,12 @@ func readStates(ctx context.Context, do func(context.Context, ...store.Cmd) ([]s
 		if err != nil {
 			return fmt.Errorf("GET %s: %w", k, err)
 		}
-		if p == -2 {
+		if p == -2 || p == 0 {
 			// Expired between the GET and the PTTL: gone. A write decided
-			// on it is aborted by the WATCH anyway.
+			// on it is aborted by the WATCH anyway. Or in its expiry
+			// millisecond (PTTL 0), which Redis keeps it through and which
+			// belongs to the next window: over, as if gone (a write SETs
+			// the next window over it).
 			ks[i] = keyState{pttl: -2}
 			continue
 		}
@@ -291,9 +294,8 @@ func decideStates(req limiter.Request, ks []keyState) (limiter.Result, bool) {
 	var b limiter.Binder
 	for i, l := range req.Limits {
 		ttl := l.Period
-		if ks[i].exists && ks[i].pttl >= 0 && !ks[i].needsRepair(l) {
-			// PTTL 0: less than a millisecond left.
-			ttl = time.Duration(max(ks[i].pttl, 1)) * time.Millisecond
+		if ks[i].exists && ks[i].pttl > 0 && !ks[i].needsRepair(l) {
+			ttl = time.Duration(ks[i].pttl) * time.Millisecond
 		}
 		used := ks[i].count
 		if write {

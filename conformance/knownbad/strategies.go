@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/internal/derive"
 	"github.com/quotagate/limiter/store"
 	"github.com/quotagate/limiter/strategy"
 )
@@ -322,6 +323,10 @@ func (StampLog) Decide(ctx context.Context, st store.Store, req limiter.Request)
 // right.
 type BatchOneCost struct{ strategy.FixedWindow }
 
+// BatchesItself tells AllowMany to batch BatchOneCost's own calls (a type
+// that embeds FixedWindow is otherwise decided ask by ask, with its Decide).
+func (s BatchOneCost) BatchesItself(derive.Token) any { return s }
+
 // BatchScript implements limiter.ScriptStrategy, wrongly.
 func (s BatchOneCost) BatchScript(req limiter.Request) (*store.Script, []any, error) {
 	req.Cost = 1
@@ -339,6 +344,9 @@ var manyStops = store.NewScript(manyStopsLua)
 // first error (a counter of another type) ends the call, and every ask of
 // the batch gets it. Its single calls are right.
 type ManyStopsAtError struct{ strategy.FixedWindow }
+
+// BatchesItself tells AllowMany to batch ManyStopsAtError's own calls.
+func (s ManyStopsAtError) BatchesItself(derive.Token) any { return s }
 
 // ManyScript implements limiter.ManyScriptStrategy, wrongly.
 func (ManyStopsAtError) ManyScript(*store.Script) *store.Script { return manyStops }

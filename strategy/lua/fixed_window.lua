@@ -21,7 +21,10 @@
 --
 -- A window starts when its counter is created (SET ... PX) and ends when the
 -- key expires: the expiry is set once per window, never moved later, so the
--- window never slides. A writing call (not a peek, cost > 0) repairs a
+-- window never slides. Redis keeps a key through the millisecond its expiry
+-- names (PTTL 0): that millisecond belongs to the next window, so a call
+-- that finds PTTL 0 starts it (SET over the old counter), and a denial's
+-- RetryAfter, the PTTL, is exact. A writing call (not a peek, cost > 0) repairs a
 -- counter found without a TTL (a leak from elsewhere), or with one longer
 -- than its window (the limit's period was shortened), by expiring it one
 -- window from now. Denied calls consume nothing.
@@ -73,7 +76,11 @@ if rate and cost <= rate then
     redis.call('PEXPIRE', key, ARGV[o + 2])
     ttl = window
   elseif ttl == 0 then
-    ttl = 1 -- less than a millisecond left
+    -- the window's expiry millisecond, which Redis keeps the key through:
+    -- the window is over, and this cost starts the next one
+    redis.call('SET', key, costarg, 'PX', ARGV[o + 2])
+    c = cost
+    ttl = window
   end
   if c > rate then
     redis.call('DECRBY', key, costarg)
@@ -101,8 +108,14 @@ for i = 1, n do
   end
 end
 if fits then
-  local counts = {}
+  -- fresh[i]: limit i's counter was in its expiry millisecond (PTTL 0),
+  -- which belongs to the next window: its INCRBY is taken back at once,
+  -- and an admission SETs the next window over it
+  local counts, fresh = {}, {}
   local function back(i)
+    if fresh[i] then
+      return
+    end
     if counts[i] == cost then
       redis.call('DEL', KEYS[i])
     else
@@ -124,6 +137,11 @@ if fits then
       end
       return c
     end
+    if c > cost and redis.call('PTTL', KEYS[i]) == 0 then
+      redis.call('DECRBY', KEYS[i], costarg)
+      fresh[i] = true
+      c = cost
+    end
     counts[i] = c
     if c > tonumber(ARGV[o - 1 + 2 * i]) then
       over = true
@@ -133,7 +151,11 @@ if fits then
   for i = 1, n do
     local window = tonumber(ARGV[o + 2 * i])
     local ttl = window
-    if over and counts[i] == cost then
+    if fresh[i] then
+      if not over then
+        redis.call('SET', KEYS[i], costarg, 'PX', ARGV[o + 2 * i])
+      end
+    elseif over and counts[i] == cost then
       redis.call('DEL', KEYS[i]) -- created by this call: as if never counted
     else
       ttl = redis.call('PTTL', KEYS[i])
@@ -141,7 +163,7 @@ if fits then
         redis.call('PEXPIRE', KEYS[i], window)
         ttl = window
       elseif ttl == 0 then
-        ttl = 1
+        ttl = 1 -- (a counter created this millisecond with PX 0 never is)
       end
       if over then
         redis.call('DECRBY', KEYS[i], costarg)
@@ -173,7 +195,11 @@ for i = 1, n do
       ttl = window
       repair[i] = true
     elseif ttl == 0 then
-      ttl = 1 -- less than a millisecond left
+      -- the window's expiry millisecond: over, as if gone (a write sets
+      -- the next window over it)
+      count = 0
+      exists[i] = false
+      ttl = window
     end
   end
   counts[i] = count

@@ -54,7 +54,11 @@ if rate and cost <= rate then
     redis.call('PEXPIRE', key, ARGV[o + 2])
     ttl = window
   elseif ttl == 0 then
-    ttl = 1 -- less than a millisecond left
+    -- the window's expiry millisecond, which Redis keeps the key through:
+    -- the window is over, and this cost starts the next one
+    redis.call('SET', key, costarg, 'PX', ARGV[o + 2])
+    c = cost
+    ttl = window
   end
   if c > rate then
     redis.call('DECRBY', key, costarg)
@@ -82,8 +86,14 @@ for i = 1, n do
   end
 end
 if fits then
-  local counts = {}
+  -- fresh[i]: limit i's counter was in its expiry millisecond (PTTL 0),
+  -- which belongs to the next window: its INCRBY is taken back at once,
+  -- and an admission SETs the next window over it
+  local counts, fresh = {}, {}
   local function back(i)
+    if fresh[i] then
+      return
+    end
     if counts[i] == cost then
       redis.call('DEL', KEYS[i])
     else
@@ -105,6 +115,11 @@ if fits then
       end
       return c
     end
+    if c > cost and redis.call('PTTL', KEYS[i]) == 0 then
+      redis.call('DECRBY', KEYS[i], costarg)
+      fresh[i] = true
+      c = cost
+    end
     counts[i] = c
     if c > tonumber(ARGV[o - 1 + 2 * i]) then
       over = true
@@ -114,7 +129,11 @@ if fits then
   for i = 1, n do
     local window = tonumber(ARGV[o + 2 * i])
     local ttl = window
-    if over and counts[i] == cost then
+    if fresh[i] then
+      if not over then
+        redis.call('SET', KEYS[i], costarg, 'PX', ARGV[o + 2 * i])
+      end
+    elseif over and counts[i] == cost then
       redis.call('DEL', KEYS[i]) -- created by this call: as if never counted
     else
       ttl = redis.call('PTTL', KEYS[i])
@@ -122,7 +141,7 @@ if fits then
         redis.call('PEXPIRE', KEYS[i], window)
         ttl = window
       elseif ttl == 0 then
-        ttl = 1
+        ttl = 1 -- (a counter created this millisecond with PX 0 never is)
       end
       if over then
         redis.call('DECRBY', KEYS[i], costarg)
@@ -154,7 +173,11 @@ for i = 1, n do
       ttl = window
       repair[i] = true
     elseif ttl == 0 then
-      ttl = 1 -- less than a millisecond left
+      -- the window's expiry millisecond: over, as if gone (a write sets
+      -- the next window over it)
+      count = 0
+      exists[i] = false
+      ttl = window
     end
   end
   counts[i] = count
