@@ -139,21 +139,30 @@ for i = 1, n do
     end
   end
 end
+-- The server's clock (TIME), and whether it is outside the window of a
+-- counter this call created (the caller's estimate named another).
+local function stale()
+  local t = redis.call('TIME')
+  local ms = t[1] * 1000 + math.floor(t[2] / 1000)
+  for i = 1, n do
+    if created[i] then
+      local start, stop = window(i)
+      if ms < start or ms >= stop then
+        return t, true
+      end
+    end
+  end
+  return t, false
+end
 if over then
   back(n)
   if fresh then
     -- A denial that created counters read no clock: were they in the
     -- server's windows? If not, its counts (0 for those limits) were
     -- another window's, and the call goes again for the server's.
-    local t = redis.call('TIME')
-    local ms = t[1] * 1000 + math.floor(t[2] / 1000)
-    for i = 1, n do
-      if created[i] then
-        local start, stop = window(i)
-        if ms < start or ms >= stop then
-          return {-1, t[1], t[2]}
-        end
-      end
+    local t, off = stale()
+    if off then
+      return {-1, t[1], t[2]}
     end
   end
   local now
@@ -169,16 +178,10 @@ if over then
 end
 if fresh then
   -- Counters created by this call: is the server's clock in their windows?
-  local t = redis.call('TIME')
-  local ms = t[1] * 1000 + math.floor(t[2] / 1000)
-  for i = 1, n do
-    if created[i] then
-      local start, stop = window(i)
-      if ms < start or ms >= stop then
-        back(n)
-        return {-1, t[1], t[2]}
-      end
-    end
+  local t, off = stale()
+  if off then
+    back(n)
+    return {-1, t[1], t[2]}
   end
   for i = 1, n do
     if created[i] then
