@@ -111,7 +111,8 @@ if fits then
   -- fresh[i]: limit i's counter was in its expiry millisecond (PTTL 0),
   -- which belongs to the next window: its INCRBY is taken back at once,
   -- and an admission SETs the next window over it
-  local counts, fresh = {}, {}
+  -- pttls[i]: limit i's PTTL read after its INCRBY (which keeps it)
+  local counts, fresh, pttls = {}, {}, {}
   local function back(i)
     if fresh[i] then
       return
@@ -137,10 +138,13 @@ if fits then
       end
       return c
     end
-    if c > cost and redis.call('PTTL', KEYS[i]) == 0 then
-      redis.call('DECRBY', KEYS[i], costarg)
-      fresh[i] = true
-      c = cost
+    if c > cost then
+      pttls[i] = redis.call('PTTL', KEYS[i])
+      if pttls[i] == 0 then
+        redis.call('DECRBY', KEYS[i], costarg)
+        fresh[i] = true
+        c = cost
+      end
     end
     counts[i] = c
     if c > tonumber(ARGV[o - 1 + 2 * i]) then
@@ -158,12 +162,12 @@ if fits then
     elseif over and counts[i] == cost then
       redis.call('DEL', KEYS[i]) -- created by this call: as if never counted
     else
-      ttl = redis.call('PTTL', KEYS[i])
+      ttl = pttls[i] or redis.call('PTTL', KEYS[i])
       if ttl < 0 or ttl > window then
         redis.call('PEXPIRE', KEYS[i], window)
         ttl = window
       elseif ttl == 0 then
-        ttl = 1 -- (a counter created this millisecond with PX 0 never is)
+        ttl = 1 -- (a counter found at 0 in its expiry millisecond)
       end
       if over then
         redis.call('DECRBY', KEYS[i], costarg)
