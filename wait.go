@@ -39,15 +39,16 @@ func (l *Limiter) Wait(ctx context.Context, key string, limits ...Limit) (Result
 // Degraded denial with a RetryAfter of up to a second: WaitN tries again
 // after it, the pause doubled at each further try Redis does not decide up
 // to a second (or halfway to ctx's deadline, when that is sooner), with a
-// jitter, until Redis answers or ctx ends, and then returns the last denial and an error that
-// wraps both ctx's error and the outage's (errors.Is finds either).
+// jitter, until Redis answers or ctx ends, and then returns the last
+// denial and an error that wraps both ctx's error and the outage's
+// (errors.Is finds either).
 func (l *Limiter) WaitN(ctx context.Context, key string, n int64, limits ...Limit) (Result, error) {
 	var last Result // the last denial
 	undecided := 0  // tries in a row Redis did not decide
 	for {
 		if err := ctx.Err(); err != nil {
 			if last.Degraded {
-				return last, fmt.Errorf("limiter: wait: %w; the last try: %w", err, last.Cause)
+				return last, waitEnded(err, last.Cause)
 			}
 			return last, err
 		}
@@ -60,7 +61,7 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64, limits ...Limi
 			if cause == nil {
 				cause = res.Cause
 			}
-			return last, fmt.Errorf("limiter: wait: %w; the last try: %w", cerr, cause)
+			return last, waitEnded(cerr, cause)
 		}
 		if err != nil || res.Allowed {
 			return res, err
@@ -88,7 +89,7 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64, limits ...Limi
 			undecided++
 			if ok && left < wait {
 				if left < 2*time.Millisecond {
-					return res, fmt.Errorf("limiter: wait: %w; the last try: %w", context.DeadlineExceeded, res.Cause)
+					return res, waitEnded(context.DeadlineExceeded, res.Cause)
 				}
 				wait = left / 2
 			}
@@ -99,11 +100,17 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64, limits ...Limi
 		}
 		if err := l.sleepFor(ctx, wait); err != nil {
 			if res.Degraded {
-				return res, fmt.Errorf("limiter: wait: %w; the last try: %w", err, res.Cause)
+				return res, waitEnded(err, res.Cause)
 			}
 			return res, err
 		}
 	}
+}
+
+// waitEnded is the error of a wait that ended (ctx's error, or the
+// sleep's) after a try that failed on cause: errors.Is finds either.
+func waitEnded(end, cause error) error {
+	return fmt.Errorf("limiter: wait: %w; the last try: %w", end, cause)
 }
 
 // jitter returns the random time added to a sleep of wait: at most
