@@ -128,9 +128,11 @@ func ceilSeconds(d time.Duration) int64 {
 	return int64((d + time.Second - 1) / time.Second)
 }
 
-// violated names the rule of a denial, for the problem body.
+// violated names the rule of a denial, for the problem body: none for a
+// Degraded one (a key too contended to decide, limiter.ErrContention),
+// which no rule made.
 func violated(d rules.Decision) []string {
-	if len(d.Rules) == 0 || d.Limit == (limiter.Limit{}) {
+	if d.Degraded || len(d.Rules) == 0 || d.Limit == (limiter.Limit{}) {
 		return []string{}
 	}
 	return []string{rules.RuleName(d.Limit)}

@@ -83,9 +83,9 @@ func WithErrorHandler(f func(w http.ResponseWriter, r *http.Request, err error))
 // limit fields are set on w's header. The default, WriteDenied, answers
 // 429 Too Many Requests (503 Service Unavailable for a Degraded denial made
 // by FailClosed with Redis down; a denial because the key was too
-// contended to decide, limiter.ErrContention, stays 429) with a small
-// application/problem+json body naming the violated rule; f may count or
-// log a denial and then call it.
+// contended to decide, limiter.ErrContention, stays 429, naming no rule)
+// with a small application/problem+json body naming the violated rule; f
+// may count or log a denial and then call it.
 func WithDeniedHandler(f func(w http.ResponseWriter, r *http.Request, d rules.Decision)) Option {
 	return func(m *Middleware) error {
 		if f == nil {

@@ -451,7 +451,8 @@ func (contended) Decide(context.Context, store.Store, limiter.Request) (limiter.
 
 // TestContentionIs429: a request the limiter could not decide because its
 // key was too contended is refused as rate limited (429, Retry-After), in
-// FailOpen and FailClosed: never served, and not a 503 "Redis down".
+// FailOpen and FailClosed: never served, and not a 503 "Redis down"; its
+// body names no rule as violated (it named the first, never reached).
 func TestContentionIs429(t *testing.T) {
 	m := redistest.NewMini(t)
 	st := dial(t, m.Addr())
@@ -472,6 +473,9 @@ func TestContentionIs429(t *testing.T) {
 		h.ServeHTTP(rec, req)
 		if served || rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" {
 			t.Errorf("%s: served=%v, status %d, Retry-After %q; want 429 with Retry-After, not served", mode, served, rec.Code, rec.Header().Get("Retry-After"))
+		}
+		if body := rec.Body.String(); !strings.Contains(body, `"violated-policies":[]`) {
+			t.Errorf("%s: body %s; want no violated policy", mode, body)
 		}
 	}
 }

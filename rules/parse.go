@@ -75,15 +75,16 @@ func ParseYAML(data []byte) (*Set, error) {
 // decimalInts makes the plain integers of n written with a leading zero
 // decimal, as YAML 1.2 and JSON's readers read them: yaml.v3 keeps YAML
 // 1.1's octal, so that "rate: 0100" would be 64 (and "0900", not octal,
-// 900). 0o100 and 0x40 still say octal and hexadecimal.
+// 900), "0_100" too (YAML 1.1's digit separators, which yaml.v3 reads). 0o100
+// and 0x40 still say octal and hexadecimal.
 func decimalInts(n *yaml.Node) {
 	if n.Kind == yaml.ScalarNode && n.Style == 0 && n.ShortTag() == "!!int" {
 		sign, digits := "", n.Value
 		if digits != "" && (digits[0] == '-' || digits[0] == '+') {
 			sign, digits = digits[:1], digits[1:]
 		}
-		if len(digits) > 1 && digits[0] == '0' && strings.Trim(digits, "0123456789") == "" {
-			n.Value = sign + strings.TrimLeft(digits, "0")
+		if len(digits) > 1 && digits[0] == '0' && strings.Trim(digits, "0123456789_") == "" {
+			n.Value = sign + strings.TrimLeft(strings.ReplaceAll(digits, "_", ""), "0")
 			if n.Value == sign {
 				n.Value = "0"
 			}
@@ -344,6 +345,11 @@ func integer(v any) (int64, error) {
 	case json.Number:
 		if n, err := x.Int64(); err == nil {
 			return n, nil
+		}
+		// a whole number written with a fraction or an exponent (100.0,
+		// 1e3), as YAML's reader takes it
+		if f, err := x.Float64(); err == nil && f == math.Trunc(f) && math.Abs(f) < 1<<53 {
+			return int64(f), nil
 		}
 	case int:
 		return int64(x), nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	rd "github.com/redis/rueidis"
@@ -450,7 +451,10 @@ func notSent(err error) bool {
 	// (Not rd.ErrClosing: a closed client refuses new commands with it, but
 	// a connection closed under calls already written, by Close's timer on
 	// a silent server or a Sentinel's switch, answers them with it too.)
-	return errors.Is(err, rd.ErrDedicatedClientRecycled) || errors.Is(err, rd.ErrNoAddr)
+	// ErrNoSlot: a Cluster client found no node for a command's slot (one
+	// that a Cluster left unserved, with cluster-require-full-coverage no)
+	// when it picked the connections, before writing anything.
+	return errors.Is(err, rd.ErrDedicatedClientRecycled) || errors.Is(err, rd.ErrNoAddr) || errors.Is(err, rd.ErrNoSlot)
 }
 
 // Batch implements store.Batcher with one DoMulti: rueidis pipelines the
@@ -505,15 +509,68 @@ type batchPart struct {
 
 // doMulti sends p's commands in one DoMulti and writes their replies to
 // out at their indexes.
+//
+// A Cluster client fails every command of a DoMulti, unsent, when one of
+// its slots has no node (rueidis.ErrNoSlot): then the commands go again
+// one DoMulti per slot, side by side, so that only those of the unserved
+// slots fail.
 func (s *Store) doMulti(ctx context.Context, p batchPart, out []store.Reply) {
 	if len(p.built) == 0 {
 		return
 	}
-	for j, r := range s.c.DoMulti(ctx, p.built...) {
+	rs := s.c.DoMulti(ctx, p.built...)
+	if len(p.built) > 1 && allNoSlot(rs) {
+		s.bySlot(ctx, p, out)
+		return
+	}
+	for j, r := range rs {
 		if err := r.NonRedisError(); err != nil {
 			out[p.at[j]].Err = roundTripErr(err)
 			continue
 		}
 		out[p.at[j]] = reply(r)
 	}
+}
+
+// allNoSlot reports whether every result is rueidis.ErrNoSlot.
+func allNoSlot(rs []rd.RedisResult) bool {
+	for _, r := range rs {
+		if !errors.Is(r.NonRedisError(), rd.ErrNoSlot) {
+			return false
+		}
+	}
+	return len(rs) > 0
+}
+
+// bySlot sends p's commands in one DoMulti per slot, in parallel, and
+// writes their replies to out at their indexes.
+func (s *Store) bySlot(ctx context.Context, p batchPart, out []store.Reply) {
+	var order []uint16
+	parts := map[uint16]*batchPart{}
+	for j, b := range p.built {
+		sl := b.Slot()
+		q := parts[sl]
+		if q == nil {
+			q = &batchPart{}
+			parts[sl] = q
+			order = append(order, sl)
+		}
+		q.built = append(q.built, b)
+		q.at = append(q.at, p.at[j])
+	}
+	if len(order) == 1 {
+		for _, i := range p.at {
+			out[i].Err = roundTripErr(rd.ErrNoSlot)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for _, sl := range order {
+		wg.Add(1)
+		go func(q *batchPart) {
+			defer wg.Done()
+			s.doMulti(ctx, *q, out)
+		}(parts[sl])
+	}
+	wg.Wait()
 }
