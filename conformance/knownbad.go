@@ -91,6 +91,9 @@ func KnownBad() []Control {
 			ServerOnly: []string{"server-conditions"}},
 		{Spec: FixedWindow(), Store: "FirstErrorFailsBatch", Wrap: knownbad.FirstErrorFailsBatch,
 			MustFail: []string{"batch-per-command"}},
+		// also fails UnservedSlot (TestUnservedSlotFailsPipelineFailsWhole)
+		{Spec: FixedWindow(), Store: "PipelineFailsWhole", Wrap: knownbad.PipelineFailsWhole,
+			MustFail: []string{"batch-per-command"}},
 		{Spec: FixedWindow(), Store: "LaxInts", Wrap: knownbad.LaxInts,
 			MustFail: []string{"integer-scripts"}},
 		{Spec: AlignedWindow(), Store: "ArrayInts", Wrap: knownbad.ArrayInts,

@@ -188,3 +188,34 @@ func (s firstErrorFails) Batch(ctx context.Context, cmds []store.Cmd) []store.Re
 	}
 	return rs
 }
+
+// PipelineFailsWhole is a store whose Batch, like a Cluster client that
+// fails a whole pipeline when one of its slots has no node, or an adapter
+// that takes one command's failure for the round trip's, gives every
+// command of a batch the first error of any, as an unknown outcome:
+// commands that ran and got their replies included.
+func PipelineFailsWhole(st store.Store) store.Store { return pipelineFailsWhole{st} }
+
+type pipelineFailsWhole struct{ store.Store }
+
+func (s pipelineFailsWhole) Batch(ctx context.Context, cmds []store.Cmd) []store.Reply {
+	b, ok := s.Store.(store.Batcher)
+	if !ok {
+		rs := make([]store.Reply, len(cmds))
+		for i := range rs {
+			rs[i].Err = errors.New("knownbad: the store is not a Batcher")
+		}
+		return rs
+	}
+	rs := b.Batch(ctx, cmds)
+	for _, r := range rs {
+		if r.Err != nil && !errors.Is(r.Err, store.ErrNil) {
+			err := fmt.Errorf("knownbad: %w: %w", store.ErrUnknownOutcome, r.Err)
+			for i := range rs {
+				rs[i] = store.Reply{Err: err}
+			}
+			break
+		}
+	}
+	return rs
+}

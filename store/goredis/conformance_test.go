@@ -207,3 +207,7 @@ func TestConformanceSharing(t *testing.T) {
 		runChecks(t, map[string]conformance.HarnessMaker{"redis-server": conformance.RedisServer(unshared)}, specs, autoPipelineChecks...)
 	})
 }
+
+// TestUnservedSlot: a Cluster slot without a node fails only its own
+// commands of a Batch, and AllowMany decides the asks beside it.
+func TestUnservedSlot(t *testing.T) { conformance.UnservedSlot(t, dialCluster, dial) }

@@ -115,3 +115,7 @@ func TestQuotaLeases(t *testing.T) {
 		"redis-server": conformance.RedisServer(dial),
 	})
 }
+
+// TestUnservedSlot: a Cluster slot without a node fails only its own
+// commands of a Batch, and AllowMany decides the asks beside it.
+func TestUnservedSlot(t *testing.T) { conformance.UnservedSlot(t, dialCluster, dial) }

@@ -1,0 +1,144 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/internal/redistest"
+	"github.com/quotagate/limiter/store"
+	"github.com/quotagate/limiter/strategy"
+)
+
+// UnservedSlot proves, on a Redis Cluster of its own (three masters started
+// for t, skipping without redis-server and redis-cli unless
+// REQUIRE_REDIS=1), that a store.Batcher from cluster gives each command
+// its own outcome when one command's slot has no node: the Cluster serves
+// every slot but one (cluster-require-full-coverage no, a common production
+// setting), and a Batch of three commands, one on that slot, runs the two
+// others and fails the third alone, with an error that does not wrap
+// store.ErrUnknownOutcome (nothing was sent for it); and a FixedWindow
+// Limiter under FailOpen decides by Redis the asks of an AllowMany beside
+// one on that slot (a client that fails a whole pipeline for one unserved
+// slot admits each of them uncounted, as Degraded). node
+// connects a single-node store of the same adapter to a master, to set the
+// Cluster up. It is not in StoreChecks because it changes the Cluster's
+// slots: it never runs on a Cluster it did not start.
+func UnservedSlot(t testing.TB, cluster ClusterDialer, node Dialer) {
+	t.Helper()
+	c := redistest.StartCluster(t)
+	unservedSlot(t, c.Addrs(), cluster, node)
+}
+
+func unservedSlot(t testing.TB, addrs []string, cluster ClusterDialer, node Dialer) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	nodes := make([]store.Store, len(addrs))
+	for i, a := range addrs {
+		n, closeN, err := node(ctx, a)
+		if err != nil {
+			t.Fatalf("dial node %s: %v", a, err)
+		}
+		defer closeN()
+		nodes[i] = n
+	}
+	one := func(n store.Store, args ...any) store.Reply {
+		rs, err := n.Do(ctx, store.Cmd{Name: args[0].(string), Args: args[1:]})
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return rs[0]
+	}
+	l := limiter.PerHour(1)
+	unserved, err := limiter.Key("ct", "unserved", l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := one(nodes[0], "CLUSTER", "KEYSLOT", unserved)
+	slot, err := store.Int64(r.Val)
+	if r.Err != nil || err != nil {
+		t.Fatalf("CLUSTER KEYSLOT: %v %v", r.Err, err)
+	}
+	for _, n := range nodes {
+		if r := one(n, "CONFIG", "SET", "cluster-require-full-coverage", "no"); r.Err != nil {
+			t.Fatalf("CONFIG SET cluster-require-full-coverage no: %v", r.Err)
+		}
+	}
+	// Every node forgets the slot's owner (a node that knows of none says
+	// so: "already unassigned").
+	for _, n := range nodes {
+		if r := one(n, "CLUSTER", "DELSLOTS", slot); r.Err != nil && !strings.Contains(r.Err.Error(), "already unassigned") {
+			t.Fatalf("CLUSTER DELSLOTS %d: %v", slot, r.Err)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		settled := true
+		for _, n := range nodes {
+			info, _ := store.String(one(n, "CLUSTER", "INFO").Val)
+			if !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_slots_assigned:16383") {
+				settled = false
+			}
+		}
+		if settled {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the Cluster did not settle with slot %d unserved within 30 s", slot)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// Connected now, the client reads a slot map without the slot.
+	st, closeSt, err := cluster(ctx, addrs)
+	if err != nil {
+		t.Fatalf("dial cluster: %v", err)
+	}
+	defer closeSt()
+	b, ok := st.(store.Batcher)
+	if !ok {
+		t.Skip("the store is not a store.Batcher")
+	}
+	cmds := []store.Cmd{
+		{Name: "INCRBY", Args: []any{"ct:{served-a}n", 2}},
+		{Name: "INCRBY", Args: []any{unserved, 1}},
+		{Name: "INCRBY", Args: []any{"ct:{served-b}n", 3}},
+	}
+	rs := b.Batch(ctx, cmds)
+	if len(rs) != len(cmds) {
+		t.Fatalf("store: Batch returned %d replies for %d commands", len(rs), len(cmds))
+	}
+	for i, want := range map[int]int64{0: 2, 2: 3} {
+		if n, err := store.Int64(rs[i].Val); rs[i].Err != nil || err != nil || n != want {
+			t.Errorf("store: Batch with a command on slot %d, which no node serves: %s %v = %#v, %v; want %d (its own reply: its slot is served)", slot, cmds[i].Name, cmds[i].Args, rs[i].Val, rs[i].Err, want)
+		}
+	}
+	switch err := rs[1].Err; {
+	case err == nil:
+		t.Errorf("store: Batch: INCRBY on slot %d, which no node serves = %#v; want an error", slot, rs[1].Val)
+	case errors.Is(err, store.ErrUnknownOutcome):
+		t.Errorf("store: Batch: INCRBY on slot %d, which no node serves = %v; want an error that does not wrap ErrUnknownOutcome (no node ran it)", slot, err)
+	}
+
+	lim, err := limiter.New(st, strategy.NewFixedWindow(), limiter.WithPrefix("ct"), limiter.WithFailMode(limiter.FailOpen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	asks := []limiter.Ask{{Key: "served-1", Limits: []limiter.Limit{l}}, {Key: "unserved", Limits: []limiter.Limit{l}}, {Key: "served-2", Limits: []limiter.Limit{l}}}
+	for round := 1; round <= 2; round++ {
+		for i, d := range lim.AllowMany(ctx, asks) {
+			if i == 1 {
+				if !d.Result.Allowed || !d.Result.Degraded {
+					t.Errorf("AllowMany, round %d: the ask on slot %d, which no node serves = %+v, %v; want a Degraded admission (FailOpen)", round, slot, d.Result, d.Err)
+				}
+				continue
+			}
+			if d.Err != nil || d.Result.Degraded || d.Result.Allowed != (round == 1) {
+				t.Errorf("AllowMany, round %d: %s at %s beside an ask on slot %d, which no node serves = %+v, %v; want decided by Redis: admitted in round 1, denied in round 2", round, asks[i].Key, l, slot, d.Result, d.Err)
+			}
+		}
+	}
+}
