@@ -42,7 +42,8 @@ type TransientDenials interface {
 // early in another process (Reset, ReturnLeases) or by hand; then a
 // request may be denied until its RetryAfter ends although Redis would
 // admit it. This process's Reset and ReturnLeases forget the subject's
-// denials, and a denial Redis made while one of them ran is not
+// denials (in the deny caches of the Limiter and of every With copy of it
+// or of its original), and a denial Redis made while one of them ran is not
 // remembered. A denial that can never fit (RetryAfter -1) is remembered
 // for at most a minute, one of a strategy whose denials may be transient
 // (TransientDenials: Bucketed) for at most MaxTransientCached, and one

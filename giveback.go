@@ -3,6 +3,7 @@ package limiter
 import (
 	"sync"
 	"sync/atomic"
+	"weak"
 )
 
 // giveBacks tracks, subject by subject, the calls that give quota back
@@ -23,6 +24,78 @@ type giveBacks struct {
 	// a decision marked before floor may have overlapped a give-back no
 	// longer kept: it is not clean
 	floor uint64
+	// the deny caches and lease tables of a Limiter and of its With
+	// copies, which share its giveBacks and its counters: a give-back
+	// forgets its subject in every one. Held weakly, so that copies made
+	// and dropped (a With per request) are not kept alive.
+	denies []weak.Pointer[denyCache]
+	tables []weak.Pointer[leaseTable]
+}
+
+// register adds a Limiter's deny cache and lease table (either may be nil)
+// to those its give-backs forget subjects in.
+func (g *giveBacks) register(d *denyCache, t *leaseTable) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if d != nil {
+		g.denies = addWeak(g.denies, d)
+	}
+	if t != nil {
+		g.tables = addWeak(g.tables, t)
+	}
+}
+
+// addWeak returns ps with p added unless it is there, and without the
+// pointers whose values are gone.
+func addWeak[T any](ps []weak.Pointer[T], p *T) []weak.Pointer[T] {
+	wp := weak.Make(p)
+	live := ps[:0]
+	found := false
+	for _, q := range ps {
+		if q.Value() == nil {
+			continue
+		}
+		found = found || q == wp
+		live = append(live, q)
+	}
+	clear(ps[len(live):])
+	if !found {
+		live = append(live, wp)
+	}
+	return live
+}
+
+// liveValues returns the values of ps that are not gone.
+func liveValues[T any](ps []weak.Pointer[T]) []*T {
+	out := make([]*T, 0, len(ps))
+	for _, q := range ps {
+		if v := q.Value(); v != nil {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// forgetDenials forgets prefix's subject in every registered deny cache.
+// The caches are forgotten in outside g's lock: a cache's lock is taken
+// before g's (clean), never after.
+func (g *giveBacks) forgetDenials(prefix, subject string) {
+	g.mu.Lock()
+	ds := liveValues(g.denies)
+	g.mu.Unlock()
+	for _, d := range ds {
+		d.forget(prefix, subject)
+	}
+}
+
+// forgetLeases forgets prefix's subject in every registered lease table.
+func (g *giveBacks) forgetLeases(prefix, subject string) {
+	g.mu.Lock()
+	ts := liveValues(g.tables)
+	g.mu.Unlock()
+	for _, t := range ts {
+		t.forget(prefix, subject)
+	}
 }
 
 // subjectID names a subject under a prefix.

@@ -2,6 +2,7 @@ package limiter
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 )
 
@@ -57,5 +58,32 @@ func TestGiveBacksBySubject(t *testing.T) {
 	}
 	if !g.clean(g.mark(), "p", "b") {
 		t.Error("a mark after every give-back ended: not clean")
+	}
+}
+
+// TestGiveBacksHoldCopiesWeakly: the deny caches and lease tables of With
+// copies are registered for give-backs to forget subjects in, but not kept
+// alive by it: a copy made per request and dropped is collected, and the
+// registry stays as small as the copies alive.
+func TestGiveBacksHoldCopiesWeakly(t *testing.T) {
+	l := &Limiter{backs: new(giveBacks)}
+	l.deny = newDenyCache(4)
+	l.backs.register(l.deny, nil)
+	for range 1000 {
+		c := *l
+		c.deny, c.leases = newDenyCache(4), &leaseTable{}
+		c.backs.register(c.deny, c.leases)
+		if len(c.backs.denies) > 50 {
+			runtime.GC()
+		}
+	}
+	runtime.GC()
+	l.backs.register(l.deny, nil) // prunes what is gone
+	if n := len(l.backs.denies); n != 1 {
+		t.Errorf("%d deny caches registered after 1000 dropped copies; want 1 (the original's)", n)
+	}
+	l.backs.register(nil, &leaseTable{})
+	if n := len(l.backs.tables); n > 1 {
+		t.Errorf("%d lease tables registered; want at most 1", n)
 	}
 }

@@ -471,3 +471,92 @@ func TestReturnLeasesKeepsUnitsNotReturned(t *testing.T) {
 		t.Errorf("Redis counted %s for 10 calls; want 10 (one lease)", counted)
 	}
 }
+
+// TestResetForgetsCopies: a With copy with a deny cache or quota leases of
+// its own counts on the same keys as its original: the original's Reset
+// forgets the subject in the copy's too (the copy kept denying for an hour
+// what Redis admitted, and its lease admitted 4 more on top of a fresh
+// window: 14 of 10), and a copy's ReturnLeases forgets another copy's
+// denials.
+func TestResetForgetsCopies(t *testing.T) {
+	ctx := context.Background()
+	l := limiter.PerHour(1)
+	t.Run("deny cache", func(t *testing.T) {
+		_, st := newMini(t)
+		lim := newLimiter(t, st)
+		cached, err := lim.With(limiter.WithDenyCache(16))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, want := range []bool{true, false} {
+			if r, err := cached.Allow(ctx, "u", l); err != nil || r.Allowed != want {
+				t.Fatalf("call %d: %+v, %v; want allowed %v", i, r, err, want)
+			}
+		}
+		if err := lim.Reset(ctx, "u", l); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := cached.Allow(ctx, "u", l); err != nil || !r.Allowed || r.Cached {
+			t.Errorf("the copy after its original's Reset: %+v, %v; want admitted by Redis", r, err)
+		}
+	})
+	t.Run("leases", func(t *testing.T) {
+		_, st := newMini(t)
+		lim := newLimiter(t, st)
+		leased, err := lim.With(limiter.WithQuotaLease(5))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := limiter.PerHour(10)
+		if r, err := leased.Allow(ctx, "u", l); err != nil || !r.Allowed {
+			t.Fatalf("first call: %+v, %v", r, err)
+		}
+		if err := lim.Reset(ctx, "u", l); err != nil {
+			t.Fatal(err)
+		}
+		admitted := 0
+		for _, x := range []*limiter.Limiter{lim, leased} {
+			for range 30 {
+				r, err := x.Allow(ctx, "u", l)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Allowed {
+					admitted++
+				}
+			}
+		}
+		if admitted != 10 {
+			t.Errorf("after Reset, the window admitted %d through the original and its leasing copy; want 10", admitted)
+		}
+	})
+	t.Run("return leases", func(t *testing.T) {
+		_, st := newMini(t)
+		base := newLimiter(t, st)
+		lim, err := base.With(limiter.WithQuotaLease(5))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cached, err := base.With(limiter.WithDenyCache(16))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := limiter.PerHour(6)
+		// one copy's lease takes 5 (1 admitted, 4 left); the other's
+		// first call takes the sixth, its second is denied and cached
+		if r, err := lim.Allow(ctx, "u", l); err != nil || !r.Allowed {
+			t.Fatalf("leased call: %+v, %v", r, err)
+		}
+		for i, want := range []bool{true, false} {
+			if r, err := cached.Allow(ctx, "u", l); err != nil || r.Allowed != want {
+				t.Fatalf("copy's call %d: %+v, %v; want allowed %v", i, r, err, want)
+			}
+		}
+		if n, err := lim.ReturnLeases(ctx, 0); err != nil || n != 4 {
+			t.Fatalf("ReturnLeases: %d, %v; want 4", n, err)
+		}
+		if r, err := cached.Allow(ctx, "u", l); err != nil || !r.Allowed || r.Cached {
+			t.Errorf("a copy after another returned 4 units: %+v, %v; want admitted by Redis", r, err)
+		}
+	})
+}

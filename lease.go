@@ -68,7 +68,8 @@ type QuotaReturner interface {
 // taken, plus what the lease still holds). Calls with several limits, a
 // cost above units, a limit whose rate is below units, Peek, AllowN(0) and
 // AllowMany always go to Redis.
-// Reset forgets the subject's leases in this process, and a lease taken
+// Reset forgets the subject's leases in this process (those of the
+// Limiter's With copies and originals too), and a lease taken
 // while it ran admits only its own call (its units may have been counted
 // in the counter Reset deleted); other processes keep their leases of the
 // subject until they are used up or their windows end.
@@ -403,8 +404,9 @@ func (l *Limiter) ReturnLeases(ctx context.Context, idle time.Duration) (int64, 
 		if kept {
 			t.keep(b.id, b.ls, b.units, b.end)
 		}
-		if n > 0 && l.deny != nil {
-			l.deny.forget(b.id.prefix, b.id.subject)
+		if n > 0 {
+			// (in this Limiter's deny cache and its With copies')
+			l.backs.forgetDenials(b.id.prefix, b.id.subject)
 		}
 		total += n
 		if err != nil {

@@ -219,6 +219,7 @@ func (l *Limiter) apply(from *Limiter, opts []Option) error {
 			return err
 		}
 	}
+	l.backs.register(l.deny, l.leases)
 	set := l.now != nil
 	if !set {
 		l.now = inherited
@@ -325,12 +326,9 @@ func (l *Limiter) Reset(ctx context.Context, key string, limits ...Limit) error 
 	// forgotten.
 	l.backs.begin(l.keys.prefix, key)
 	defer l.backs.end(l.keys.prefix, key)
-	if l.deny != nil {
-		l.deny.forget(l.keys.prefix, key)
-	}
-	if l.leases != nil {
-		l.leases.forget(l.keys.prefix, key)
-	}
+	// (this Limiter's and its With copies': they count on the same keys)
+	l.backs.forgetDenials(l.keys.prefix, key)
+	l.backs.forgetLeases(l.keys.prefix, key)
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
 	if r, ok := l.strategy.(RequestResetter); ok {

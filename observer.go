@@ -165,7 +165,9 @@ func (l *Limiter) Prefix() string { return l.keys.prefix }
 // With returns a copy of l with opts applied on top of l's configuration:
 // the copy shares l's store, strategy and observers (more can be added), so
 // it decides on the same counters unless WithPrefix changes the prefix.
-// Use it for a per-caller variation such as another fail mode or timeout:
+// A deny cache or quota leases of the copy's own (WithDenyCache,
+// WithQuotaLease) are forgotten by a Reset through l or any copy, as l's
+// own are. Use it for a per-caller variation such as another fail mode or timeout:
 //
 //	strict, err := lim.With(limiter.WithFailMode(limiter.FailClosed))
 //

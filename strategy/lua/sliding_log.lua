@@ -86,7 +86,6 @@ if write and allowed == 1 then
   end
 end
 
-local ttls = {}
 if write then
   for i = 1, n do
     local window = tonumber(ARGV[3 + 2 * i])
@@ -105,9 +104,7 @@ if write then
       local ttl = redis.call('PTTL', KEYS[i])
       if ttl == -1 or ttl > window then
         redis.call('PEXPIRE', KEYS[i], ARGV[3 + 2 * i])
-        ttl = -1
       end
-      ttls[i] = ttl
     end
   end
 end
@@ -130,22 +127,15 @@ for i = 1, n do
     local m = redis.call('ZRANGEBYSCORE', KEYS[i], string.format('%d', now - window + 1), '+inf', 'WITHSCORES', 'LIMIT', first - 1, 1)
     retry = math.max(1, math.floor((tonumber(m[2]) + window - now + 999) / 1000))
   end
-  -- the log is empty one window after its newest unit, when it expires
+  -- the log is empty one window after its newest unit: read from the
+  -- unit's score, in microseconds (the key's PTTL, in whole milliseconds
+  -- from the millisecond the unit came in, reads up to 1 ms short)
   local reset = 0
   if allowed == 1 and write then
     reset = window / 1000
   elseif used > 0 then
-    local ttl = ttls[i]
-    if ttl == nil then
-      ttl = redis.call('PTTL', KEYS[i])
-    end
-    if ttl > 0 and ttl <= window / 1000 then
-      reset = ttl
-    else -- an expiry just repaired, less than a millisecond left, or a
-      -- TTL from a longer period (a read does not repair it)
-      local m = redis.call('ZRANGE', KEYS[i], -1, -1, 'WITHSCORES')
-      reset = math.max(1, math.floor((tonumber(m[2]) + window - now + 999) / 1000))
-    end
+    local m = redis.call('ZRANGE', KEYS[i], -1, -1, 'WITHSCORES')
+    reset = math.max(1, math.floor((tonumber(m[2]) + window - now + 999) / 1000))
   end
   out[#out + 1] = rate - used
   out[#out + 1] = reset

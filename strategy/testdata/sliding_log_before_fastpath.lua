@@ -113,22 +113,14 @@ for i = 1, n do
     local m = redis.call('ZRANGEBYSCORE', KEYS[i], now - window + 1, '+inf', 'WITHSCORES', 'LIMIT', first - 1, 1)
     retry = math.max(1, math.floor((tonumber(m[2]) + window - now + 999) / 1000))
   end
-  -- the log is empty one window after its newest unit, when it expires
+  -- the log is empty one window after its newest unit (read from its
+  -- score since the reset fix, in both this reference and the script)
   local reset = 0
   if allowed == 1 and write then
     reset = window / 1000
   elseif used > 0 then
-    local ttl = ttls[i]
-    if ttl == nil then
-      ttl = redis.call('PTTL', KEYS[i])
-    end
-    if ttl > 0 and ttl <= window / 1000 then
-      reset = ttl
-    else -- an expiry just repaired, less than a millisecond left, or a
-      -- TTL from a longer period (a read does not repair it)
-      local m = redis.call('ZRANGE', KEYS[i], -1, -1, 'WITHSCORES')
-      reset = math.max(1, math.floor((tonumber(m[2]) + window - now + 999) / 1000))
-    end
+    local m = redis.call('ZRANGE', KEYS[i], -1, -1, 'WITHSCORES')
+    reset = math.max(1, math.floor((tonumber(m[2]) + window - now + 999) / 1000))
   end
   out[#out + 1] = rate - used
   out[#out + 1] = reset
