@@ -1,6 +1,7 @@
 package rueidis
 
 import (
+	"fmt"
 	"sort"
 	"strconv"
 
@@ -63,6 +64,17 @@ func value(m *rd.RedisMessage) any {
 		return s[4:]
 	}
 	return s
+}
+
+// topValue is value for a whole reply: a reply the adapter cannot
+// normalise (a RESP3 map whose keys are not strings, which rueidis does not
+// parse) is an error of the reply, not an error value in Val.
+func topValue(m *rd.RedisMessage) (any, error) {
+	v := value(m)
+	if err, ok := v.(error); ok {
+		return nil, fmt.Errorf("rueidis: %w", err)
+	}
+	return v, nil
 }
 
 // array normalises the elements of an array reply. An empty array is an

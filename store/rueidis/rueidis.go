@@ -203,7 +203,7 @@ func (s *Store) evalAny(ctx context.Context, name, script string, keys []string,
 	if err != nil {
 		return nil, err
 	}
-	return value(&m), nil
+	return topValue(&m)
 }
 
 // EvalShaInt64s implements store.Int64sEvaler: the arguments are
@@ -410,7 +410,8 @@ func reply(r rd.RedisResult) store.Reply {
 	if err != nil {
 		return store.Reply{Err: replyErr(err)}
 	}
-	return store.Reply{Val: value(&m)}
+	v, err := topValue(&m)
+	return store.Reply{Val: v, Err: err}
 }
 
 // replyErr maps the server's reply to one command when it is an error or

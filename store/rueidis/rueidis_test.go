@@ -128,8 +128,8 @@ func TestScriptReplies(t *testing.T) {
 
 // RESP3 replies (maps, sets, doubles, booleans, big numbers, verbatim
 // strings, nulls) are normalised like go-redis's: maps flattened (sorted by
-// key; rueidis reads only string map keys), doubles and big numbers as
-// text, booleans as 1 or 0.
+// key; rueidis reads only string map keys: another is the reply's error),
+// doubles and big numbers as text, booleans as 1 or 0.
 func TestRESP3Replies(t *testing.T) {
 	srv := redistest.StartServer(t, "--enable-debug-command", "yes")
 	st := newStore(t, srv.Addr(), nil)
@@ -157,6 +157,15 @@ func TestRESP3Replies(t *testing.T) {
 	}
 	if r := do1(t, st, "DEBUG", "PROTOCOL", "null"); !errors.Is(r.Err, store.ErrNil) || r.Val != nil {
 		t.Errorf("DEBUG PROTOCOL null = %#v, %v; want ErrNil", r.Val, r.Err)
+	}
+	// a map whose keys are integers, which rueidis does not parse: the
+	// reply's error (it was an error value in Val, which the store
+	// contract does not allow), from Do and from Eval
+	if r := do1(t, st, "DEBUG", "PROTOCOL", "map"); r.Err == nil || r.Val != nil {
+		t.Errorf("DEBUG PROTOCOL map = %#v, %v; want nil and an error", r.Val, r.Err)
+	}
+	if v, err := st.Eval(context.Background(), "redis.setresp(3); return {map={[1]=2, [3]=4}}", nil, nil); err == nil || v != nil {
+		t.Errorf("a script's map with integer keys = %#v, %v; want nil and an error", v, err)
 	}
 	do1(t, st, "HSET", "{t}:h", "a", 1, "b", "x")
 	if got := sortedPairs(t, do1(t, st, "HGETALL", "{t}:h").Val); !reflect.DeepEqual(got, []any{"a", "1", "b", "x"}) {

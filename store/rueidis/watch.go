@@ -318,7 +318,7 @@ func (t *tx) Exec(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error)
 			out[i].Err = replyErr(err)
 			continue
 		}
-		out[i].Val = value(&es[i])
+		out[i].Val, out[i].Err = topValue(&es[i])
 	}
 	return out, nil
 }
