@@ -372,6 +372,11 @@ func TestClientIP(t *testing.T) {
 		{"XFF IPv6 with port", []netip.Prefix{lb}, "10.0.0.2:1", []string{"[2001:db8::7]:443"}, "2001:db8::7"},
 		{"XFF unknown: keyed by the proxy that wrote it", []netip.Prefix{lb}, "10.0.0.2:1", []string{"6.6.6.6, unknown, 10.1.1.1"}, "10.1.1.1"},
 		{"XFF Unknown at the end", []netip.Prefix{lb}, "10.0.0.2:1", []string{"Unknown"}, "10.0.0.2"},
+		// a trusted prefix in IPv4-mapped form is the IPv4 one (it never
+		// matched: addresses are unmapped first)
+		{"mapped trusted prefix", []netip.Prefix{netip.MustParsePrefix("::ffff:10.0.0.0/104")}, "10.0.0.2:1", []string{"198.51.100.9"}, "198.51.100.9"},
+		{"mapped trusted prefix, mapped peer", []netip.Prefix{netip.MustParsePrefix("::ffff:10.0.0.0/104")}, "[::ffff:10.0.0.2]:1", []string{"198.51.100.9"}, "198.51.100.9"},
+		{"mapped trusted prefix, peer outside", []netip.Prefix{netip.MustParsePrefix("::ffff:10.0.0.0/104")}, "11.0.0.2:1", []string{"198.51.100.9"}, "11.0.0.2"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

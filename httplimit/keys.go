@@ -32,11 +32,17 @@ type KeyFunc func(r *http.Request) (string, error)
 // trusted proxy that wrote it, so that unidentified clients are limited
 // together and cannot pose as anyone; any other entry that does not parse
 // as an IP address is an error (ErrNoKey). IPv4-mapped IPv6 addresses are
-// keyed as IPv4; zones are dropped. IPv6Prefix groups IPv6 clients by
-// network.
+// keyed as IPv4, and a trusted prefix given in that form
+// (::ffff:10.0.0.0/104) is the IPv4 one; zones are dropped. IPv6Prefix
+// groups IPv6 clients by network.
 func ClientIP(trusted ...netip.Prefix) KeyFunc {
 	ps := make([]netip.Prefix, len(trusted))
 	for i, p := range trusted {
+		// An IPv4-mapped prefix (::ffff:10.0.0.0/104) is its IPv4 one:
+		// addresses are unmapped before they are checked.
+		if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
+			p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
+		}
 		ps[i] = p.Masked()
 	}
 	isTrusted := func(a netip.Addr) bool {
