@@ -64,25 +64,36 @@ func New(reg prometheus.Registerer, opts ...Option) (*Observer, error) {
 		Buckets: c.buckets,
 	}, []string{"strategy"})
 	// A second Observer on one registry (another strategy's, another
-	// Limiter's) shares the metrics the first registered.
+	// Limiter's) shares the metrics the first registered. A metric that
+	// cannot be registered (another of its name, with other labels)
+	// unregisters those this call registered: nothing is left half done.
 	var err error
-	if decisions, err = register(reg, decisions); err != nil {
+	var added []prometheus.Collector
+	undo := func() {
+		for _, col := range added {
+			reg.Unregister(col)
+		}
+	}
+	if decisions, err = register(reg, decisions, &added); err != nil {
 		return nil, err
 	}
-	if errs, err = register(reg, errs); err != nil {
+	if errs, err = register(reg, errs, &added); err != nil {
+		undo()
 		return nil, err
 	}
-	if duration, err = register(reg, duration); err != nil {
+	if duration, err = register(reg, duration, &added); err != nil {
+		undo()
 		return nil, err
 	}
 	return &Observer{decisions: decisions, errors: errs, duration: duration.WithLabelValues(c.strategy), strategy: c.strategy}, nil
 }
 
-// register registers col with reg, or returns the collector of the same
-// description registered already.
-func register[C prometheus.Collector](reg prometheus.Registerer, col C) (C, error) {
+// register registers col with reg (and adds it to added), or returns the
+// collector of the same description registered already.
+func register[C prometheus.Collector](reg prometheus.Registerer, col C, added *[]prometheus.Collector) (C, error) {
 	err := reg.Register(col)
 	if err == nil {
+		*added = append(*added, col)
 		return col, nil
 	}
 	var are prometheus.AlreadyRegisteredError

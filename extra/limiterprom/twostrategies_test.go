@@ -44,3 +44,26 @@ limiter_decisions_total{outcome="denied",rule="1s",strategy="sliding_log"} 1
 		t.Errorf("%d duration series, want 2 (one per strategy)", n)
 	}
 }
+
+// TestNewLeavesNothingHalfRegistered: when a metric cannot be registered
+// (a metric of its name with other labels is there), New fails and
+// unregisters the metrics it registered before it: the registry is as it
+// was (it kept limiter_decisions_total, registered first).
+func TestNewLeavesNothingHalfRegistered(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	clash := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "limiter", Name: "errors_total", Help: "another"}, []string{"other"})
+	if err := reg.Register(clash); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := limiterprom.New(reg); err == nil {
+		t.Fatal("New beside a clashing limiter_errors_total: no error")
+	}
+	// limiter_decisions_total, as New makes it, registers: New left none
+	same := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "limiter", Name: "decisions_total",
+		Help: "Rate limit decisions, by binding rule and outcome (degraded: made by the fail mode, not by Redis).",
+	}, []string{"strategy", "rule", "outcome"})
+	if err := reg.Register(same); err != nil {
+		t.Errorf("limiter_decisions_total after a failed New: %v; want it not registered", err)
+	}
+}
