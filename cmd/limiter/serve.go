@@ -277,13 +277,11 @@ func loadBase(ctx context.Context, file string) (*rules.Set, error) {
 
 // seedHash writes base's subjects to the hash when it is missing or empty,
 // in one HSET, and reports whether it did: a hash that holds rules is
-// left as it is.
+// left as it is. The check and the write are one transaction (WATCH): a
+// hash another client fills in between is left as that client wrote it,
+// and is not taken for one this command created (and deletes at exit).
 func seedHash(ctx context.Context, rdb *redis.Client, key string, base *rules.Set) (bool, error) {
-	n, err := rdb.HLen(ctx, key).Result()
-	if err != nil {
-		return false, fmt.Errorf("HLEN %s: %w", key, err)
-	}
-	if n > 0 || len(base.Subjects) == 0 {
+	if len(base.Subjects) == 0 {
 		return false, nil
 	}
 	var fields []any
@@ -294,10 +292,31 @@ func seedHash(ctx context.Context, rdb *redis.Client, key string, base *rules.Se
 		}
 		fields = append(fields, subject, string(v))
 	}
-	if err := rdb.HSet(ctx, key, fields...).Err(); err != nil {
-		return false, fmt.Errorf("HSET %s: %w", key, err)
+	created := false
+	err := rdb.Watch(ctx, func(tx *redis.Tx) error {
+		n, err := tx.HLen(ctx, key).Result()
+		if err != nil {
+			return fmt.Errorf("HLEN %s: %w", key, err)
+		}
+		if n > 0 {
+			return nil
+		}
+		if _, err := tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.HSet(ctx, key, fields...)
+			return nil
+		}); err != nil {
+			return err
+		}
+		created = true
+		return nil
+	}, key)
+	switch {
+	case errors.Is(err, redis.TxFailedErr):
+		return false, nil // another client wrote the hash meanwhile
+	case err != nil:
+		return false, fmt.Errorf("seed %s: %w", key, err)
 	}
-	return true, nil
+	return created, nil
 }
 
 // runClock moves the embedded miniredis's clock with the wall clock, so
