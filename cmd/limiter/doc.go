@@ -87,5 +87,6 @@
 // RateLimit headers and 429s. The rules come
 // from a Redis hash (default allRateLimitConfigs, seeded from -rules or the
 // demo rules) or from -rules alone, reloaded every -interval, on an embedded
-// miniredis unless -redis is given.
+// miniredis unless -redis is given. A fail_mode in the rules decides their
+// requests; -fail-mode beside a different one is refused.
 package main

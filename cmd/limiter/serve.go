@@ -82,6 +82,13 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	if err != nil {
 		return 0, err
 	}
+	// The rules' fail_mode decides their requests; a -fail-mode given
+	// beside another would be overridden without a word.
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == "fail-mode" })
+	if given && base.FailMode != nil && *base.FailMode != mode {
+		return 0, fmt.Errorf("%w: -fail-mode %s, but the rules say fail_mode: %s, which decides their requests: give one", errUsage, *failMode, base.FailMode)
+	}
 	opt := &redis.Options{}
 	if *url != "" {
 		if opt, err = redis.ParseURL(*url); err != nil {

@@ -370,6 +370,15 @@ func TestServeUsage(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, `subjects["a"][0].rate`) {
 		t.Errorf("bad rules file: exit %d, %s", code, errOut)
 	}
+	// a -fail-mode the rules' own fail_mode would override without a word
+	open := filepath.Join(t.TempDir(), "open.yaml")
+	if err := os.WriteFile(open, []byte("fail_mode: open\nsubjects: {a: [{rate: 1, period: 1s}]}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = runCmd(t, "serve", "-addr", "127.0.0.1:0", "-rules", open, "-fail-mode", "closed")
+	if code != 2 || !strings.Contains(errOut, "fail_mode: open") {
+		t.Errorf("-fail-mode closed beside the rules' fail_mode: open: exit %d, %s; want 2, naming both", code, errOut)
+	}
 }
 
 // TestServeAppKeyMethod: subjects are appkey and method joined by
