@@ -550,6 +550,9 @@ func (b *Bucketed) consume(ctx context.Context, st store.Store, c *serverClock, 
 		vals, err := execVals(txCtx, st, cmds)
 		t1 := b.now()
 		if err != nil {
+			if attempt > 1 {
+				return limiter.Result{}, b.restampFailed(dc.from(ctx), st, req, &prev, err)
+			}
 			return limiter.Result{}, err
 		}
 		// A queued command that failed (a counter INCRBY cannot read, a key
@@ -581,7 +584,7 @@ func (b *Bucketed) consume(ctx context.Context, st store.Store, c *serverClock, 
 		}
 		if bad != nil {
 			if err := b.takeBack(dc.from(ctx), st, req, bs, applied[:n], nil); err != nil {
-				return limiter.Result{}, fmt.Errorf("%w (%v)", bad, err)
+				return limiter.Result{}, fmt.Errorf("%w (%w)", bad, err)
 			}
 			return limiter.Result{}, bad
 		}
@@ -674,6 +677,24 @@ func (d *detached) cancel() {
 // takeBack takes the cost back from the keys of bs (only those marked in
 // only, unless it is nil) in one transaction on ctx. When left is not nil,
 // it receives each limit's count once the cost is taken back.
+// restampFailed is the error of a call whose attempt after the first
+// failed with err: the attempt before it counted the call in prev's
+// windows (the wrong ones), and that attempt's transaction was to take it
+// back. When err says the transaction was not sent, nothing of it ran: the
+// earlier count is taken back here, and err is the call's error; if that
+// fails, or err says the transaction may have run (it would have taken the
+// count back itself, and counted in the right windows), the call's outcome
+// is unknown.
+func (b *Bucketed) restampFailed(ctx context.Context, st store.Store, req limiter.Request, prev *buckets, err error) error {
+	if errors.Is(err, store.ErrUnknownOutcome) {
+		return err
+	}
+	if terr := b.takeBack(ctx, st, req, prev, nil, nil); terr != nil {
+		return fmt.Errorf("%w: %w; the count of the call's earlier attempt, in other windows, stays: %w", store.ErrUnknownOutcome, err, terr)
+	}
+	return err
+}
+
 func (b *Bucketed) takeBack(ctx context.Context, st store.Store, req limiter.Request, bs *buckets, only []bool, left *[limiter.MaxLimits]int64) error {
 	cmds := make([]store.Cmd, 0, 2+3*len(bs.keys))
 	cmds = append(cmds, store.Cmd{Name: "MULTI"})
@@ -729,18 +750,25 @@ func (bs *buckets) appendTakeBack(cmds []store.Cmd, b *Bucketed, req limiter.Req
 }
 
 // execVals runs a MULTI ... EXEC pipeline and returns EXEC's replies, one
-// per queued command; a queued command that failed is an error value.
+// per queued command; a queued command that failed is an error value. Its
+// error wraps store.ErrUnknownOutcome when the commands may have run: a
+// round trip's (as the store says), a refused MULTI (an ACL without it:
+// the server ran each command on its own), replies that do not match the
+// commands; a command refused when queued aborts EXEC: nothing ran.
 func execVals(ctx context.Context, st store.Store, cmds []store.Cmd) ([]any, error) {
 	rs, err := st.Do(ctx, cmds...)
 	if err != nil {
 		return nil, fmt.Errorf("strategy: bucketed: %w", err)
 	}
 	if len(rs) != len(cmds) {
-		return nil, fmt.Errorf("strategy: bucketed: %d replies for %d commands", len(rs), len(cmds))
+		return nil, fmt.Errorf("strategy: bucketed: %w: %d replies for %d commands", store.ErrUnknownOutcome, len(rs), len(cmds))
 	}
-	for i, r := range rs[:len(rs)-1] {
+	if rs[0].Err != nil {
+		return nil, fmt.Errorf("strategy: bucketed: %w: MULTI refused, the commands ran on their own: %w", store.ErrUnknownOutcome, rs[0].Err)
+	}
+	for i, r := range rs[1 : len(rs)-1] {
 		if r.Err != nil {
-			return nil, fmt.Errorf("strategy: bucketed: %s: %w", cmds[i].Name, r.Err)
+			return nil, fmt.Errorf("strategy: bucketed: %s: %w", cmds[1+i].Name, r.Err)
 		}
 	}
 	exec := rs[len(rs)-1]
@@ -752,7 +780,7 @@ func execVals(ctx context.Context, st store.Store, cmds []store.Cmd) ([]any, err
 		err = fmt.Errorf("%d replies for %d queued commands", len(vals), len(cmds)-2)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("strategy: bucketed: EXEC: %w", err)
+		return nil, fmt.Errorf("strategy: bucketed: EXEC: %w: %w", store.ErrUnknownOutcome, err)
 	}
 	return vals, nil
 }
