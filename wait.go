@@ -53,7 +53,7 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64, limits ...Limi
 			return last, err
 		}
 		res, err := l.decide(ctx, key, n, false, limits)
-		if cerr := ctx.Err(); cerr != nil && (err != nil || res.Degraded) {
+		if cerr := ended(ctx); cerr != nil && (err != nil || res.Degraded) {
 			// The try failed because ctx ended: its FailOpen admission or
 			// FailClosed denial says no more than that, so ctx's end
 			// decides, with the denial before it.
@@ -105,6 +105,19 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64, limits ...Limi
 			return res, err
 		}
 	}
+}
+
+// ended returns ctx's error, or context.DeadlineExceeded once its deadline
+// has passed: a store may fail a call at the deadline by a timer of its
+// own (a socket's read deadline) a moment before ctx's timer ends ctx.
+func ended(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // waitEnded is the error of a wait that ended (ctx's error, or the
