@@ -38,10 +38,14 @@ type TransientDenials interface {
 // same request and would give again, since until RetryAfter has passed the
 // quota the request needs is not back, whatever other callers do.
 // RetryAfter counts from when the request was sent (Redis measured it
-// before its reply travelled back). The one exception is a quota given back
-// early in another process (Reset, ReturnLeases) or by hand; then a
-// request may be denied until its RetryAfter ends although Redis would
-// admit it. This process's Reset and ReturnLeases forget the subject's
+// before its reply travelled back). The exceptions are a quota given back
+// early in another process (Reset, ReturnLeases) or by hand, and a counter
+// that requests with other limits share (the same subject and Period, a
+// limit unnamed or of the same name with another rate or burst: a rule
+// changed while its old form is still in use, whose decisions may give
+// quota back, as a GCRA one pulling the state back to its smaller burst);
+// then a request may be denied until its RetryAfter ends although Redis
+// would admit it. This process's Reset and ReturnLeases forget the subject's
 // denials (in the deny caches of the Limiter and of every With copy of it
 // or of its original), and a denial Redis made while one of them ran is not
 // remembered. A denial that can never fit (RetryAfter -1) is remembered
