@@ -175,10 +175,12 @@ func (c *Concurrency) Acquire(ctx context.Context, subject string, limit InFligh
 		if errors.Is(err, ErrInvalidLimit) {
 			return Lease{}, err
 		}
-		if errors.Is(err, store.ErrUnknownOutcome) || errors.Is(err, context.DeadlineExceeded) {
+		if errors.Is(err, store.ErrUnknownOutcome) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 			// The call may have taken a slot under an ID no caller
 			// holds: released now, or the slot would stay taken until
-			// its TTL ends.
+			// its TTL ends (a release of a lease never taken is
+			// harmless; a store that reports a context's end without
+			// ErrUnknownOutcome may have sent the call).
 			c.releaseUnknown(ctx, req)
 		}
 		switch c.cfg.failMode {
