@@ -57,11 +57,19 @@ func allDigits(s string) bool {
 	return true
 }
 
-// corruptErr marks err as limiter.ErrCorruptCounter when Redis refused a
-// counter: a key of another type (WRONGTYPE), a value INCRBY cannot read
-// or cannot add to (one near 2^63, which no limit reaches: "increment or
-// decrement would overflow"), or the corrupt counter error of the
-// strategies' scripts.
+// CounterError returns err wrapping limiter.ErrCorruptCounter when it is
+// Redis refusing a counter: a key of another type (WRONGTYPE), a value
+// INCRBY cannot read or cannot add to (one near 2^63, which no limit
+// reaches: "increment or decrement would overflow"), or a script's error
+// reply that says "limiter corrupt counter" (the shipped scripts' for a
+// key that holds no counter of theirs; a strategy's own script may reply
+// the same). Else it returns err. A strategy of another package calls it
+// on the errors of its store calls, so that a corrupt counter is
+// ErrCorruptCounter to callers and observers, not an outage (property 29
+// of the conformance suite checks it).
+func CounterError(err error) error { return corruptErr(err) }
+
+// corruptErr is CounterError.
 func corruptErr(err error) error {
 	if err == nil {
 		return nil

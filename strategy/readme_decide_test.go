@@ -2,6 +2,7 @@ package strategy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -32,7 +33,7 @@ func (readmeSlidingWindow) Decide(ctx context.Context, st store.Store, req limit
 	}
 	nums, err := slidingWindowScript.RunInt64s(ctx, st, req.Keys, args, nil)
 	if err != nil {
-		return limiter.Result{}, fmt.Errorf("strategy: sliding window: %w", err)
+		return limiter.Result{}, fmt.Errorf("strategy: sliding window: %w", CounterError(err))
 	}
 	if len(nums) == 1 && len(req.Limits) == 1 && nums[0] >= 0 {
 		m := req.Limits[0].Rate + 1 // one limit admitted: reset_ms·m + remaining
@@ -85,6 +86,20 @@ func TestREADMEDecideWrittenOut(t *testing.T) {
 		want, werr := decide(shipped)
 		if gerr != nil || werr != nil || got != want {
 			t.Errorf("call %d (cost %d, peek %v, %d limits): README's %+v, %v; shipped %+v, %v", i+1, c.cost, c.peek, len(c.limits), got, gerr, want, werr)
+		}
+	}
+	// a counter that is not one (property 29): ErrCorruptCounter from both
+	// (the README's wrapped the script's error plainly, an outage to
+	// observers)
+	for _, prefix := range []string{"readme", "shipped"} {
+		key, _ := limiter.Key(prefix, "bad", one[0])
+		if err := rdb.Set(ctx, key, "1.5", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, l := range map[string]*limiter.Limiter{"README's": readme, "shipped": shipped} {
+		if _, err := l.Allow(ctx, "bad", one...); !errors.Is(err, limiter.ErrCorruptCounter) {
+			t.Errorf("%s Decide on a counter holding 1.5: %v; want ErrCorruptCounter", name, err)
 		}
 	}
 }
