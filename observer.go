@@ -56,6 +56,8 @@ type CallObserver interface {
 //	                   reply lost or late: it may have been counted)
 //	"timeout"          context.DeadlineExceeded, nothing sent or counted
 //	"canceled"         context.Canceled
+//	"wait"             ErrNeverAdmitted, ErrWaitTooLong (Wait had no wait
+//	                   that could help: Redis answered)
 //	"backend"          anything else: Redis unreachable, refusing (OOM,
 //	                   NOPERM, BUSY) or failing
 //
@@ -76,6 +78,8 @@ func ErrorKind(err error) string {
 		return "timeout"
 	case errors.Is(err, context.Canceled):
 		return "canceled"
+	case errors.Is(err, ErrNeverAdmitted), errors.Is(err, ErrWaitTooLong):
+		return "wait"
 	}
 	return "backend"
 }

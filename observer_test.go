@@ -314,6 +314,8 @@ func TestErrorKind(t *testing.T) {
 		fmt.Errorf("dial: %w", context.DeadlineExceeded):                        "timeout",
 		context.Canceled:                                                        "canceled",
 		errors.New("ERR OOM command not allowed"):                               "backend",
+		fmt.Errorf("%w: cost 5, limit 3/1s", limiter.ErrNeverAdmitted):          "wait",
+		limiter.ErrWaitTooLong:                                                  "wait",
 	} {
 		if got := limiter.ErrorKind(err); got != want {
 			t.Errorf("ErrorKind(%v) = %q, want %q", err, got, want)
