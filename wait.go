@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/quotagate/limiter/internal/ctxend"
 )
 
 // maxOutagePause is the longest pause WaitN makes between tries that
@@ -53,7 +55,10 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64, limits ...Limi
 			return last, err
 		}
 		res, err := l.decide(ctx, key, n, false, limits)
-		if cerr := ended(ctx); cerr != nil && (err != nil || res.Degraded) {
+		// (ctx's deadline passed counts as its end: a store may fail
+		// the call then by a timer of its own, a socket's read deadline,
+		// a moment before ctx's timer ends ctx)
+		if cerr := ctxend.Err(ctx); cerr != nil && (err != nil || res.Degraded) {
 			// The try failed because ctx ended: its FailOpen admission or
 			// FailClosed denial says no more than that, so ctx's end
 			// decides, with the denial before it.
@@ -105,19 +110,6 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64, limits ...Limi
 			return res, err
 		}
 	}
-}
-
-// ended returns ctx's error, or context.DeadlineExceeded once its deadline
-// has passed: a store may fail a call at the deadline by a timer of its
-// own (a socket's read deadline) a moment before ctx's timer ends ctx.
-func ended(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
-		return context.DeadlineExceeded
-	}
-	return nil
 }
 
 // waitEnded is the error of a wait that ended (ctx's error, or the

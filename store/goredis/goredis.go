@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/quotagate/limiter/internal/argcache"
+	"github.com/quotagate/limiter/internal/ctxend"
 	"github.com/quotagate/limiter/internal/share"
 	"github.com/quotagate/limiter/store"
 )
@@ -819,18 +820,9 @@ func (s *Store) mapErr(ctx context.Context, err error, written bool) error {
 	return fmt.Errorf("goredis: %w", err)
 }
 
-// ended returns ctx's error, or context.DeadlineExceeded once its deadline
-// has passed: a read deadline set from it expires a moment before the
-// context's own timer fires.
-func ended(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
-		return context.DeadlineExceeded
-	}
-	return nil
-}
+// ended is ctxend.Err: a read deadline set from ctx's expires a moment
+// before the context's own timer fires.
+var ended = ctxend.Err
 
 // normalise maps go-redis reply values to the store's types: int64, string,
 // []any, nil.
