@@ -89,7 +89,9 @@ func TestWaitWithDenyCacheOnClock(t *testing.T) {
 // clock.Advance within a window the reset is the server's (19 s), and with
 // quota leases a window admits its rate (on the wall clock AlignedWindow
 // reported 59 s to go, its leases outlived the server's window, and 14 of
-// 10 were admitted in one).
+// 10 were admitted in one). A strategy given to New before, which decided
+// nothing there (a table-driven test's shared value), reads the last New's
+// clock (AlignedWindow kept the first's).
 func TestAppClockStrategiesFollowClock(t *testing.T) {
 	l := limiter.PerMinute(10)
 	for _, s := range []func() limiter.Strategy{
@@ -97,18 +99,20 @@ func TestAppClockStrategiesFollowClock(t *testing.T) {
 		func() limiter.Strategy { return strategy.NewBucketed() },
 	} {
 		ctx := context.Background()
-		lim, clock := limitertest.New(t, s(), limiter.WithQuotaLease(5))
+		shared := s()
+		limitertest.New(t, shared) // another test's, deciding nothing
+		lim, clock := limitertest.New(t, shared, limiter.WithQuotaLease(5))
 		// 1 s into a minute (the windows are the epoch's minutes)
 		clock.Advance(clock.Now().Truncate(time.Minute).Add(time.Minute + time.Second).Sub(clock.Now()))
 		for range 5 { // a lease of 5, used up
 			if r, err := lim.Allow(ctx, "u", l); err != nil || !r.Allowed {
-				t.Fatalf("%T: %+v, %v", s(), r, err)
+				t.Fatalf("%T: %+v, %v", shared, r, err)
 			}
 		}
 		clock.Advance(40 * time.Second)
 		r, err := lim.Allow(ctx, "u", l) // a second lease
 		if err != nil || !r.Allowed || r.ResetAfter > 19*time.Second {
-			t.Errorf("%T: 41 s into the window: %+v, %v; want admitted, the window's end in at most 19 s", s(), r, err)
+			t.Errorf("%T: 41 s into the window: %+v, %v; want admitted, the window's end in at most 19 s", shared, r, err)
 		}
 		clock.Advance(20 * time.Second) // the next window
 		admitted := 0
@@ -122,7 +126,7 @@ func TestAppClockStrategiesFollowClock(t *testing.T) {
 			}
 		}
 		if admitted != 10 {
-			t.Errorf("%T: one window of the test clock admitted %d of a limit of 10 per minute", s(), admitted)
+			t.Errorf("%T: one window of the test clock admitted %d of a limit of 10 per minute", shared, admitted)
 		}
 	}
 }

@@ -51,9 +51,9 @@ func (c *Clock) Server() *miniredis.Miniredis { return c.m }
 // server's clock. opts apply after the defaults (a prefix of "limiter",
 // Wait sleeping on the clock, the deny cache and quota leases on the clock
 // too: limiter.WithClock). A strategy of package strategy that reads the
-// app's clock (AlignedWindow, Bucketed) reads the server's too, unless it
-// was built with a clock of its own (strategy.WithAlignedClock,
-// strategy.WithClock) or has decided before. The server and its client close when t
+// app's clock (AlignedWindow, Bucketed) reads the server's too (of the
+// last New it was given to), unless it was built with a clock of its own
+// (strategy.WithAlignedClock, strategy.WithClock) or has decided before. The server and its client close when t
 // ends; New fails t if the server cannot start.
 func New(t testing.TB, s limiter.Strategy, opts ...limiter.Option) (*limiter.Limiter, *Clock) {
 	t.Helper()

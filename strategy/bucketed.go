@@ -109,7 +109,8 @@ type Bucketed struct {
 // per store, the app clock's offset to the server's TIME.
 type epochClock struct {
 	now func() time.Time
-	// own: now was given (a clock option, or UseClock)
+	// own: now was given by a clock option (UseClock lends one, which a
+	// later UseClock may replace while nothing was decided)
 	own bool
 	// name names the strategy in errors.
 	name string
@@ -141,18 +142,19 @@ func (e *clockEntry) same(st store.Store) bool { return e.st == st }
 // that embeds a Bucketed gets Request.Keys built.
 func (b *Bucketed) DerivesKeys(derive.Token) any { return b }
 
-// UseClock makes now the app clock of a strategy that reads the system
-// clock (given no clock option) and has decided nothing yet, and reports
-// whether it did. It is internal to this module (its argument's type is):
-// limitertest.New gives its test server's clock to the strategies that
-// read the app's clock.
+// UseClock makes now the app clock of a strategy that was given no clock
+// option and has decided nothing yet (a clock an earlier UseClock gave is
+// replaced then), and reports whether it did. It is internal to this
+// module (its argument's type is): limitertest.New gives its test server's
+// clock to the strategies that read the app's clock, a strategy shared by
+// several tests the clock of the last.
 func (e *epochClock) UseClock(_ derive.Token, now func() time.Time) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.own || len(e.clocks) > 0 || e.last.Load() != nil {
 		return false
 	}
-	e.now, e.own = now, true
+	e.now = now
 	return true
 }
 
