@@ -378,8 +378,8 @@ func benchAdapter(ctx context.Context, callers []int, name string, st store.Stor
 			}
 		}
 	}
+	defer resetAll(ctx, lim, subjects, l)
 	for _, s := range subjects {
-		defer func() { _ = lim.Reset(context.WithoutCancel(ctx), s, l) }()
 		if err := lim.Reset(ctx, s, l); err != nil {
 			return err
 		}
@@ -422,6 +422,26 @@ type level struct {
 	row benchRow
 }
 
+// resetTimeout bounds each Reset of a benchmark's clean-up.
+const resetTimeout = 2 * time.Second
+
+// resetAll deletes the counters of subjects for l once a benchmark ends,
+// interrupted (ctx canceled) or not: each Reset on a context that ctx's
+// cancellation does not end, bounded by resetTimeout, and none after the
+// first that fails (a server that stopped answering would hold every one
+// for its client's timeouts and retries: minutes; the keys left expire).
+func resetAll(ctx context.Context, lim *limiter.Limiter, subjects []string, l limiter.Limit) {
+	ctx = context.WithoutCancel(ctx)
+	for _, s := range subjects {
+		rctx, cancel := context.WithTimeout(ctx, resetTimeout)
+		err := lim.Reset(rctx, s, l)
+		cancel()
+		if err != nil {
+			return
+		}
+	}
+}
+
 // measure compares raw and limiter (each call making lv.per decisions) at
 // each of lv's numbers of callers, and reports each level's result to
 // done: decisions per second, the latencies of whole calls, allocations
@@ -430,11 +450,11 @@ func (lv level) measure(raw, lim benchkit.Decide, done func(benchRow)) error {
 	kit, per := lv.kit, float64(lv.per)
 	calls := max(lv.allocCalls/lv.per, 1)
 	rawAllocs, _, err := kit.SeqAllocs(raw, calls)
-	if err != nil {
-		return err
+	if err != nil || kit.Stopped() {
+		return err // (interrupted: no result)
 	}
 	limAllocs, _, err := kit.SeqAllocs(lim, calls)
-	if err != nil {
+	if err != nil || kit.Stopped() {
 		return err
 	}
 	for _, c := range kit.Callers {

@@ -86,8 +86,8 @@ func benchMany(ctx context.Context, lv level, st store.Store, lim *limiter.Limit
 		raw = alignedPipe(l, keys, pipe)
 	}
 
+	defer resetAll(ctx, lim, all, l)
 	for _, s := range all {
-		defer func() { _ = lim.Reset(context.WithoutCancel(ctx), s, l) }()
 		if err := lim.Reset(ctx, s, l); err != nil {
 			return err
 		}

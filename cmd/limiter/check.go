@@ -436,7 +436,9 @@ func report(w io.Writer, rows []row, verbose bool, took time.Duration) int {
 			line += "\t" + r.SkipReason // why it skipped
 		}
 		fmt.Fprintln(tw, line)
-		if len(r.Messages) > 0 && (verbose || (!r.Passed && !r.Skipped && !r.expected)) {
+		// (a control that failed on its harness alone fails the run: why
+		// is printed too)
+		if len(r.Messages) > 0 && (verbose || (!r.Passed && !r.Skipped && (!r.expected || !r.FailedOnFinding()))) {
 			details = append(details, fmt.Sprintf("%s/%s/%s:\n  %s", r.Spec, r.adapter, r.Check, strings.Join(r.Messages, "\n  ")))
 		}
 	}

@@ -382,10 +382,33 @@ func TestControlFailedOnHarness(t *testing.T) {
 	if code != 1 || !strings.Contains(table.String(), "FAIL (harness)") || !strings.Contains(table.String(), "0 passed, 1 failed, 0 skipped; 1 known-bad failures caught") {
 		t.Errorf("table: exit %d\n%s\nwant exit 1, the harness failure a failure, 1 caught", code, table.String())
 	}
+	// why the run failed is printed (it was only with -v), the caught
+	// control's expected failure not
+	if !strings.Contains(table.String(), "connection refused") || strings.Contains(table.String(), "12 admitted") {
+		t.Errorf("table:\n%s\nwant the harness failure's message, not the caught control's", table.String())
+	}
 	var js bytes.Buffer
 	code, err := reportJSON(&js, "test", rows, time.Second)
 	var rep jsonReport
 	if jerr := json.Unmarshal(js.Bytes(), &rep); err != nil || jerr != nil || code != 1 || rep.Caught != 1 || rep.Failed != 1 || rep.Rows[1].Result != "fail" {
 		t.Errorf("-json: exit %d, %v, %v: caught %d, failed %d, rows %+v; want exit 1, 1 caught, 1 failed (\"fail\")", code, err, jerr, rep.Caught, rep.Failed, rep.Rows)
 	}
+}
+
+// TestBenchInterruptedCountingAllocations: Ctrl-C during the allocation
+// count (before a level's rounds) stops it at its next call, as it stops
+// the rounds (it ran all -allocs calls first: 97 s for a million).
+func TestBenchInterruptedCountingAllocations(t *testing.T) {
+	s := redistest.StartServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut bytes.Buffer
+	time.AfterFunc(1500*time.Millisecond, cancel)
+	start := time.Now()
+	code := run(ctx, []string{"bench", "-redis", "redis://" + s.Addr(), "-adapters", "goredis", "-callers", "1", "-rounds", "1", "-round", "10ms", "-allocs", "100000000"}, &out, &errOut)
+	took := time.Since(start)
+	if code != 1 || !strings.Contains(errOut.String(), "interrupted after") || took > 8*time.Second {
+		t.Errorf("exit %d after %s; want 1 and the interruption reported, soon\n%s\n%s", code, took, out.String(), errOut.String())
+	}
+	assertNoKeys(t, s.Addr())
 }

@@ -235,11 +235,15 @@ func (k *Kit) Timed(callers int, d time.Duration, f Decide) (int64, time.Duratio
 }
 
 // SeqAllocs returns the heap allocations and bytes per call of calls
-// sequential calls of f by one caller, after 100 calls of warm-up.
+// sequential calls of f by one caller, after 100 calls of warm-up. Once
+// k.Done is closed it stops at its next call and returns zeros.
 func (k *Kit) SeqAllocs(f Decide, calls int) (allocs, bytes float64, err error) {
 	ctx := context.Background()
 	subjects := k.Subjects[0]
 	for i := range 100 {
+		if k.Stopped() {
+			return 0, 0, nil
+		}
 		if err := f(ctx, subjects[i%len(subjects)]); err != nil {
 			return 0, 0, err
 		}
@@ -248,6 +252,10 @@ func (k *Kit) SeqAllocs(f Decide, calls int) (allocs, bytes float64, err error) 
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	for i := range calls {
+		// (Stopped allocates nothing: the counts stay the calls')
+		if i%64 == 0 && k.Stopped() {
+			return 0, 0, nil
+		}
 		if err := f(ctx, subjects[i%len(subjects)]); err != nil {
 			return 0, 0, err
 		}
