@@ -21,7 +21,9 @@
 //		conformance.RunStoreTests(t, conformance.RedisServer(dial))
 //	}
 //
-// and a strategy with RunStrategyTests and a Spec that declares its
+// (and UnservedSlot(t, dialCluster, dial) on a Cluster it starts with one
+// slot left without a node: the other commands of a Batch still run), and
+// a strategy with RunStrategyTests and a Spec that declares its
 // guarantees; the suite holds it to exactly those. The Spec's shape drives
 // the checks: a fixed window (Window, Aligned), a strategy whose quota
 // comes back continuously (Refills, as GCRA), keys that outlive one Period
