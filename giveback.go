@@ -76,9 +76,9 @@ func liveValues[T any](ps []weak.Pointer[T]) []*T {
 	return out
 }
 
-// forgetDenials forgets prefix's subject in every registered deny cache.
-// The caches are forgotten in outside g's lock: a cache's lock is taken
-// before g's (clean), never after.
+// forgetDenials forgets prefix's subject in every registered deny cache,
+// outside g's lock: a cache's lock is taken before g's (clean), never
+// after.
 func (g *giveBacks) forgetDenials(prefix, subject string) {
 	g.mu.Lock()
 	ds := liveValues(g.denies)

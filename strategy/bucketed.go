@@ -676,9 +676,6 @@ func (d *detached) cancel() {
 	}
 }
 
-// takeBack takes the cost back from the keys of bs (only those marked in
-// only, unless it is nil) in one transaction on ctx. When left is not nil,
-// it receives each limit's count once the cost is taken back.
 // restampFailed is the error of a call whose attempt after the first
 // failed with err: the attempt before it counted the call in prev's
 // windows (the wrong ones), and that attempt's transaction was to take it
@@ -697,6 +694,9 @@ func (b *Bucketed) restampFailed(ctx context.Context, st store.Store, req limite
 	return err
 }
 
+// takeBack takes the cost back from the keys of bs (only those marked in
+// only, unless it is nil) in one transaction on ctx. When left is not nil,
+// it receives each limit's count once the cost is taken back.
 func (b *Bucketed) takeBack(ctx context.Context, st store.Store, req limiter.Request, bs *buckets, only []bool, left *[limiter.MaxLimits]int64) error {
 	cmds := make([]store.Cmd, 0, 2+3*len(bs.keys))
 	cmds = append(cmds, store.Cmd{Name: "MULTI"})
