@@ -352,16 +352,31 @@ func TestCheckJSON(t *testing.T) {
 // it wrote (the deny workload's live a day), and exits 1 saying so,
 // long before the level would have ended (it ran the level to its end).
 func TestBenchInterrupted(t *testing.T) {
+	benchInterrupted(t, "-workloads", "deny", "-callers", "1", "-rounds", "2", "-round", "2s") // a level takes 10 s
+}
+
+// TestBenchInterruptedCountingAllocations: Ctrl-C during the allocation
+// count (before a level's rounds) stops it at its next call, as it stops
+// the rounds (it ran all -allocs calls first: 97 s for a million).
+func TestBenchInterruptedCountingAllocations(t *testing.T) {
+	benchInterrupted(t, "-callers", "1", "-rounds", "1", "-round", "10ms", "-allocs", "100000000")
+}
+
+// benchInterrupted runs bench with args through go-redis on a server of
+// its own, interrupts it after 1.5 s, and wants it to stop soon, exit 1,
+// say so and leave no key.
+func benchInterrupted(t *testing.T, args ...string) {
+	t.Helper()
 	s := redistest.StartServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var out, errOut bytes.Buffer
 	time.AfterFunc(1500*time.Millisecond, cancel)
 	start := time.Now()
-	code := run(ctx, []string{"bench", "-redis", "redis://" + s.Addr(), "-adapters", "goredis", "-workloads", "deny", "-callers", "1", "-rounds", "2", "-round", "2s"}, &out, &errOut)
+	code := run(ctx, append([]string{"bench", "-redis", "redis://" + s.Addr(), "-adapters", "goredis"}, args...), &out, &errOut)
 	took := time.Since(start)
-	if code != 1 || !strings.Contains(errOut.String(), "interrupted after") || took > 8*time.Second { // a level takes 10 s
-		t.Errorf("exit %d after %s; want 1 and the interruption reported, soon\n%s\n%s", code, took, out.String(), errOut.String())
+	if code != 1 || !strings.Contains(errOut.String(), "interrupted after") || took > 8*time.Second {
+		t.Errorf("%v: exit %d after %s; want 1 and the interruption reported, soon\n%s\n%s", args, code, took, out.String(), errOut.String())
 	}
 	assertNoKeys(t, s.Addr())
 }
@@ -393,22 +408,4 @@ func TestControlFailedOnHarness(t *testing.T) {
 	if jerr := json.Unmarshal(js.Bytes(), &rep); err != nil || jerr != nil || code != 1 || rep.Caught != 1 || rep.Failed != 1 || rep.Rows[1].Result != "fail" {
 		t.Errorf("-json: exit %d, %v, %v: caught %d, failed %d, rows %+v; want exit 1, 1 caught, 1 failed (\"fail\")", code, err, jerr, rep.Caught, rep.Failed, rep.Rows)
 	}
-}
-
-// TestBenchInterruptedCountingAllocations: Ctrl-C during the allocation
-// count (before a level's rounds) stops it at its next call, as it stops
-// the rounds (it ran all -allocs calls first: 97 s for a million).
-func TestBenchInterruptedCountingAllocations(t *testing.T) {
-	s := redistest.StartServer(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, errOut bytes.Buffer
-	time.AfterFunc(1500*time.Millisecond, cancel)
-	start := time.Now()
-	code := run(ctx, []string{"bench", "-redis", "redis://" + s.Addr(), "-adapters", "goredis", "-callers", "1", "-rounds", "1", "-round", "10ms", "-allocs", "100000000"}, &out, &errOut)
-	took := time.Since(start)
-	if code != 1 || !strings.Contains(errOut.String(), "interrupted after") || took > 8*time.Second {
-		t.Errorf("exit %d after %s; want 1 and the interruption reported, soon\n%s\n%s", code, took, out.String(), errOut.String())
-	}
-	assertNoKeys(t, s.Addr())
 }
