@@ -29,12 +29,7 @@ import (
 // slots: it never runs on a Cluster it did not start.
 func UnservedSlot(t testing.TB, cluster ClusterDialer, node Dialer) {
 	t.Helper()
-	c := redistest.StartCluster(t)
-	unservedSlot(t, c.Addrs(), cluster, node)
-}
-
-func unservedSlot(t testing.TB, addrs []string, cluster ClusterDialer, node Dialer) {
-	t.Helper()
+	addrs := redistest.StartCluster(t).Addrs()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	nodes := make([]store.Store, len(addrs))
