@@ -55,7 +55,11 @@
 //
 // Batches (store.Batcher, which limiter.AllowMany uses) on a ClusterClient
 // go in one pipeline per node, the nodes in parallel, so that a node that
-// fails or stays silent fails only its own commands. On a Ring they go in
+// fails or stays silent fails only its own commands. A ClusterClient sends
+// a node's whole pipeline again when its first reply is a refusal it
+// retries (CLUSTERDOWN, from a node given a command on a slot that no node
+// serves): a command whose reply was read before that keeps its reply (it
+// is not sent twice). On a Ring they go in
 // one go-redis pipeline: without ContextTimeoutEnabled, a silent shard
 // fails the batch's commands on every shard as unknown outcomes. The dial
 // hook that keeps a connection failure's cause reaches the nodes a

@@ -948,6 +948,17 @@ func (s *Store) batch(ctx context.Context, cmds []store.Cmd, out []store.Reply) 
 		}
 		v, err := c.Result()
 		switch {
+		case v != nil && errors.Is(err, errResend):
+			// Its reply was read, then go-redis tried to send it again
+			// with the rest of its node's pipeline: a ClusterClient
+			// re-sends a node's whole pipeline when the first command's
+			// reply is a refusal it retries (CLUSTERDOWN for a slot
+			// without a node, which it sends to any node; TRYAGAIN) or
+			// when a later read fails. The guard refused the second write
+			// (go-redis gives the refusal to every command that has no
+			// error yet), so the command ran once, and the value is its
+			// reply (a failed read leaves no value).
+			out[i].Val = normalise(v)
 		case v == nil && err == nil:
 			e := execErr
 			if e == nil {
