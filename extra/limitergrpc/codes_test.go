@@ -2,12 +2,15 @@ package limitergrpc_test
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -19,6 +22,7 @@ import (
 	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/extra/limitergrpc"
 	"github.com/quotagate/limiter/rules"
+	"github.com/quotagate/limiter/store"
 	"github.com/quotagate/limiter/store/goredis"
 	"github.com/quotagate/limiter/strategy"
 )
@@ -118,5 +122,71 @@ func TestUnnamedRuleName(t *testing.T) {
 	want := rules.RuleName(limiter.PerMinute(1))
 	if got := header.Get(limitergrpc.MetadataRule); len(got) != 1 || got[0] != want {
 		t.Errorf("%s = %q (status %v); want %q, the name rules.RuleName and httplimit give it", limitergrpc.MetadataRule, got, status.Convert(err).Message(), want)
+	}
+}
+
+// contended is a strategy whose every decision fails on a key too
+// contended to decide (limiter.ErrContention).
+type contended struct{}
+
+func (contended) Decide(context.Context, store.Store, limiter.Request) (limiter.Result, error) {
+	return limiter.Result{}, fmt.Errorf("strategy: %w", limiter.ErrContention)
+}
+
+// TestContentionNamesNoRule: a call the limiter could not decide because
+// its key was too contended is refused as rate limited (ResourceExhausted,
+// as httplimit answers 429), in FailOpen and FailClosed, but no rule
+// refused it: its header, message and details name none (they named the
+// first rule, of which nothing was used).
+func TestContentionNamesNoRule(t *testing.T) {
+	m := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	defer rdb.Close()
+	for _, mode := range []limiter.FailMode{limiter.FailOpen, limiter.FailClosed} {
+		lim, err := limiter.New(goredis.New(rdb), contended{}, limiter.WithFailMode(mode))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rl, err := rules.New(context.Background(), lim, rules.Static(&rules.Set{Default: rules.LimitUnknown(limiter.PerDay(1000).Named("qpd"))}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := grpc.NewServer(grpc.ChainUnaryInterceptor(limitergrpc.UnaryServerInterceptor(rl)))
+		healthpb.RegisterHealthServer(srv, health.NewServer())
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { _ = srv.Serve(ln) }()
+		conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		var header metadata.MD
+		_, err = healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{}, grpc.Header(&header))
+		cancel()
+		_ = conn.Close()
+		srv.Stop()
+		st := status.Convert(err)
+		if st.Code() != codes.ResourceExhausted {
+			t.Errorf("%s, contention: %v; want ResourceExhausted", mode, err)
+			continue
+		}
+		if got := header.Get(limitergrpc.MetadataRule); len(got) != 0 {
+			t.Errorf("%s, contention: %s=%q; want none (no rule refused the call)", mode, limitergrpc.MetadataRule, got)
+		}
+		if strings.Contains(st.Message(), "qpd") {
+			t.Errorf("%s, contention: message %q names the rule qpd, which did not refuse the call", mode, st.Message())
+		}
+		for _, d := range st.Details() {
+			if q, ok := d.(*errdetails.QuotaFailure); ok {
+				for _, v := range q.GetViolations() {
+					if strings.Contains(v.GetDescription(), "qpd") {
+						t.Errorf("%s, contention: QuotaFailure %q names the rule qpd, which did not refuse the call", mode, v.GetDescription())
+					}
+				}
+			}
+		}
 	}
 }

@@ -17,7 +17,9 @@
 // call's own end, its client gone or its deadline met, gives Canceled or
 // DeadlineExceeded) or codes.InvalidArgument (no subject). A subject the
 // rule set's Default denies gets codes.ResourceExhausted with no rule
-// named and no RetryInfo. The subject is the peer's IP address unless WithKey says
+// named and no RetryInfo; so does a call whose key was too contended to
+// decide (limiter.ErrContention, a Degraded denial in any fail mode), with
+// a RetryInfo. The subject is the peer's IP address unless WithKey says
 // otherwise; Join(Method(), PeerIP()) gives every method its own counters.
 //
 // It lives in a module of its own, so that the limiter module's users who

@@ -183,17 +183,28 @@ func denied(d rules.Decision, setHeader func(metadata.MD) error) error {
 		// FailClosed with Redis down: no rule refused the call
 		return status.Error(codes.Unavailable, "the rate limiter cannot decide (reduced capacity)")
 	}
-	rule := rules.RuleName(d.Limit) // as HTTP headers name it
-	md := metadata.Pairs(MetadataRule, rule)
-	if d.RetryAfter > 0 {
-		md.Append(MetadataRetryAfter, strconv.FormatInt(int64((d.RetryAfter+time.Second-1)/time.Second), 10))
-	}
-	_ = setHeader(md) // fails only once headers were sent: nothing to do
-	st := status.New(codes.ResourceExhausted, fmt.Sprintf("rate limit exceeded: %s", rule))
+	md := metadata.MD{}
+	msg := "rate limit exceeded: too many concurrent calls for this subject to decide"
 	quota := &errdetails.QuotaFailure{Violations: []*errdetails.QuotaFailure_Violation{{
 		Subject:     d.Subject,
-		Description: fmt.Sprintf("rule %s: %d per %s", rule, d.Limit.Rate, d.Limit.Period),
+		Description: "too many concurrent calls for this subject to decide: no rule was exceeded",
 	}}}
+	if !d.Degraded {
+		// a rule refused the call; a Degraded denial here is one of a key
+		// too contended to decide (limiter.ErrContention), which no rule
+		// made
+		rule := rules.RuleName(d.Limit) // as HTTP headers name it
+		md.Set(MetadataRule, rule)
+		msg = fmt.Sprintf("rate limit exceeded: %s", rule)
+		quota.Violations[0].Description = fmt.Sprintf("rule %s: %d per %s", rule, d.Limit.Rate, d.Limit.Period)
+	}
+	if d.RetryAfter > 0 {
+		md.Set(MetadataRetryAfter, strconv.FormatInt(int64((d.RetryAfter+time.Second-1)/time.Second), 10))
+	}
+	if md.Len() > 0 {
+		_ = setHeader(md) // fails only once headers were sent: nothing to do
+	}
+	st := status.New(codes.ResourceExhausted, msg)
 	var withDetails *status.Status
 	var err error
 	if d.RetryAfter > 0 {
