@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,7 +24,8 @@ import (
 // other slots run the eight once each and fail the first alone, with an
 // error that does not wrap store.ErrUnknownOutcome (nothing ran it); and a
 // FixedWindow Limiter under FailOpen decides by Redis the asks of an
-// AllowMany beside one on that slot (a client that fails a whole pipeline for one unserved
+// AllowMany beside one on that slot, and concurrent Allow calls beside
+// ones on that slot (a client that fails a whole pipeline for one unserved
 // slot admits each of them uncounted, as Degraded). node
 // connects a single-node store of the same adapter to a master, to set the
 // Cluster up. It is not in StoreChecks because it changes the Cluster's
@@ -153,6 +155,51 @@ func UnservedSlot(t testing.TB, cluster ClusterDialer, node Dialer) {
 			if d.Err != nil || d.Result.Degraded || d.Result.Allowed != (round == 1) {
 				t.Errorf("AllowMany, round %d: %s at %s beside an ask on slot %d, which no node serves = %+v, %v; want decided by Redis: admitted in round 1, denied in round 2", round, asks[i].Key, l, slot, d.Result, d.Err)
 			}
+		}
+	}
+
+	// Calls of their own, at once: a store that shares round trips among
+	// concurrent calls may send the one on the unserved slot with others,
+	// first, which go-redis's ClusterClient sends again, all of them. Each
+	// served subject is asked twice in a row: admitted, then denied, both
+	// by Redis.
+	const rounds = 6
+	for round := range rounds {
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		var mu sync.Mutex
+		var failures []string
+		for i := range 2 * served {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				if i%2 == 0 {
+					r, err := lim.Allow(ctx, "unserved", l)
+					if !r.Allowed || !r.Degraded {
+						mu.Lock()
+						failures = append(failures, fmt.Sprintf("the call on slot %d, which no node serves = %+v, %v; want a Degraded admission (FailOpen)", slot, r, err))
+						mu.Unlock()
+					}
+					return
+				}
+				key := fmt.Sprintf("served-%d-%d", round, i)
+				for n := 1; n <= 2; n++ {
+					r, err := lim.Allow(ctx, key, l)
+					if err != nil || r.Degraded || r.Allowed != (n == 1) {
+						mu.Lock()
+						failures = append(failures, fmt.Sprintf("call %d of %s at %s beside calls on slot %d, which no node serves = %+v, %v; want decided by Redis: admitted, then denied", n, key, l, slot, r, err))
+						mu.Unlock()
+						return
+					}
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		if len(failures) > 0 {
+			t.Errorf("Allow, concurrent calls, round %d of %d: %d failed: %s", round+1, rounds, len(failures), strings.Join(failures, "; "))
+			break
 		}
 	}
 }

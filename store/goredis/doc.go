@@ -58,8 +58,9 @@
 // fails or stays silent fails only its own commands. A ClusterClient sends
 // a node's whole pipeline again when its first reply is a refusal it
 // retries (CLUSTERDOWN, from a node given a command on a slot that no node
-// serves): a command whose reply was read before that keeps its reply (it
-// is not sent twice). On a Ring they go in
+// serves): a command of a Batch or of a shared pipeline (below) whose reply
+// was read before that keeps its reply (it is not sent twice). On a Ring
+// they go in
 // one go-redis pipeline: without ContextTimeoutEnabled, a silent shard
 // fails the batch's commands on every shard as unknown outcomes. The dial
 // hook that keeps a connection failure's cause reaches the nodes a

@@ -486,10 +486,22 @@ func (s *Store) run(ctx context.Context, call *evalCall, keys []string, a []any)
 		return nil, err
 	}
 	v, err := cmd.Result()
-	if err != nil {
+	if err != nil && !readThenResent(v, err) {
 		return nil, s.mapErr(ctx, err, call.g.written())
 	}
 	return v, nil
+}
+
+// readThenResent reports a command whose reply was read, after which
+// go-redis tried to send it again with the rest of its pipeline, and its
+// guard refused: its value is its reply, and it ran once. A ClusterClient
+// sends a node's whole pipeline again when the first command's reply is a
+// refusal it retries (CLUSTERDOWN for a slot without a node, which it
+// sends to any node; TRYAGAIN) or when a later read fails; go-redis then
+// gives the refused write's error to every command that has no error yet.
+// A failed read leaves no value.
+func readThenResent(v any, err error) bool {
+	return v != nil && errors.Is(err, errResend)
 }
 
 // send sends a script call on its own and returns once cmd has its reply,
@@ -948,16 +960,7 @@ func (s *Store) batch(ctx context.Context, cmds []store.Cmd, out []store.Reply) 
 		}
 		v, err := c.Result()
 		switch {
-		case v != nil && errors.Is(err, errResend):
-			// Its reply was read, then go-redis tried to send it again
-			// with the rest of its node's pipeline: a ClusterClient
-			// re-sends a node's whole pipeline when the first command's
-			// reply is a refusal it retries (CLUSTERDOWN for a slot
-			// without a node, which it sends to any node; TRYAGAIN) or
-			// when a later read fails. The guard refused the second write
-			// (go-redis gives the refusal to every command that has no
-			// error yet), so the command ran once, and the value is its
-			// reply (a failed read leaves no value).
+		case readThenResent(v, err):
 			out[i].Val = normalise(v)
 		case v == nil && err == nil:
 			e := execErr
