@@ -39,6 +39,13 @@ func serveHealth(t *testing.T, addr string, mode limiter.FailMode, opts ...limit
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveRules(t, rl, opts...)
+}
+
+// serveRules serves the health service behind a unary interceptor of rl
+// on a loopback port, until t ends, and returns a client of it.
+func serveRules(t *testing.T, rl *rules.Limiter, opts ...limitergrpc.Option) healthpb.HealthClient {
+	t.Helper()
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(limitergrpc.UnaryServerInterceptor(rl, opts...)))
 	healthpb.RegisterHealthServer(srv, health.NewServer())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -107,14 +114,7 @@ func TestUnnamedRuleName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(limitergrpc.UnaryServerInterceptor(rl)))
-	healthpb.RegisterHealthServer(srv, health.NewServer())
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Stop()
-	conn, _ := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	defer conn.Close()
-	c := healthpb.NewHealthClient(conn)
+	c := serveRules(t, rl)
 	ctx := context.Background()
 	_, _ = c.Check(ctx, &healthpb.HealthCheckRequest{})
 	var header metadata.MD
@@ -151,23 +151,10 @@ func TestContentionNamesNoRule(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := grpc.NewServer(grpc.ChainUnaryInterceptor(limitergrpc.UnaryServerInterceptor(rl)))
-		healthpb.RegisterHealthServer(srv, health.NewServer())
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() { _ = srv.Serve(ln) }()
-		conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-		if err != nil {
-			t.Fatal(err)
-		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		var header metadata.MD
-		_, err = healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{}, grpc.Header(&header))
+		_, err = serveRules(t, rl).Check(ctx, &healthpb.HealthCheckRequest{}, grpc.Header(&header))
 		cancel()
-		_ = conn.Close()
-		srv.Stop()
 		st := status.Convert(err)
 		if st.Code() != codes.ResourceExhausted {
 			t.Errorf("%s, contention: %v; want ResourceExhausted", mode, err)

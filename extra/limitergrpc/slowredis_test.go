@@ -7,15 +7,11 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
 	"github.com/quotagate/limiter"
-	"github.com/quotagate/limiter/extra/limitergrpc"
 	"github.com/quotagate/limiter/rules"
 	"github.com/quotagate/limiter/store/goredis"
 	"github.com/quotagate/limiter/strategy"
@@ -52,22 +48,9 @@ func TestSlowRedisIsUnavailable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(limitergrpc.UnaryServerInterceptor(rl)))
-	healthpb.RegisterHealthServer(srv, health.NewServer())
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Stop()
-	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err = healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{})
+	_, err = serveRules(t, rl).Check(ctx, &healthpb.HealthCheckRequest{})
 	if status.Code(err) != codes.Unavailable {
 		t.Errorf("Redis hung, limiter timeout 200ms, client deadline 30s: %v; want Unavailable", err)
 	}
