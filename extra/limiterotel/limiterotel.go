@@ -3,6 +3,7 @@ package limiterotel
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -113,7 +114,7 @@ func outcome(r limiter.Result) string {
 func rule(l limiter.Limit) string {
 	switch {
 	case l.Name != "":
-		return l.Name
+		return strings.ToValidUTF8(l.Name, "\uFFFD") // an attribute string must be UTF-8
 	case l.Period > 0:
 		return l.Period.String()
 	}

@@ -1,0 +1,70 @@
+package limiterotel_test
+
+import (
+	"context"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/extra/limiterotel"
+	"github.com/quotagate/limiter/store/goredis"
+	"github.com/quotagate/limiter/strategy"
+)
+
+// TestNonUTF8RuleNameIsValidUTF8: a rule's name is checked only for its
+// length, and OpenTelemetry string attributes must be UTF-8 (OTLP sends
+// them as proto3 strings, which fail to marshal otherwise): the metric's
+// and the span's limiter.rule attribute replace invalid bytes, as
+// limiterprom's label does. They carried "r\xff" as given.
+func TestNonUTF8RuleNameIsValidUTF8(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	obs, err := limiterotel.New(mp, tp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	defer rdb.Close()
+	lim, err := limiter.New(goredis.New(rdb), strategy.NewFixedWindow(), limiter.WithObserver(obs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := lim.Allow(ctx, "u", limiter.PerMinute(2).Named("r\xff")); err != nil {
+		t.Fatal(err)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, md := range sm.Metrics {
+			if s, ok := md.Data.(metricdata.Sum[int64]); ok {
+				for _, dp := range s.DataPoints {
+					for _, kv := range dp.Attributes.ToSlice() {
+						if v := kv.Value.Emit(); !utf8.ValidString(v) {
+							t.Errorf("metric %s attribute %s = %q is not valid UTF-8", md.Name, kv.Key, v)
+						}
+					}
+				}
+			}
+		}
+	}
+	for _, s := range spans.Ended() {
+		for _, kv := range s.Attributes() {
+			if v := kv.Value.Emit(); !utf8.ValidString(v) {
+				t.Errorf("span %s attribute %s = %q is not valid UTF-8", s.Name(), kv.Key, v)
+			}
+		}
+	}
+}
