@@ -98,11 +98,12 @@ func parseIP(s string) (netip.Addr, error) {
 	return a.Unmap().WithZone(""), nil
 }
 
-// NoRoute is the route the framework adapters (limitergin, limiterecho) give
-// a request their framework routes nowhere (it answers 404 or 405), as
-// "GET (no route)": under WithRules(Route()) it names no rule, so the rule
-// set's Default decides it, as an http.ServeMux's "/" catch-all would be,
-// and the framework answers what it admits.
+// NoRoute is the pattern the framework adapters (limitergin, limiterecho)
+// give a request their framework routes nowhere (it answers 404 or 405),
+// whatever its method (which the client chooses): under WithRules(Route())
+// it names no rule, so the rule set's Default decides it, one budget for
+// all of a client's unrouted requests, as an http.ServeMux's "/" catch-all
+// would be, and the framework answers what it admits.
 const NoRoute = "(no route)"
 
 // Route returns a KeyFunc keyed by the pattern the http.ServeMux matched

@@ -2,6 +2,8 @@ package limiterecho
 
 import (
 	"net/http"
+	"sync"
+	"sync/atomic"
 
 	"github.com/labstack/echo/v4"
 
@@ -16,12 +18,17 @@ import (
 // m sees the request with its Pattern set to the method and echo's route
 // ("POST /login", "GET /users/:id"), as a ServeMux sets it, so that
 // httplimit.Route() and WithRules(Route()) key requests by their route; a
-// request routed nowhere as httplimit.NoRoute, which the rule set's Default
-// decides.
+// request routed nowhere (404, 405) as httplimit.NoRoute, whatever its
+// method, which the rule set's Default decides.
 func Middleware(m *httplimit.Middleware) echo.MiddlewareFunc {
+	var routes routeSets
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			if _, ok := m.Decide(c.Response(), withPattern(c.Request(), c.Path())); !ok {
+			route := c.Path()
+			if !routes.routed(c, route) {
+				route = ""
+			}
+			if _, ok := m.Decide(c.Response(), withPattern(c.Request(), route)); !ok {
 				return nil
 			}
 			return next(c)
@@ -33,15 +40,51 @@ func Middleware(m *httplimit.Middleware) echo.MiddlewareFunc {
 // shallow copy). The framework's route wins over a Pattern r has already:
 // an http.ServeMux in front of the framework ("/" mounting the whole app)
 // set one that names no route. A request routed nowhere keeps that one,
-// or gets the route httplimit.NoRoute.
+// or gets httplimit.NoRoute, without its method: the client chooses the
+// method, and each would be a budget of its own.
 func withPattern(r *http.Request, route string) *http.Request {
+	pattern := r.Method + " " + route
 	if route == "" {
 		if r.Pattern != "" {
 			return r
 		}
-		route = httplimit.NoRoute
+		pattern = httplimit.NoRoute
 	}
 	r2 := r.WithContext(r.Context())
-	r2.Pattern = r.Method + " " + route
+	r2.Pattern = pattern
 	return r2
+}
+
+// routeSets tells, per Echo, which methods have a route at a path.
+type routeSets struct {
+	sets sync.Map // *echo.Echo -> *atomic.Pointer[map[string]map[string]bool]
+}
+
+// routed reports whether echo routed c's request to a route of its method
+// at path, the route c.Path() names. echo also names a path for a request
+// it answers 405 (a route at the path, for other methods), and for one
+// that a 404 route registered with RouteNotFound answers (as Group.Use
+// registers for the group's paths, so that the group's middleware runs):
+// neither is routed. The methods at each path are read from e.Routes()
+// once, and again when a path is not among them (a route added later).
+func (s *routeSets) routed(c echo.Context, path string) bool {
+	if path == "" || c.Get(echo.ContextKeyHeaderAllow) != nil {
+		return false // nowhere, or 405 (echo set the Allow header's value)
+	}
+	e := c.Echo()
+	v, _ := s.sets.LoadOrStore(e, new(atomic.Pointer[map[string]map[string]bool]))
+	p := v.(*atomic.Pointer[map[string]map[string]bool])
+	m := p.Load()
+	if m == nil || (*m)[path] == nil {
+		built := make(map[string]map[string]bool)
+		for _, r := range e.Routes() {
+			if built[r.Path] == nil {
+				built[r.Path] = make(map[string]bool)
+			}
+			built[r.Path][r.Method] = true
+		}
+		p.Store(&built)
+		m = &built
+	}
+	return (*m)[path][c.Request().Method]
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 
 	"github.com/labstack/echo/v4"
@@ -47,9 +48,14 @@ func TestPerRouteRules(t *testing.T) {
 	}
 }
 
-// TestUnroutedRequest: as for limitergin, a request echo routes nowhere
-// is decided under the rule set's Default (1 per minute) and answered by
-// echo: 404, then 429 (it got 400, "no route pattern").
+// TestUnroutedRequest: with the middleware on the whole engine, or on a
+// group, and per-route rules, a request echo routes nowhere (404, and 405:
+// a route at the path for another method) is decided under the rule set's
+// Default (here 1 per minute, one budget for all of a client's unrouted
+// requests, httplimit.NoRoute, whatever their method) and answered by
+// echo: 404, then 429 (it got 400, "no route pattern"). A 405 was decided
+// under its method and path, a 404 in a group under the group's catch-all
+// "/api/*", and each method (a client's choice) had a budget of its own.
 func TestUnroutedRequest(t *testing.T) {
 	rl, err := rules.New(context.Background(), newLimiter(t), rules.Static(&rules.Set{
 		Default:  rules.LimitUnknown(limiter.PerMinute(1)),
@@ -62,16 +68,43 @@ func TestUnroutedRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var seen []string
+	spy := func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			err := next(c)
+			seen = append(seen, c.Request().Method+" "+c.Request().URL.Path+" "+strconv.Itoa(c.Response().Status))
+			return err
+		}
+	}
 	e := echo.New()
-	e.Use(limiterecho.Middleware(mw))
+	e.Use(spy, limiterecho.Middleware(mw))
 	e.POST("/login", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
-	for i, want := range []int{http.StatusNotFound, http.StatusTooManyRequests} {
+	grouped := echo.New()
+	g := grouped.Group("/api", spy, limiterecho.Middleware(mw))
+	g.POST("/login", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
+	for i, tc := range []struct {
+		e            *echo.Echo
+		method, path string
+		client       string
+		want         int
+	}{
+		{e, http.MethodGet, "/no-such-page", "192.0.2.1", http.StatusNotFound},
+		{e, http.MethodGet, "/no-such-page", "192.0.2.1", http.StatusTooManyRequests},
+		{e, "X1", "/no-such-page", "192.0.2.1", http.StatusTooManyRequests},
+		{e, http.MethodDelete, "/other", "192.0.2.1", http.StatusTooManyRequests},
+		{e, http.MethodGet, "/login", "192.0.2.1", http.StatusTooManyRequests}, // 405
+		{e, http.MethodGet, "/login", "192.0.2.2", http.StatusMethodNotAllowed},
+		{e, http.MethodGet, "/login", "192.0.2.2", http.StatusTooManyRequests},
+		{grouped, http.MethodGet, "/api/no-such-page", "192.0.2.3", http.StatusNotFound},
+		{grouped, http.MethodPut, "/api/elsewhere", "192.0.2.3", http.StatusTooManyRequests},
+		{grouped, http.MethodPost, "/api/login", "192.0.2.3", http.StatusOK},
+	} {
 		rec := httptest.NewRecorder()
-		req := httptest.NewRequest(http.MethodGet, "/no-such-page", nil)
-		req.RemoteAddr = "192.0.2.1:1234"
-		e.ServeHTTP(rec, req)
-		if rec.Code != want {
-			t.Errorf("GET /no-such-page %d: %d %q; want %d", i+1, rec.Code, rec.Body.String(), want)
+		req := httptest.NewRequest(tc.method, tc.path, nil)
+		req.RemoteAddr = tc.client + ":1234"
+		tc.e.ServeHTTP(rec, req)
+		if rec.Code != tc.want {
+			t.Errorf("request %d, %s %s from %s: %d %q; want %d (so far: %q)", i+1, tc.method, tc.path, tc.client, rec.Code, rec.Body.String(), tc.want, seen)
 		}
 	}
 }

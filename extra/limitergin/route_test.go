@@ -57,8 +57,10 @@ func TestPerRouteRules(t *testing.T) {
 
 // TestUnroutedRequest: with the middleware on the whole engine and
 // per-route rules, a request gin routes nowhere is decided under the rule
-// set's Default (here 1 per minute, under the route httplimit.NoRoute) and
-// answered by gin: 404, then 429 (it got 400, "no route pattern").
+// set's Default (here 1 per minute, one budget for all of a client's
+// unrouted requests, httplimit.NoRoute, whatever their method) and
+// answered by gin: 404, then 429 (it got 400, "no route pattern"; and each
+// method, a client's choice, had a budget of its own).
 func TestUnroutedRequest(t *testing.T) {
 	gin.SetMode(gin.TestMode)
 	rl, err := rules.New(context.Background(), newLimiter(t), rules.Static(&rules.Set{
@@ -75,11 +77,19 @@ func TestUnroutedRequest(t *testing.T) {
 	r := gin.New()
 	r.Use(limitergin.Middleware(m))
 	r.POST("/login", func(c *gin.Context) { c.String(http.StatusOK, "ok") })
-	for i, want := range []int{http.StatusNotFound, http.StatusTooManyRequests} {
+	for i, tc := range []struct {
+		method, path string
+		want         int
+	}{
+		{http.MethodGet, "/no-such-page", http.StatusNotFound},
+		{http.MethodGet, "/no-such-page", http.StatusTooManyRequests},
+		{"X1", "/no-such-page", http.StatusTooManyRequests},
+		{http.MethodDelete, "/other", http.StatusTooManyRequests},
+	} {
 		rec := httptest.NewRecorder()
-		r.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/no-such-page", nil))
-		if rec.Code != want {
-			t.Errorf("GET /no-such-page %d: %d %q; want %d", i+1, rec.Code, rec.Body.String(), want)
+		r.ServeHTTP(rec, httptest.NewRequest(tc.method, tc.path, nil))
+		if rec.Code != tc.want {
+			t.Errorf("request %d, %s %s: %d %q; want %d", i+1, tc.method, tc.path, rec.Code, rec.Body.String(), tc.want)
 		}
 	}
 }

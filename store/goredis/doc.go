@@ -36,14 +36,15 @@
 // every call one). go-redis does not see a context's cancellation either: a
 // call whose context can be cancelled but has no deadline (an HTTP
 // request's) is bounded by the adapter in any case, and one cancelled
-// before its deadline ends at that deadline at the latest. ClusterClient redirections (MOVED, ASK) re-send a command;
-// one that was refused with MOVED did not run, but the adapter cannot tell
-// that from the outside and reports ErrUnknownOutcome, which is safe. So
-// does a command go-redis re-sends after a refusal that ran nothing
-// (READONLY, LOADING, CLUSTERDOWN, TRYAGAIN, MASTERDOWN): with MaxRetries
-// -1 a Client returns the refusal itself, but a ClusterClient re-sends
-// those up to MaxRedirects times whatever MaxRetries says, and the
-// refusal's text is then lost behind ErrUnknownOutcome. Likewise a
+// before its deadline ends at that deadline at the latest. A command is
+// written once, except after a reply that refused it without running it:
+// a ClusterClient's redirections (MOVED, ASK: a slot moved or moving to
+// another node), which it follows, and READONLY, LOADING, CLUSTERDOWN,
+// TRYAGAIN and MASTERDOWN, which a ClusterClient sends again up to
+// MaxRedirects times whatever MaxRetries says (with MaxRetries -1 a Client
+// returns the refusal itself); the last refusal is the call's error, not
+// an unknown outcome. A command that go-redis would send again after its
+// reply was lost fails instead, with ErrUnknownOutcome. Likewise a
 // ReadTimeout or WriteTimeout of -2 (no socket deadlines) keeps go-redis
 // from seeing a context's deadline even with ContextTimeoutEnabled: the
 // adapter then bounds every call itself. A

@@ -265,6 +265,10 @@ type guard struct {
 	shared bool
 	val    any
 	buf    [20]byte
+	// cmd is the command the guard is an argument of, when known: a
+	// second write is let through when the server's reply to the first
+	// was a refusal that ran nothing (see ranNothing).
+	cmd *redis.Cmd
 }
 
 const (
@@ -294,9 +298,33 @@ func (g *guard) MarshalBinary() ([]byte, error) {
 			}
 			return nil, errSealed
 		}
+		if g.cmd != nil && ranNothing(g.cmd.Err()) {
+			// go-redis follows a redirection (MOVED, ASK) or retries a
+			// refusal: the first write ran nothing
+			return g.bytes(), nil
+		}
 		return nil, errResend
 	}
 	return g.bytes(), nil
+}
+
+// ranNothing reports a reply with which a server refuses a command without
+// running it: a Cluster's redirections (MOVED, ASK: another node holds the
+// slot), TRYAGAIN (the keys of one call are split by a slot's migration),
+// CLUSTERDOWN, LOADING, READONLY (a replica), MASTERDOWN. go-redis sends
+// such a command again (a ClusterClient up to MaxRedirects times).
+func ranNothing(err error) bool {
+	var re redis.Error
+	if err == nil || !errors.As(err, &re) {
+		return false
+	}
+	msg := re.Error()
+	for _, p := range [...]string{"MOVED ", "ASK ", "TRYAGAIN ", "CLUSTERDOWN ", "LOADING ", "READONLY ", "MASTERDOWN "} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // bytes returns the argument's encoding.
@@ -469,6 +497,7 @@ func (s *Store) run(ctx context.Context, call *evalCall, keys []string, a []any)
 		return nil, s.apErr
 	}
 	cmd := redis.NewCmd(ctx, a...)
+	call.g.cmd = cmd
 	if s.ap != nil {
 		// The AutoPipeliner does not end a queued call at its context's
 		// end. A deferred one (AsyncAutoPipeline) returns from Process
@@ -618,6 +647,9 @@ func queue(ctx context.Context, p redis.Pipeliner, cmds []store.Cmd, sized bool)
 			a = append(a, v)
 		}
 		gcmds[i] = redis.NewCmd(ctx, a...)
+		if guards[i] != nil {
+			guards[i].cmd = gcmds[i]
+		}
 		_ = p.Process(ctx, gcmds[i])
 	}
 	return gcmds, guards

@@ -119,3 +119,7 @@ func TestQuotaLeases(t *testing.T) {
 // TestUnservedSlot: a Cluster slot without a node fails only its own
 // commands of a Batch, and AllowMany decides the asks beside it.
 func TestUnservedSlot(t *testing.T) { conformance.UnservedSlot(t, dialCluster, dial) }
+
+// TestMigratingSlot: decisions stay exact while a Cluster slot moves
+// (ASK, MOVED), one by one and in an AllowMany.
+func TestMigratingSlot(t *testing.T) { conformance.MigratingSlot(t, dialCluster, dial) }

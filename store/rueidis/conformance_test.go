@@ -110,3 +110,7 @@ func TestQuotaLeases(t *testing.T) {
 		"redis-server": conformance.RedisServer(dial),
 	})
 }
+
+// TestMigratingSlot: decisions stay exact while a Cluster slot moves
+// (ASK, MOVED), one by one and in an AllowMany.
+func TestMigratingSlot(t *testing.T) { conformance.MigratingSlot(t, dialCluster, dial) }

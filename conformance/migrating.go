@@ -1,0 +1,165 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/internal/redistest"
+	"github.com/quotagate/limiter/store"
+	"github.com/quotagate/limiter/strategy"
+)
+
+// MigratingSlot proves, on a Redis Cluster of its own (three masters
+// started for t, skipping without redis-server and redis-cli unless
+// REQUIRE_REDIS=1), that decisions go on exactly while a slot moves from
+// one node to another, as it does when a Cluster is resharded: a
+// FixedWindow Limiter at 5 per hour under FailOpen, whose store from
+// cluster read the slot map before the move, decides by Redis (never
+// Degraded, never an error) and admits exactly 5 of 8 calls while the slot
+// is being migrated (the source answers ASK for a key it does not hold),
+// 2 of 4 calls once the slot and a subject's 3 counted calls have moved to
+// another node (MOVED), and denies that subject, and admits fresh ones, in
+// an AllowMany sent while the first slot still migrates. A store that
+// does not follow a redirection it may not re-send, and reports it as an
+// error or an unknown outcome, admits calls uncounted under FailOpen
+// (denies them under FailClosed). node connects a single-node store of the
+// same adapter to a master, to move the slots. It is not in StoreChecks
+// because it changes the Cluster's slots: it never runs on a Cluster it did
+// not start.
+func MigratingSlot(t testing.TB, cluster ClusterDialer, node Dialer) {
+	t.Helper()
+	addrs := redistest.StartCluster(t).Addrs()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	nodes := make([]store.Store, len(addrs))
+	ids := make([]string, len(addrs))
+	one := func(n store.Store, args ...any) store.Reply {
+		rs, err := n.Do(ctx, store.Cmd{Name: args[0].(string), Args: args[1:]})
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		if rs[0].Err != nil {
+			t.Fatalf("%v: %v", args, rs[0].Err)
+		}
+		return rs[0]
+	}
+	for i, a := range addrs {
+		n, closeN, err := node(ctx, a)
+		if err != nil {
+			t.Fatalf("dial node %s: %v", a, err)
+		}
+		defer closeN()
+		nodes[i] = n
+		ids[i], _ = store.String(one(n, "CLUSTER", "MYID").Val)
+	}
+	l := limiter.PerHour(5)
+	// slotOf returns the slot of subject's key and the index of its node.
+	slotOf := func(subject string) (int64, int) {
+		key, err := limiter.Key("ct", subject, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slot, err := store.Int64(one(nodes[0], "CLUSTER", "KEYSLOT", key).Val)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, _ := store.String(one(nodes[0], "CLUSTER", "NODES").Val)
+		for _, line := range strings.Split(text, "\n") {
+			f := strings.Fields(line)
+			for _, r := range f[min(8, len(f)):] {
+				lo, hi, ok := strings.Cut(r, "-")
+				if !ok {
+					hi = lo
+				}
+				a, errA := strconv.ParseInt(lo, 10, 64)
+				b, errB := strconv.ParseInt(hi, 10, 64)
+				if errA != nil || errB != nil || slot < a || slot > b {
+					continue
+				}
+				for i, id := range ids {
+					if id == f[0] {
+						return slot, i
+					}
+				}
+			}
+		}
+		t.Fatalf("no node serves slot %d", slot)
+		return 0, 0
+	}
+	st, closeSt, err := cluster(ctx, addrs)
+	if err != nil {
+		t.Fatalf("dial cluster: %v", err)
+	}
+	defer closeSt()
+	lim, err := limiter.New(st, strategy.NewFixedWindow(), limiter.WithPrefix("ct"), limiter.WithFailMode(limiter.FailOpen))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// decide makes n calls for subject and fails t unless Redis decided
+	// each and admitted want of them.
+	decide := func(phase, subject string, n, want int) {
+		t.Helper()
+		admitted := 0
+		for i := range n {
+			r, err := lim.Allow(ctx, subject, l)
+			if err != nil || r.Degraded {
+				t.Errorf("%s: call %d of %s at %s = %+v, %v; want decided by Redis", phase, i+1, subject, l, r, err)
+				return
+			}
+			if r.Allowed {
+				admitted++
+			}
+		}
+		if admitted != want {
+			t.Errorf("%s: %d of %d calls of %s at %s admitted; want %d", phase, admitted, n, subject, l, want)
+		}
+	}
+	// Counted before anything moves: the client reads the slot map.
+	decide("before the moves", "moved", 3, 3)
+
+	// A slot in migration, the subject's key on neither node yet: the
+	// source answers ASK, the target counts.
+	slot, from := slotOf("asked")
+	to := (from + 1) % len(nodes)
+	one(nodes[to], "CLUSTER", "SETSLOT", slot, "IMPORTING", ids[from])
+	one(nodes[from], "CLUSTER", "SETSLOT", slot, "MIGRATING", ids[to])
+	decide(fmt.Sprintf("slot %d migrating from node %d to node %d (ASK)", slot, from, to), "asked", 8, 5)
+
+	// A slot moved with its keys: the client's map names the old node,
+	// which answers MOVED.
+	mslot, mfrom := slotOf("moved")
+	mto := (mfrom + 1) % len(nodes)
+	if mslot == slot {
+		t.Fatalf("the subjects share slot %d", slot)
+	}
+	one(nodes[mto], "CLUSTER", "SETSLOT", mslot, "IMPORTING", ids[mfrom])
+	one(nodes[mfrom], "CLUSTER", "SETSLOT", mslot, "MIGRATING", ids[mto])
+	keys, _ := one(nodes[mfrom], "CLUSTER", "GETKEYSINSLOT", mslot, 100).Val.([]any)
+	if len(keys) == 0 {
+		t.Fatalf("CLUSTER GETKEYSINSLOT %d = %v; want the subject's key", mslot, keys)
+	}
+	host, port, _ := strings.Cut(addrs[mto], ":")
+	migrate := append([]any{"MIGRATE", host, port, "", 0, 5000, "KEYS"}, keys...)
+	one(nodes[mfrom], migrate...)
+	for _, n := range nodes {
+		one(n, "CLUSTER", "SETSLOT", mslot, "NODE", ids[mto])
+	}
+	decide(fmt.Sprintf("slot %d moved from node %d to node %d (MOVED)", mslot, mfrom, mto), "moved", 4, 2)
+
+	// A batch beside the slot still in migration: the subject at its
+	// limit is denied, fresh ones admitted, all by Redis.
+	asks := []limiter.Ask{{Key: "asked", Limits: []limiter.Limit{l}}}
+	for i := range 6 {
+		asks = append(asks, limiter.Ask{Key: fmt.Sprintf("fresh-%d", i), Limits: []limiter.Limit{l}})
+	}
+	for i, d := range lim.AllowMany(ctx, asks) {
+		if d.Err != nil || d.Result.Degraded || d.Result.Allowed != (i > 0) {
+			t.Errorf("AllowMany while slot %d migrates: %s at %s = %+v, %v; want decided by Redis: %s", slot, asks[i].Key, l, d.Result, d.Err, map[bool]string{true: "admitted", false: "denied (5 of 5 used)"}[i > 0])
+		}
+	}
+}
