@@ -248,7 +248,9 @@ func (s *Store) Client() redis.UniversalClient { return s.c }
 var errResend = errors.New("goredis: command already written once; not re-sending")
 
 // guard is an argument that can be written to the wire once. A second write
-// (a client retry after a lost reply) fails, so the command cannot run twice.
+// (a client retry after a lost reply) fails, so the command cannot run twice;
+// only a reply that refused the command without running it (a Cluster's
+// redirection) lets one more write through.
 // A guard abandoned at its call's deadline before it was written is sealed:
 // it refuses to be written at all, so the call's outcome is known (nothing
 // ran) although its goroutine goes on.
@@ -266,9 +268,19 @@ type guard struct {
 	val    any
 	buf    [20]byte
 	// cmd is the command the guard is an argument of, when known: a
-	// second write is let through when the server's reply to the first
-	// was a refusal that ran nothing (see ranNothing).
+	// write after the first is let through when the command's reply is a
+	// refusal that ran nothing (see ranNothing) read after the last write.
 	cmd *redis.Cmd
+	// refused is the text of the refusal that let the last write after
+	// the first through ("" before any). go-redis leaves a command's error as it is
+	// when a write fails, or when a read fails before the command's reply
+	// (it sets only commands without an error), and a Client retries a
+	// lost reply without setting it: a refusal equal to this one may
+	// predate that write, which may have run, so it lets nothing through.
+	// Only a reply read sets a refusal, so one that differs is the reply
+	// to the last write. (Two equal refusals in a row, as when go-redis
+	// retries TRYAGAIN, end the call as an unknown outcome: safe.)
+	refused string
 }
 
 const (
@@ -298,10 +310,13 @@ func (g *guard) MarshalBinary() ([]byte, error) {
 			}
 			return nil, errSealed
 		}
-		if g.cmd != nil && ranNothing(g.cmd.Err()) {
-			// go-redis follows a redirection (MOVED, ASK) or retries a
-			// refusal: the first write ran nothing
-			return g.bytes(), nil
+		if g.cmd != nil {
+			if err := g.cmd.Err(); ranNothing(err) && err.Error() != g.refused {
+				// go-redis follows a redirection (MOVED, ASK) or retries
+				// a refusal: the last write ran nothing
+				g.refused = err.Error()
+				return g.bytes(), nil
+			}
 		}
 		return nil, errResend
 	}
