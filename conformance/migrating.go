@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/quotagate/limiter"
-	"github.com/quotagate/limiter/internal/redistest"
 	"github.com/quotagate/limiter/store"
 	"github.com/quotagate/limiter/strategy"
 )
@@ -33,28 +32,18 @@ import (
 // not start.
 func MigratingSlot(t testing.TB, cluster ClusterDialer, node Dialer) {
 	t.Helper()
-	addrs := redistest.StartCluster(t).Addrs()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	nodes := make([]store.Store, len(addrs))
-	ids := make([]string, len(addrs))
+	addrs, nodes := ownCluster(ctx, t, node)
 	one := func(n store.Store, args ...any) store.Reply {
-		rs, err := n.Do(ctx, store.Cmd{Name: args[0].(string), Args: args[1:]})
-		if err != nil {
-			t.Fatalf("%v: %v", args, err)
+		r := nodeDo(ctx, t, n, args...)
+		if r.Err != nil {
+			t.Fatalf("%v: %v", args, r.Err)
 		}
-		if rs[0].Err != nil {
-			t.Fatalf("%v: %v", args, rs[0].Err)
-		}
-		return rs[0]
+		return r
 	}
-	for i, a := range addrs {
-		n, closeN, err := node(ctx, a)
-		if err != nil {
-			t.Fatalf("dial node %s: %v", a, err)
-		}
-		defer closeN()
-		nodes[i] = n
+	ids := make([]string, len(nodes))
+	for i, n := range nodes {
 		ids[i], _ = store.String(one(n, "CLUSTER", "MYID").Val)
 	}
 	l := limiter.PerHour(5)

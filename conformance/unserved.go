@@ -32,25 +32,10 @@ import (
 // slots: it never runs on a Cluster it did not start.
 func UnservedSlot(t testing.TB, cluster ClusterDialer, node Dialer) {
 	t.Helper()
-	addrs := redistest.StartCluster(t).Addrs()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	nodes := make([]store.Store, len(addrs))
-	for i, a := range addrs {
-		n, closeN, err := node(ctx, a)
-		if err != nil {
-			t.Fatalf("dial node %s: %v", a, err)
-		}
-		defer closeN()
-		nodes[i] = n
-	}
-	one := func(n store.Store, args ...any) store.Reply {
-		rs, err := n.Do(ctx, store.Cmd{Name: args[0].(string), Args: args[1:]})
-		if err != nil {
-			t.Fatalf("%v: %v", args, err)
-		}
-		return rs[0]
-	}
+	addrs, nodes := ownCluster(ctx, t, node)
+	one := func(n store.Store, args ...any) store.Reply { return nodeDo(ctx, t, n, args...) }
 	l := limiter.PerHour(1)
 	unserved, err := limiter.Key("ct", "unserved", l)
 	if err != nil {
@@ -202,4 +187,33 @@ func UnservedSlot(t testing.TB, cluster ClusterDialer, node Dialer) {
 			break
 		}
 	}
+}
+
+// ownCluster starts a Cluster of three masters for t (skipping without
+// redis-server and redis-cli unless REQUIRE_REDIS=1) and connects a
+// single-node store of node to each master, closed when t ends.
+func ownCluster(ctx context.Context, t testing.TB, node Dialer) ([]string, []store.Store) {
+	t.Helper()
+	addrs := redistest.StartCluster(t).Addrs()
+	nodes := make([]store.Store, len(addrs))
+	for i, a := range addrs {
+		n, closeN, err := node(ctx, a)
+		if err != nil {
+			t.Fatalf("dial node %s: %v", a, err)
+		}
+		t.Cleanup(closeN)
+		nodes[i] = n
+	}
+	return addrs, nodes
+}
+
+// nodeDo sends one command to n and returns its reply; a failed round
+// trip fails t.
+func nodeDo(ctx context.Context, t testing.TB, n store.Store, args ...any) store.Reply {
+	t.Helper()
+	rs, err := n.Do(ctx, store.Cmd{Name: args[0].(string), Args: args[1:]})
+	if err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return rs[0]
 }

@@ -6,13 +6,9 @@ import (
 	"testing"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/quotagate/limiter"
-	"github.com/quotagate/limiter/extra/limiterotel"
-	"github.com/quotagate/limiter/store/goredis"
 	"github.com/quotagate/limiter/strategy"
 )
 
@@ -21,19 +17,8 @@ import (
 // stock MeterProvider (no View), the histogram must still tell a 100 µs call
 // from a 1 s one: the decisions must not all land in one bucket.
 func TestDurationHistogramResolves(t *testing.T) {
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	obs, err := limiterotel.New(mp, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	m := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	defer rdb.Close()
-	lim, err := limiter.New(goredis.New(rdb), strategy.NewFixedWindow(), limiter.WithObserver(obs))
-	if err != nil {
-		t.Fatal(err)
-	}
+	lim, reader, _ := observed(t, m, strategy.NewFixedWindow())
 	ctx := context.Background()
 	for range 50 {
 		if _, err := lim.Allow(ctx, "u", limiter.PerMinute(1000)); err != nil {

@@ -27,21 +27,8 @@ import (
 // then 1 error with Redis gone; the counters, the histogram's count and
 // the four spans say so.
 func TestMetricsAndSpans(t *testing.T) {
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	spans := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
-	obs, err := limiterotel.New(mp, tp, limiterotel.WithStrategy("fixed_window"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	m := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
-	defer rdb.Close()
-	lim, err := limiter.New(goredis.New(rdb), strategy.NewFixedWindow(), limiter.WithObserver(obs), limiter.WithTimeout(2*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
+	lim, reader, spans := observed(t, m, strategy.NewFixedWindow(), limiterotel.WithStrategy("fixed_window"))
 	ctx := context.Background()
 	l := limiter.PerMinute(2).Named("login")
 	for i := range 3 {
@@ -114,19 +101,8 @@ func TestMetricsAndSpans(t *testing.T) {
 // kind, and nothing of the span holds the subject (RecordError put the
 // error's text, and with it the subject, in the span's event).
 func TestSpanNeverHoldsTheSubject(t *testing.T) {
-	spans := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
-	obs, err := limiterotel.New(sdkmetric.NewMeterProvider(), tp)
-	if err != nil {
-		t.Fatal(err)
-	}
 	m := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
-	defer rdb.Close()
-	lim, err := limiter.New(goredis.New(rdb), strategy.NewBucketed(), limiter.WithObserver(obs))
-	if err != nil {
-		t.Fatal(err)
-	}
+	lim, _, spans := observed(t, m, strategy.NewBucketed())
 	ctx := context.Background()
 	const subject = "alice@example.com"
 	l := limiter.PerMinute(5).Named("qpm")
@@ -147,4 +123,24 @@ func TestSpanNeverHoldsTheSubject(t *testing.T) {
 	if len(s.Events()) == 0 || s.Status().Code != codes.Error {
 		t.Errorf("the failed call's span: %s; want its error recorded", text)
 	}
+}
+
+// observed returns a Limiter of st on m, observed by a
+// limiterotel Observer (opts) whose metrics reader collects and whose spans
+// the recorder keeps.
+func observed(t *testing.T, m *miniredis.Miniredis, st limiter.Strategy, opts ...limiterotel.Option) (*limiter.Limiter, *sdkmetric.ManualReader, *tracetest.SpanRecorder) {
+	t.Helper()
+	reader := sdkmetric.NewManualReader()
+	spans := tracetest.NewSpanRecorder()
+	obs, err := limiterotel.New(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)), sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	lim, err := limiter.New(goredis.New(rdb), st, limiter.WithObserver(obs), limiter.WithTimeout(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lim, reader, spans
 }

@@ -6,15 +6,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/quotagate/limiter"
-	"github.com/quotagate/limiter/extra/limiterotel"
-	"github.com/quotagate/limiter/store/goredis"
 	"github.com/quotagate/limiter/strategy"
 )
 
@@ -24,21 +18,8 @@ import (
 // and the span's limiter.rule attribute replace invalid bytes, as
 // limiterprom's label does. They carried "r\xff" as given.
 func TestNonUTF8RuleNameIsValidUTF8(t *testing.T) {
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	spans := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
-	obs, err := limiterotel.New(mp, tp)
-	if err != nil {
-		t.Fatal(err)
-	}
 	m := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	defer rdb.Close()
-	lim, err := limiter.New(goredis.New(rdb), strategy.NewFixedWindow(), limiter.WithObserver(obs))
-	if err != nil {
-		t.Fatal(err)
-	}
+	lim, reader, spans := observed(t, m, strategy.NewFixedWindow())
 	ctx := context.Background()
 	if _, err := lim.Allow(ctx, "u", limiter.PerMinute(2).Named("r\xff")); err != nil {
 		t.Fatal(err)
