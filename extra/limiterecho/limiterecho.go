@@ -72,7 +72,10 @@ func (s *routeSets) routed(c echo.Context, path string) bool {
 		return false // nowhere, or 405 (echo set the Allow header's value)
 	}
 	e := c.Echo()
-	v, _ := s.sets.LoadOrStore(e, new(atomic.Pointer[map[string]map[string]bool]))
+	v, ok := s.sets.Load(e)
+	if !ok {
+		v, _ = s.sets.LoadOrStore(e, new(atomic.Pointer[map[string]map[string]bool]))
+	}
 	p := v.(*atomic.Pointer[map[string]map[string]bool])
 	m := p.Load()
 	if m == nil || (*m)[path] == nil {
