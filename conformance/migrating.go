@@ -3,12 +3,12 @@ package conformance
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/internal/redistest"
 	"github.com/quotagate/limiter/store"
 	"github.com/quotagate/limiter/strategy"
 )
@@ -58,26 +58,16 @@ func MigratingSlot(t testing.TB, cluster ClusterDialer, node Dialer) {
 			t.Fatal(err)
 		}
 		text, _ := store.String(one(nodes[0], "CLUSTER", "NODES").Val)
-		for _, line := range strings.Split(text, "\n") {
-			f := strings.Fields(line)
-			for _, r := range f[min(8, len(f)):] {
-				lo, hi, ok := strings.Cut(r, "-")
-				if !ok {
-					hi = lo
-				}
-				a, errA := strconv.ParseInt(lo, 10, 64)
-				b, errB := strconv.ParseInt(hi, 10, 64)
-				if errA != nil || errB != nil || slot < a || slot > b {
-					continue
-				}
-				for i, id := range ids {
-					if id == f[0] {
-						return slot, i
-					}
-				}
+		id, err := redistest.SlotOwner(text, int(slot))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range ids {
+			if ids[i] == id {
+				return slot, i
 			}
 		}
-		t.Fatalf("no node serves slot %d", slot)
+		t.Fatalf("slot %d: its node %s is not among the masters %v", slot, id, ids)
 		return 0, 0
 	}
 	st, closeSt, err := cluster(ctx, addrs)

@@ -245,6 +245,42 @@ func (c *Cluster) check() error {
 	return nil
 }
 
+// slotRange reads one slot field of a CLUSTER NODES line, "lo-hi" or
+// "slot"; ok is false for a slot being migrated or imported ("[...]").
+func slotRange(r string) (lo, hi int, ok bool, err error) {
+	if strings.HasPrefix(r, "[") {
+		return 0, 0, false, nil
+	}
+	l, h, isRange := strings.Cut(r, "-")
+	if !isRange {
+		h = l
+	}
+	lo, err1 := strconv.Atoi(l)
+	hi, err2 := strconv.Atoi(h)
+	if err1 != nil || err2 != nil || hi < lo {
+		return 0, 0, false, fmt.Errorf("bad slot range %q", r)
+	}
+	return lo, hi, true, nil
+}
+
+// SlotOwner returns the ID of the node that serves slot in a CLUSTER NODES
+// reply (slots being migrated count for their owner, not their target).
+func SlotOwner(reply string, slot int) (string, error) {
+	for line := range strings.Lines(reply) {
+		f := strings.Fields(line)
+		for _, r := range f[min(8, len(f)):] {
+			lo, hi, ok, err := slotRange(r)
+			if err != nil {
+				return "", err
+			}
+			if ok && lo <= slot && slot <= hi {
+				return f[0], nil
+			}
+		}
+	}
+	return "", fmt.Errorf("redistest: no node serves slot %d", slot)
+}
+
 // parseClusterNodes maps the address of each healthy, connected master in a
 // CLUSTER NODES reply to "ID SLOTS", and checks that they cover all slots.
 func parseClusterNodes(reply string) (map[string]string, error) {
@@ -273,17 +309,12 @@ func parseClusterNodes(reply string) (map[string]string, error) {
 		}
 		var slots []string
 		for _, r := range f[8:] {
-			if strings.HasPrefix(r, "[") { // a slot being migrated or imported
+			a, b, ok, err := slotRange(r)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
 				continue
-			}
-			lo, hi, isRange := strings.Cut(r, "-")
-			if !isRange {
-				hi = lo
-			}
-			a, err1 := strconv.Atoi(lo)
-			b, err2 := strconv.Atoi(hi)
-			if err1 != nil || err2 != nil || b < a {
-				return nil, fmt.Errorf("bad slot range %q", r)
 			}
 			covered += b - a + 1
 			slots = append(slots, r)
