@@ -201,29 +201,53 @@ func callCmd(c scriptCall, eval bool) store.Cmd {
 
 // sendScripts sends calls as one batch of EVALSHAs. A server that lost its
 // script cache answers NOSCRIPT without running anything: those calls go
-// once more, with the source.
+// once more, with the source. A Cluster node that answers TRYAGAIN (a
+// call's keys split by a slot migration) ran nothing either: those calls go
+// again after a pause, while store.TryAgainPause allows.
 func sendScripts(ctx context.Context, b store.Batcher, calls []scriptCall) []store.Reply {
 	cmds := make([]store.Cmd, len(calls))
 	for j, c := range calls {
 		cmds[j] = callCmd(c, false)
 	}
 	replies := b.Batch(ctx, cmds)
+	var evaled []bool // the calls sent with their source
 	var again []int
-	for j, r := range replies {
-		if errors.Is(r.Err, store.ErrNoScript) {
-			again = append(again, j)
+	gaveUp := false // on TRYAGAIN
+	for try := 1; ; {
+		again, wait := again[:0], false
+		for j, r := range replies {
+			switch {
+			case r.Err == nil:
+			case errors.Is(r.Err, store.ErrNoScript) && (evaled == nil || !evaled[j]):
+				if evaled == nil {
+					evaled = make([]bool, len(calls))
+				}
+				evaled[j] = true
+				again = append(again, j)
+			case !gaveUp && errors.Is(r.Err, store.ErrTryAgain):
+				again, wait = append(again, j), true
+			}
 		}
-	}
-	if len(again) > 0 {
-		evals := make([]store.Cmd, len(again))
+		if wait {
+			if store.TryAgainPause(ctx, try) {
+				try++
+			} else {
+				// only the calls to send with their source go again
+				gaveUp = true
+				again = slices.DeleteFunc(again, func(j int) bool { return errors.Is(replies[j].Err, store.ErrTryAgain) })
+			}
+		}
+		if len(again) == 0 {
+			return replies
+		}
+		resend := make([]store.Cmd, len(again))
 		for k, j := range again {
-			evals[k] = callCmd(calls[j], true)
+			resend[k] = callCmd(calls[j], evaled != nil && evaled[j])
 		}
-		for k, r := range b.Batch(ctx, evals) {
+		for k, r := range b.Batch(ctx, resend) {
 			replies[again[k]] = r
 		}
 	}
-	return replies
 }
 
 // oneServer reports whether st says one server holds all its keys.

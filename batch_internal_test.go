@@ -1,10 +1,12 @@
 package limiter
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/quotagate/limiter/store"
 )
@@ -166,5 +168,67 @@ func checkPackedKeys(t *testing.T, packed []scriptCall, parts []manyPart, calls 
 		if c := callCmd(packed[k], false); len(c.Args) != 2+len(want)+len(packed[k].Args) {
 			t.Errorf("packed call %d: %d arguments for %d keys and %d arguments", k, len(c.Args), len(want), len(packed[k].Args))
 		}
+	}
+}
+
+// refusingBatcher answers each command of a batch by the next reply its
+// answer function gives, recording the batches' commands.
+type refusingBatcher struct {
+	store.Store
+	answer  func(c store.Cmd, nth int) store.Reply // nth: the nth send of this command's call
+	sends   map[string]int                         // by the call's key
+	batches [][]string                             // "EVALSHA k" or "EVAL k" per command
+}
+
+func (b *refusingBatcher) Batch(_ context.Context, cmds []store.Cmd) []store.Reply {
+	out := make([]store.Reply, len(cmds))
+	var names []string
+	for i, c := range cmds {
+		k := c.Args[2].(string)
+		b.sends[k]++
+		names = append(names, c.Name+" "+k)
+		out[i] = b.answer(c, b.sends[k])
+	}
+	b.batches = append(b.batches, names)
+	return out
+}
+
+func TestSendScriptsSendsAgainAfterTryAgain(t *testing.T) {
+	s := store.NewScript("return 1")
+	tryAgain := fmt.Errorf("x: %w", store.ErrTryAgain)
+	calls := []scriptCall{{Script: s, Keys: []string{"ok"}}, {Script: s, Keys: []string{"split"}}, {Script: s, Keys: []string{"flushed"}}, {Script: s, Keys: []string{"both"}}}
+	b := &refusingBatcher{sends: map[string]int{}, answer: func(c store.Cmd, nth int) store.Reply {
+		switch k := c.Args[2].(string); {
+		case k == "split" && nth <= 2, k == "both" && nth == 2:
+			return store.Reply{Err: tryAgain}
+		case k == "flushed" && nth == 1, k == "both" && nth == 1:
+			return store.Reply{Err: fmt.Errorf("x: %w", store.ErrNoScript)}
+		}
+		return store.Reply{Val: c.Name}
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	replies := sendScripts(ctx, b, calls)
+	want := "[{EVALSHA <nil>} {EVALSHA <nil>} {EVAL <nil>} {EVAL <nil>}]"
+	if got := fmt.Sprint(replies); got != want {
+		t.Errorf("replies = %s; want %s", got, want)
+	}
+	wantBatches := "[[EVALSHA ok EVALSHA split EVALSHA flushed EVALSHA both] [EVALSHA split EVAL flushed EVAL both] [EVALSHA split EVAL both]]"
+	if got := fmt.Sprint(b.batches); got != wantBatches {
+		t.Errorf("batches = %s; want %s", got, wantBatches)
+	}
+	// Refused until the deadline is too near for a pause: the call ends
+	// with its TRYAGAIN, and the others are decided.
+	b = &refusingBatcher{sends: map[string]int{}, answer: func(c store.Cmd, nth int) store.Reply {
+		if c.Args[2] == "split" {
+			return store.Reply{Err: tryAgain}
+		}
+		return store.Reply{Val: c.Name}
+	}}
+	short, cancelShort := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancelShort()
+	replies = sendScripts(short, b, calls[:2])
+	if replies[0].Val != "EVALSHA" || !errors.Is(replies[1].Err, store.ErrTryAgain) || b.sends["ok"] != 1 || b.sends["split"] < 2 {
+		t.Errorf("refused until 50 ms: replies %v after sends %v; want ok decided once, split ErrTryAgain after a few sends", replies, b.sends)
 	}
 }

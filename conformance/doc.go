@@ -24,7 +24,7 @@
 // (and UnservedSlot(t, dialCluster, dial) on a Cluster it starts with one
 // slot left without a node: the other commands of a Batch still run; and
 // MigratingSlot on a Cluster whose slots it moves: decisions stay exact
-// through ASK and MOVED), and
+// through ASK, MOVED and TRYAGAIN), and
 // a strategy with RunStrategyTests and a Spec that declares its
 // guarantees; the suite holds it to exactly those. The Spec's shape drives
 // the checks: a fixed window (Window, Aligned), a strategy whose quota

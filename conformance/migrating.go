@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,10 +24,16 @@ import (
 // is being migrated (the source answers ASK for a key it does not hold),
 // 2 of 4 calls once the slot and a subject's 3 counted calls have moved to
 // another node (MOVED), and denies that subject, and admits fresh ones, in
-// an AllowMany sent while the first slot still migrates. A store that
-// does not follow a redirection it may not re-send, and reports it as an
-// error or an unknown outcome, admits calls uncounted under FailOpen
-// (denies them under FailClosed). node connects a single-node store of the
+// an AllowMany sent while the first slot still migrates; and that calls on
+// a subject with two limits whose keys the migration of its slot has split
+// between the nodes (the source answers TRYAGAIN until the second key
+// moves, 300 ms later) wait for the move and are decided: an AllowMany
+// admits the subject and a fresh one, then 2 of 5 calls are admitted, at
+// 5 per hour. A store that does not follow a redirection it may not
+// re-send, and reports it as an error or an unknown outcome, admits calls
+// uncounted under FailOpen (denies them under FailClosed); so does one
+// that does not report TRYAGAIN as store.ErrTryAgain, on which Script and
+// AllowMany send the call again after a pause. node connects a single-node store of the
 // same adapter to a master, to move the slots. It is not in StoreChecks
 // because it changes the Cluster's slots: it never runs on a Cluster it did
 // not start.
@@ -79,15 +86,18 @@ func MigratingSlot(t testing.TB, cluster ClusterDialer, node Dialer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// decide makes n calls for subject and fails t unless Redis decided
-	// each and admitted want of them.
-	decide := func(phase, subject string, n, want int) {
+	// decide makes n calls for subject at limits (l when none) and fails
+	// t unless Redis decided each and admitted want of them.
+	decide := func(phase, subject string, n, want int, limits ...limiter.Limit) {
 		t.Helper()
+		if len(limits) == 0 {
+			limits = []limiter.Limit{l}
+		}
 		admitted := 0
 		for i := range n {
-			r, err := lim.Allow(ctx, subject, l)
+			r, err := lim.Allow(ctx, subject, limits...)
 			if err != nil || r.Degraded {
-				t.Errorf("%s: call %d of %s at %s = %+v, %v; want decided by Redis", phase, i+1, subject, l, r, err)
+				t.Errorf("%s: call %d of %s at %v = %+v, %v; want decided by Redis", phase, i+1, subject, limits, r, err)
 				return
 			}
 			if r.Allowed {
@@ -95,7 +105,7 @@ func MigratingSlot(t testing.TB, cluster ClusterDialer, node Dialer) {
 			}
 		}
 		if admitted != want {
-			t.Errorf("%s: %d of %d calls of %s at %s admitted; want %d", phase, admitted, n, subject, l, want)
+			t.Errorf("%s: %d of %d calls of %s at %v admitted; want %d", phase, admitted, n, subject, limits, want)
 		}
 	}
 	// Counted before anything moves: the client reads the slot map.
@@ -140,5 +150,67 @@ func MigratingSlot(t testing.TB, cluster ClusterDialer, node Dialer) {
 		if d.Err != nil || d.Result.Degraded || d.Result.Allowed != (i > 0) {
 			t.Errorf("AllowMany while slot %d migrates: %s at %s = %+v, %v; want decided by Redis: %s", slot, asks[i].Key, l, d.Result, d.Err, map[bool]string{true: "admitted", false: "denied (5 of 5 used)"}[i > 0])
 		}
+	}
+
+	// A slot in migration with a subject's two keys split between its
+	// nodes: the source answers TRYAGAIN to a call on both (one is gone,
+	// the other not yet) until the migration moves the other, 300 ms
+	// later. Nothing ran, so the calls wait for it and are decided then.
+	day := limiter.PerDay(50)
+	decide("before the split", "split", 2, 2, l, day)
+	sslot, sfrom := slotOf("split")
+	sto := (sfrom + 1) % len(nodes)
+	if sslot == slot || sslot == mslot {
+		t.Fatalf("the subjects share slot %d", sslot)
+	}
+	hourKey, err := limiter.Key("ct", "split", l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, _ = one(nodes[sfrom], "CLUSTER", "GETKEYSINSLOT", sslot, 100).Val.([]any)
+	if len(keys) != 2 || !slices.Contains(keys, any(hourKey)) {
+		t.Fatalf("CLUSTER GETKEYSINSLOT %d = %v; want the 2 keys of the subject, %s among them", sslot, keys, hourKey)
+	}
+	host, port, _ = strings.Cut(addrs[sto], ":")
+	one(nodes[sto], "CLUSTER", "SETSLOT", sslot, "IMPORTING", ids[sfrom])
+	one(nodes[sfrom], "CLUSTER", "SETSLOT", sslot, "MIGRATING", ids[sto])
+	one(nodes[sfrom], "MIGRATE", host, port, hourKey, 0, 5000)
+	rest := keys[0]
+	if rest == hourKey {
+		rest = keys[1]
+	}
+	moved := make(chan error, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		cmds := [][]any{{"MIGRATE", host, port, rest, 0, 5000}}
+		for range nodes {
+			cmds = append(cmds, []any{"CLUSTER", "SETSLOT", sslot, "NODE", ids[sto]})
+		}
+		for i, c := range cmds {
+			n := nodes[sfrom]
+			if i > 0 {
+				n = nodes[i-1]
+			}
+			rs, err := n.Do(ctx, store.Cmd{Name: c[0].(string), Args: c[1:]})
+			if err == nil {
+				err = rs[0].Err
+			}
+			if err != nil {
+				moved <- fmt.Errorf("%v: %w", c, err)
+				return
+			}
+		}
+		moved <- nil
+	}()
+	phase := fmt.Sprintf("slot %d migrating from node %d to node %d, %s moved and %s not yet (TRYAGAIN)", sslot, sfrom, sto, hourKey, rest)
+	asks = []limiter.Ask{{Key: "split", Limits: []limiter.Limit{l, day}}, {Key: "fresh-split", Limits: []limiter.Limit{l, day}}}
+	for i, d := range lim.AllowMany(ctx, asks) {
+		if d.Err != nil || d.Result.Degraded || !d.Result.Allowed {
+			t.Errorf("AllowMany while %s: %s at %v = %+v, %v; want admitted by Redis", phase, asks[i].Key, asks[i].Limits, d.Result, d.Err)
+		}
+	}
+	decide(phase, "split", 5, 2, l, day)
+	if err := <-moved; err != nil {
+		t.Fatalf("moving the rest of slot %d: %v", sslot, err)
 	}
 }

@@ -13,7 +13,10 @@
 //     round trip as a whole (connection, timeout, context) is Do's error.
 //   - EvalSha and Eval run a script. Script.Run calls EvalSha and falls back to
 //     Eval when the server answers NOSCRIPT, so adapters never implement the
-//     fallback themselves.
+//     fallback themselves. Likewise a Cluster's TRYAGAIN (a call on keys
+//     that a slot's migration has split between two nodes, refused without
+//     running) is mapped to ErrTryAgain, and Script.Run sends the call again
+//     after a pause (TryAgainPause) until the migration has moved the rest.
 //   - Watcher is optional: a store that can pin one connection for
 //     WATCH/MULTI/EXEC implements it. Strategies that need it check for it
 //     with a type assertion and report a clear error when it is missing.

@@ -30,14 +30,50 @@ func (s *Script) Hash() string { return s.sha }
 func (s *Script) Source() string { return s.src }
 
 // Run evaluates the script on st with keys and args. NOSCRIPT is answered by
-// sending the source with EVAL, once. A lost reply is never retried: the
-// error wraps ErrUnknownOutcome.
+// sending the source with EVAL, once. A Cluster's TRYAGAIN (ErrTryAgain: the
+// call's keys are split by a slot migration, and it did not run) is answered
+// by sending the call again after a pause, while TryAgainPause allows. A
+// lost reply is never retried: the error wraps ErrUnknownOutcome.
 func (s *Script) Run(ctx context.Context, st Store, keys []string, args []any) (any, error) {
 	v, err := st.EvalSha(ctx, s.sha, keys, args)
-	if err != nil && errors.Is(err, ErrNoScript) {
-		return st.Eval(ctx, s.src, keys, args)
+	if err != nil {
+		return s.runAgain(ctx, st, keys, args, err)
 	}
-	return v, err
+	return v, nil
+}
+
+// runAgain is Run after its EVALSHA failed with err.
+//
+//go:noinline
+func (s *Script) runAgain(ctx context.Context, st Store, keys []string, args []any, err error) (any, error) {
+	return sendAgain(ctx, err,
+		func() (any, error) { return st.EvalSha(ctx, s.sha, keys, args) },
+		func() (any, error) { return st.Eval(ctx, s.src, keys, args) })
+}
+
+// sendAgain answers a script call's error err: NOSCRIPT by calling eval
+// (once: the source is then in the cache), TRYAGAIN by calling the last
+// of evalSha and eval again after TryAgainPause; any other error, or a
+// TRYAGAIN TryAgainPause gives up on, is returned.
+func sendAgain[T any](ctx context.Context, err error, evalSha, eval func() (T, error)) (T, error) {
+	var v T
+	evaled := false
+	for try := 1; err != nil; {
+		switch {
+		case !evaled && errors.Is(err, ErrNoScript):
+			evaled = true
+		case errors.Is(err, ErrTryAgain) && TryAgainPause(ctx, try):
+			try++
+		default:
+			return v, err
+		}
+		if evaled {
+			v, err = eval()
+		} else {
+			v, err = evalSha()
+		}
+	}
+	return v, nil
 }
 
 // Int64sEvaler is the optional ability of a store to run a script whose
@@ -61,16 +97,26 @@ type Int64sEvaler interface {
 // reply's integers are appended to dst, so a caller with room in dst
 // allocates nothing for them. It uses the store's Int64sEvaler when it has
 // one; otherwise it passes args to Run as int64 values and converts the
-// reply with Int64. The NOSCRIPT fallback is the same as Run's.
+// reply with Int64. The NOSCRIPT fallback and the sends after TRYAGAIN are
+// Run's.
 func (s *Script) RunInt64s(ctx context.Context, st Store, keys []string, args []int64, dst []int64) ([]int64, error) {
 	if ev, ok := st.(Int64sEvaler); ok {
 		v, err := ev.EvalShaInt64s(ctx, s.sha, keys, args, dst)
-		if err != nil && errors.Is(err, ErrNoScript) {
-			return ev.EvalInt64s(ctx, s.src, keys, args, dst)
+		if err != nil {
+			return s.runInt64sAgain(ctx, ev, keys, args, dst, err)
 		}
-		return v, err
+		return v, nil
 	}
 	return s.runBoxed(ctx, st, keys, args, dst)
+}
+
+// runInt64sAgain is runAgain for RunInt64s.
+//
+//go:noinline
+func (s *Script) runInt64sAgain(ctx context.Context, ev Int64sEvaler, keys []string, args []int64, dst []int64, err error) ([]int64, error) {
+	return sendAgain(ctx, err,
+		func() ([]int64, error) { return ev.EvalShaInt64s(ctx, s.sha, keys, args, dst) },
+		func() ([]int64, error) { return ev.EvalInt64s(ctx, s.src, keys, args, dst) })
 }
 
 // runBoxed is RunInt64s on a store without Int64sEvaler.

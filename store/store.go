@@ -20,6 +20,14 @@ var (
 	// the server but its reply was lost: the server may have performed it.
 	// Callers must not retry a non-idempotent command on this error.
 	ErrUnknownOutcome = errors.New("store: outcome unknown (reply lost after the command was sent)")
+	// ErrTryAgain is a Redis Cluster's TRYAGAIN reply: the command names
+	// several keys of a slot that is being migrated, some of which have
+	// already moved to the slot's new node, so the node refused it without
+	// running it. It passes once the migration has moved the rest, usually
+	// within milliseconds: Script's Run and RunInt64s send the call again
+	// after a pause (see TryAgainPause). An adapter returns it only for a
+	// command whose own reply was TRYAGAIN, never for one that may have run.
+	ErrTryAgain = errors.New("store: refused during a slot migration, not run (TRYAGAIN)")
 	// ErrNotSupported is returned for an ability the store does not have.
 	ErrNotSupported = errors.New("store: not supported by this store")
 )

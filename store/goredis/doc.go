@@ -39,11 +39,14 @@
 // before its deadline ends at that deadline at the latest. A command is
 // written once, except after a reply that refused it without running it:
 // a ClusterClient's redirections (MOVED, ASK: a slot moved or moving to
-// another node), which it follows, and READONLY, LOADING, CLUSTERDOWN,
-// TRYAGAIN and MASTERDOWN, which a ClusterClient sends again up to
-// MaxRedirects times whatever MaxRetries says (with MaxRetries -1 a Client
-// returns the refusal itself); the last refusal is the call's error, not
-// an unknown outcome. A command that go-redis would send again after its
+// another node), which it follows, and READONLY, LOADING, CLUSTERDOWN and
+// MASTERDOWN, which a ClusterClient sends again up to MaxRedirects times
+// whatever MaxRetries says (with MaxRetries -1 a Client returns the
+// refusal itself); the last refusal is the call's error, not an unknown
+// outcome. A command refused with TRYAGAIN (its keys split by a slot's
+// migration) is not sent again by go-redis: its error is
+// store.ErrTryAgain, on which store.Script and limiter.AllowMany send it
+// again after a pause. A command that go-redis would send again after its
 // reply was lost fails instead, with ErrUnknownOutcome. Likewise a
 // ReadTimeout or WriteTimeout of -2 (no socket deadlines) keeps go-redis
 // from seeing a context's deadline even with ContextTimeoutEnabled: the

@@ -247,6 +247,13 @@ func (s *Store) Client() redis.UniversalClient { return s.c }
 // errResend is returned by a guard asked to write its command a second time.
 var errResend = errors.New("goredis: command already written once; not re-sending")
 
+// errTryAgain is returned by a guard asked to write its command again after
+// the command's reply was TRYAGAIN: the command did not run, and the
+// adapter returns store.ErrTryAgain, on which store.Script sends it again
+// after a pause (go-redis would send it again at once, and a guard could
+// not tell a second TRYAGAIN from the first).
+var errTryAgain = errors.New("goredis: refused with TRYAGAIN; not re-sending")
+
 // guard is an argument that can be written to the wire once. A second write
 // (a client retry after a lost reply) fails, so the command cannot run twice;
 // only a reply that refused the command without running it (a Cluster's
@@ -314,6 +321,11 @@ func (g *guard) MarshalBinary() ([]byte, error) {
 			if err := g.cmd.Err(); ranNothing(err) && err.Error() != g.refused {
 				// go-redis follows a redirection (MOVED, ASK) or retries
 				// a refusal: the last write ran nothing
+				if isTryAgain(err) {
+					// Never lets a write through, so a TRYAGAIN here is
+					// always the reply to the last write.
+					return nil, errTryAgain
+				}
 				g.refused = err.Error()
 				return g.bytes(), nil
 			}
@@ -340,6 +352,12 @@ func ranNothing(err error) bool {
 		}
 	}
 	return false
+}
+
+// isTryAgain reports a TRYAGAIN reply (see ranNothing).
+func isTryAgain(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && strings.HasPrefix(re.Error(), "TRYAGAIN ")
 }
 
 // bytes returns the argument's encoding.
@@ -545,7 +563,7 @@ func (s *Store) run(ctx context.Context, call *evalCall, keys []string, a []any)
 // gives the refused write's error to every command that has no error yet.
 // A failed read leaves no value.
 func readThenResent(v any, err error) bool {
-	return v != nil && errors.Is(err, errResend)
+	return v != nil && (errors.Is(err, errResend) || errors.Is(err, errTryAgain))
 }
 
 // send sends a script call on its own and returns once cmd has its reply,
@@ -865,11 +883,16 @@ func (s *Store) mapErr(ctx context.Context, err error, written bool) error {
 		return store.ErrNil
 	case errors.Is(err, errResend):
 		return fmt.Errorf("goredis: %w: the client tried to re-send a written command", store.ErrUnknownOutcome)
+	case errors.Is(err, errTryAgain):
+		return fmt.Errorf("goredis: %w", store.ErrTryAgain)
 	}
 	var re redis.Error
 	if errors.As(err, &re) {
 		if strings.HasPrefix(err.Error(), "NOSCRIPT") {
 			return fmt.Errorf("goredis: %w: %w", store.ErrNoScript, err)
+		}
+		if isTryAgain(err) {
+			return fmt.Errorf("goredis: %w: %w", store.ErrTryAgain, err)
 		}
 		return fmt.Errorf("goredis: %w", err)
 	}

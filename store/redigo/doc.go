@@ -124,7 +124,9 @@
 // (not through CreatePool: put a password or TLS settings in DialOptions,
 // or calls on a slot being migrated fail until the migration ends); TRYAGAIN
 // waits 20 ms. At most three re-sends per call, and only when every reply
-// was such a refusal. Without CreatePool redisc dials a connection per call.
+// was such a refusal; a call still refused with TRYAGAIN then fails with
+// store.ErrTryAgain, on which store.Script and limiter.AllowMany send it
+// again after a pause. Without CreatePool redisc dials a connection per call.
 //
 // # Transactions
 //

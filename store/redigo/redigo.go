@@ -560,10 +560,14 @@ func fail(ctx context.Context, err error, sent bool) error {
 	return fmt.Errorf("redigo: %w", err)
 }
 
-// replyErr maps a Redis error reply.
+// replyErr maps a Redis error reply: NOSCRIPT is store.ErrNoScript, a
+// Cluster's TRYAGAIN (a reply to the call's last send) store.ErrTryAgain.
 func replyErr(re redis.Error) error {
-	if strings.HasPrefix(string(re), "NOSCRIPT") {
+	switch {
+	case strings.HasPrefix(string(re), "NOSCRIPT"):
 		return fmt.Errorf("redigo: %w: %w", store.ErrNoScript, re)
+	case redisc.IsTryAgain(re):
+		return fmt.Errorf("redigo: %w: %w", store.ErrTryAgain, re)
 	}
 	return fmt.Errorf("redigo: %w", re)
 }

@@ -415,14 +415,21 @@ func reply(r rd.RedisResult) store.Reply {
 }
 
 // replyErr maps the server's reply to one command when it is an error or
-// nil: nil is store.ErrNil, NOSCRIPT is store.ErrNoScript, the rest wrap
-// the *rueidis.RedisError.
+// nil: nil is store.ErrNil, NOSCRIPT is store.ErrNoScript, a Cluster's
+// TRYAGAIN is store.ErrTryAgain, the rest wrap the *rueidis.RedisError.
+// (rueidis sends a command again after TRYAGAIN only when it is read-only:
+// a script call's TRYAGAIN is the reply to its only send.)
 func replyErr(err error) error {
 	if rd.IsRedisNil(err) {
 		return store.ErrNil
 	}
-	if re, ok := rd.IsRedisErr(err); ok && re.IsNoScript() {
-		return fmt.Errorf("rueidis: %w: %w", store.ErrNoScript, err)
+	if re, ok := rd.IsRedisErr(err); ok {
+		switch {
+		case re.IsNoScript():
+			return fmt.Errorf("rueidis: %w: %w", store.ErrNoScript, err)
+		case re.IsTryAgain():
+			return fmt.Errorf("rueidis: %w: %w", store.ErrTryAgain, err)
+		}
 	}
 	return fmt.Errorf("rueidis: %w", err)
 }
