@@ -58,6 +58,9 @@ type CallObserver interface {
 //	"canceled"         context.Canceled
 //	"wait"             ErrNeverAdmitted, ErrWaitTooLong (Wait had no wait
 //	                   that could help: Redis answered)
+//	"try_again"        store.ErrTryAgain (a Cluster slot's migration split
+//	                   the call's keys for longer than the call could
+//	                   wait: nothing ran)
 //	"backend"          anything else: Redis unreachable, refusing (OOM,
 //	                   NOPERM, BUSY) or failing
 //
@@ -80,6 +83,8 @@ func ErrorKind(err error) string {
 		return "canceled"
 	case errors.Is(err, ErrNeverAdmitted), errors.Is(err, ErrWaitTooLong):
 		return "wait"
+	case errors.Is(err, store.ErrTryAgain):
+		return "try_again"
 	}
 	return "backend"
 }

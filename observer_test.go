@@ -316,6 +316,7 @@ func TestErrorKind(t *testing.T) {
 		errors.New("ERR OOM command not allowed"):                               "backend",
 		fmt.Errorf("%w: cost 5, limit 3/1s", limiter.ErrNeverAdmitted):          "wait",
 		limiter.ErrWaitTooLong:                                                  "wait",
+		fmt.Errorf("x: %w: TRYAGAIN", store.ErrTryAgain):                        "try_again",
 	} {
 		if got := limiter.ErrorKind(err); got != want {
 			t.Errorf("ErrorKind(%v) = %q, want %q", err, got, want)
