@@ -57,8 +57,14 @@ const batchWorkers = 16
 // in another batch, as its Decide makes them again. Otherwise (Bucketed,
 // Optimistic: transactions; a type that embeds a strategy of package
 // strategy, decided with its Decide, which may be its own) each decision is
-// its own call, up to 16 subjects at a time. Asks of one subject are decided in their order, as the same
-// calls one after another. The Limiter's timeout bounds the whole batch.
+// its own call, up to 16 subjects at a time. Asks of one subject are
+// decided in their order, as the same calls one after another: through a
+// store that may reach several servers (a Cluster, where a node may
+// redirect a call, or refuse it for a moment during a slot's migration),
+// an ask that names a key of an earlier one goes in a later pipeline, once
+// the earlier one is decided. A call refused with TRYAGAIN (store.ErrTryAgain)
+// goes again after a pause, as store.Script sends it. The Limiter's timeout
+// bounds the whole batch.
 func (l *Limiter) AllowMany(ctx context.Context, asks []Ask) []Answer {
 	answers := make([]Answer, len(asks))
 	ss, scripted := l.strategy.(ScriptStrategy)
@@ -166,7 +172,7 @@ type sender struct {
 // send sends calls and returns one reply per call (in sc when packed).
 func (sd sender) send(ctx context.Context, calls []scriptCall) []store.Reply {
 	if sd.many == nil {
-		return sendScripts(ctx, sd.b, calls)
+		return sendInOrder(ctx, sd.b, calls)
 	}
 	sc := sd.sc
 	packed, parts := sc.packMany(sd.many, calls)
@@ -197,6 +203,53 @@ func callCmd(c scriptCall, eval bool) store.Cmd {
 		a = append(a, k)
 	}
 	return store.Cmd{Name: name, Args: append(a, c.Args...)}
+}
+
+// sendInOrder is sendScripts for a store that may reach several servers
+// (a Cluster): a call that names a key of an earlier call of the batch goes
+// in a later batch, sent once the earlier one's outcome is known. A node
+// may refuse a call for a moment (TRYAGAIN: sendScripts sends it again
+// after a pause) or redirect it (ASK, MOVED: the client follows), and a
+// later call on the same keys in the same batch would then run first: the
+// asks of one subject would not be decided in their order. A batch
+// without a key named twice goes as one.
+func sendInOrder(ctx context.Context, b store.Batcher, calls []scriptCall) []store.Reply {
+	if len(calls) < 2 {
+		return sendScripts(ctx, b, calls)
+	}
+	// round[j]: the batch of call j, one after the last batch that holds a
+	// call on one of its keys
+	round := make([]int, len(calls))
+	last := make(map[string]int, len(calls))
+	rounds := 1
+	for j, c := range calls {
+		r := 1
+		for _, k := range c.Keys {
+			r = max(r, last[k]+1)
+		}
+		for _, k := range c.Keys {
+			last[k] = r
+		}
+		round[j], rounds = r, max(rounds, r)
+	}
+	if rounds == 1 {
+		return sendScripts(ctx, b, calls)
+	}
+	replies := make([]store.Reply, len(calls))
+	var idx []int
+	var sub []scriptCall
+	for r := 1; r <= rounds; r++ {
+		idx, sub = idx[:0], sub[:0]
+		for j, c := range calls {
+			if round[j] == r {
+				idx, sub = append(idx, j), append(sub, c)
+			}
+		}
+		for k, rep := range sendScripts(ctx, b, sub) {
+			replies[idx[k]] = rep
+		}
+	}
+	return replies
 }
 
 // sendScripts sends calls as one batch of EVALSHAs. A server that lost its

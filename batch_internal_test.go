@@ -232,3 +232,45 @@ func TestSendScriptsSendsAgainAfterTryAgain(t *testing.T) {
 		t.Errorf("refused until 50 ms: replies %v after sends %v; want ok decided once, split ErrTryAgain after a few sends", replies, b.sends)
 	}
 }
+
+// TestSendInOrderKeepsASubjectsOrder: a call on a key of an earlier call
+// goes in a later batch, so that the earlier one, refused for a moment and
+// sent again, is not overtaken; a batch with no key named twice goes as
+// one.
+func TestSendInOrderKeepsASubjectsOrder(t *testing.T) {
+	s := store.NewScript("return 1")
+	tryAgain := fmt.Errorf("x: %w", store.ErrTryAgain)
+	call := func(keys ...string) scriptCall { return scriptCall{Script: s, Keys: keys} }
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, tc := range []struct {
+		name    string
+		calls   []scriptCall
+		batches string
+	}{
+		{"no key twice", []scriptCall{call("a:h", "a:d"), call("b:h"), call("c:d")},
+			"[[EVALSHA a:h EVALSHA b:h EVALSHA c:d] [EVALSHA a:h]]"},
+		// a:h is refused once (in every case): sent again before the
+		// calls on its keys
+		{"a subject three times", []scriptCall{call("a:h", "a:d"), call("a:d"), call("b:h"), call("a:h")},
+			"[[EVALSHA a:h EVALSHA b:h] [EVALSHA a:h] [EVALSHA a:d EVALSHA a:h]]"},
+		{"a chain of keys", []scriptCall{call("x"), call("x", "y"), call("y", "z"), call("w")},
+			"[[EVALSHA x EVALSHA w] [EVALSHA x] [EVALSHA y]]"},
+	} {
+		b := &refusingBatcher{sends: map[string]int{}, answer: func(c store.Cmd, nth int) store.Reply {
+			if c.Args[2] == "a:h" && nth == 1 {
+				return store.Reply{Err: tryAgain}
+			}
+			return store.Reply{Val: c.Args[2]}
+		}}
+		replies := sendInOrder(ctx, b, tc.calls)
+		if got := fmt.Sprint(b.batches); got != tc.batches {
+			t.Errorf("%s: batches %s; want %s", tc.name, got, tc.batches)
+		}
+		for j, r := range replies {
+			if r.Err != nil || r.Val != tc.calls[j].Keys[0] {
+				t.Errorf("%s: call %d's reply %+v; want its own, %s", tc.name, j, r, tc.calls[j].Keys[0])
+			}
+		}
+	}
+}

@@ -27,9 +27,11 @@ import (
 // an AllowMany sent while the first slot still migrates; and that calls on
 // a subject with two limits whose keys the migration of its slot has split
 // between the nodes (the source answers TRYAGAIN until the second key
-// moves, 300 ms later) wait for the move and are decided: an AllowMany
-// admits the subject and a fresh one, then 2 of 5 calls are admitted, at
-// 5 per hour. A store that does not follow a redirection it may not
+// moves, 300 ms later) wait for the move and are decided: 3 of 5 calls
+// admitted with 2 counted before, at 5 per hour; and, for a subject with
+// 1 left, an AllowMany whose first ask (TRYAGAIN) is admitted and whose
+// second, on the subject's moved key alone (ASK), is denied: the asks of
+// one subject in their order, never the second first. A store that does not follow a redirection it may not
 // re-send, and reports it as an error or an unknown outcome, admits calls
 // uncounted under FailOpen (denies them under FailClosed); so does one
 // that does not report TRYAGAIN as store.ErrTryAgain, on which Script and
@@ -155,62 +157,91 @@ func MigratingSlot(t testing.TB, cluster ClusterDialer, node Dialer) {
 	// A slot in migration with a subject's two keys split between its
 	// nodes: the source answers TRYAGAIN to a call on both (one is gone,
 	// the other not yet) until the migration moves the other, 300 ms
-	// later. Nothing ran, so the calls wait for it and are decided then.
+	// later, and ASK to a call on the one gone. Nothing ran, so the calls
+	// wait for the move and are decided then, in their order.
 	day := limiter.PerDay(50)
+	hourKey := func(subject string) string {
+		k, err := limiter.Key("ct", subject, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	// split starts the migration of subject's slot with its hour key
+	// moved, and moves the rest 300 ms later; the phase's name, and a
+	// channel that reports the end of the move.
+	split := func(subject string) (string, chan error) {
+		t.Helper()
+		sslot, sfrom := slotOf(subject)
+		sto := (sfrom + 1) % len(nodes)
+		if sslot == slot || sslot == mslot {
+			t.Fatalf("the subjects share slot %d", sslot)
+		}
+		hk := hourKey(subject)
+		keys, _ := one(nodes[sfrom], "CLUSTER", "GETKEYSINSLOT", sslot, 100).Val.([]any)
+		if len(keys) != 2 || !slices.Contains(keys, any(hk)) {
+			t.Fatalf("CLUSTER GETKEYSINSLOT %d = %v; want the 2 keys of %s, %s among them", sslot, keys, subject, hk)
+		}
+		host, port, _ := strings.Cut(addrs[sto], ":")
+		one(nodes[sto], "CLUSTER", "SETSLOT", sslot, "IMPORTING", ids[sfrom])
+		one(nodes[sfrom], "CLUSTER", "SETSLOT", sslot, "MIGRATING", ids[sto])
+		one(nodes[sfrom], "MIGRATE", host, port, hk, 0, 5000)
+		rest := keys[0]
+		if rest == hk {
+			rest = keys[1]
+		}
+		moved := make(chan error, 1)
+		go func() {
+			time.Sleep(300 * time.Millisecond)
+			cmds := [][]any{{"MIGRATE", host, port, rest, 0, 5000}}
+			for range nodes {
+				cmds = append(cmds, []any{"CLUSTER", "SETSLOT", sslot, "NODE", ids[sto]})
+			}
+			for i, c := range cmds {
+				n := nodes[sfrom]
+				if i > 0 {
+					n = nodes[i-1]
+				}
+				rs, err := n.Do(ctx, store.Cmd{Name: c[0].(string), Args: c[1:]})
+				if err == nil {
+					err = rs[0].Err
+				}
+				if err != nil {
+					moved <- fmt.Errorf("moving the rest of slot %d: %v: %w", sslot, c, err)
+					return
+				}
+			}
+			moved <- nil
+		}()
+		return fmt.Sprintf("slot %d migrating from node %d to node %d, %s moved and %s not yet (TRYAGAIN)", sslot, sfrom, sto, hk, rest), moved
+	}
+	wait := func(moved chan error) {
+		t.Helper()
+		if err := <-moved; err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One by one: 2 counted before, 3 of 5 during the split.
 	decide("before the split", "split", 2, 2, l, day)
-	sslot, sfrom := slotOf("split")
-	sto := (sfrom + 1) % len(nodes)
-	if sslot == slot || sslot == mslot {
-		t.Fatalf("the subjects share slot %d", sslot)
+	phase, moved := split("split")
+	decide(phase, "split", 5, 3, l, day)
+	wait(moved)
+
+	// In an AllowMany: the subject has 1 of 5 left; its first ask (both
+	// keys: TRYAGAIN) takes it, its second (the hour key alone: ASK,
+	// which the client may follow at once) is denied; a fresh subject is
+	// admitted.
+	decide("before the split", "split-many", 4, 4, l, day)
+	phase, moved = split("split-many")
+	asks = []limiter.Ask{
+		{Key: "split-many", Limits: []limiter.Limit{l, day}},
+		{Key: "split-many", Limits: []limiter.Limit{l}},
+		{Key: "fresh-split", Limits: []limiter.Limit{l, day}},
 	}
-	hourKey, err := limiter.Key("ct", "split", l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys, _ = one(nodes[sfrom], "CLUSTER", "GETKEYSINSLOT", sslot, 100).Val.([]any)
-	if len(keys) != 2 || !slices.Contains(keys, any(hourKey)) {
-		t.Fatalf("CLUSTER GETKEYSINSLOT %d = %v; want the 2 keys of the subject, %s among them", sslot, keys, hourKey)
-	}
-	host, port, _ = strings.Cut(addrs[sto], ":")
-	one(nodes[sto], "CLUSTER", "SETSLOT", sslot, "IMPORTING", ids[sfrom])
-	one(nodes[sfrom], "CLUSTER", "SETSLOT", sslot, "MIGRATING", ids[sto])
-	one(nodes[sfrom], "MIGRATE", host, port, hourKey, 0, 5000)
-	rest := keys[0]
-	if rest == hourKey {
-		rest = keys[1]
-	}
-	moved := make(chan error, 1)
-	go func() {
-		time.Sleep(300 * time.Millisecond)
-		cmds := [][]any{{"MIGRATE", host, port, rest, 0, 5000}}
-		for range nodes {
-			cmds = append(cmds, []any{"CLUSTER", "SETSLOT", sslot, "NODE", ids[sto]})
-		}
-		for i, c := range cmds {
-			n := nodes[sfrom]
-			if i > 0 {
-				n = nodes[i-1]
-			}
-			rs, err := n.Do(ctx, store.Cmd{Name: c[0].(string), Args: c[1:]})
-			if err == nil {
-				err = rs[0].Err
-			}
-			if err != nil {
-				moved <- fmt.Errorf("%v: %w", c, err)
-				return
-			}
-		}
-		moved <- nil
-	}()
-	phase := fmt.Sprintf("slot %d migrating from node %d to node %d, %s moved and %s not yet (TRYAGAIN)", sslot, sfrom, sto, hourKey, rest)
-	asks = []limiter.Ask{{Key: "split", Limits: []limiter.Limit{l, day}}, {Key: "fresh-split", Limits: []limiter.Limit{l, day}}}
 	for i, d := range lim.AllowMany(ctx, asks) {
-		if d.Err != nil || d.Result.Degraded || !d.Result.Allowed {
-			t.Errorf("AllowMany while %s: %s at %v = %+v, %v; want admitted by Redis", phase, asks[i].Key, asks[i].Limits, d.Result, d.Err)
+		if want := i != 1; d.Err != nil || d.Result.Degraded || d.Result.Allowed != want {
+			t.Errorf("AllowMany while %s: ask %d, %s at %v = %+v, %v; want %s by Redis", phase, i+1, asks[i].Key, asks[i].Limits, d.Result, d.Err, map[bool]string{true: "admitted", false: "denied (5 of 5 used by the ask before it)"}[want])
 		}
 	}
-	decide(phase, "split", 5, 2, l, day)
-	if err := <-moved; err != nil {
-		t.Fatalf("moving the rest of slot %d: %v", sslot, err)
-	}
+	wait(moved)
 }
