@@ -31,7 +31,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	fs := flag.NewFlagSet("check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	url := fs.String("redis", "", "Redis URL (default: an embedded miniredis per check)")
-	clusterAddrs := fs.String("cluster", "", "comma-separated host:port of nodes of a Redis Cluster (one is enough: every master is found)")
+	clusterAddrs := fs.String("cluster", "", "comma-separated nodes of a Redis Cluster, host:port or redis://[user:password@]host:port (rediss:// for TLS; one is enough: every master is found)")
 	names := fs.String("checks", "", "comma-separated check names (default: all)")
 	bad := fs.Bool("known-bad", false, "also run the known-bad controls, which must fail")
 	verbose := fs.Bool("v", false, "print every check's messages")
@@ -66,12 +66,18 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 		backend = "redis at " + addr + over(conn) + " (shared: own prefix, no flush, no restart)"
 		*url = addr
 	case *clusterAddrs != "":
+		addrs, o, err := parseClusterNodes(*clusterAddrs)
+		if err != nil {
+			return 0, err
+		}
 		if tf.set() {
 			tf.cluster = true
 		}
-		if conn.tls, err = tf.config(nil); err != nil {
+		if o.tls, err = tf.config(o.tls); err != nil {
 			return 0, err
 		}
+		conn = o
+		*clusterAddrs = strings.Join(addrs, ",")
 		backend = "cluster at " + *clusterAddrs + over(conn) + " (shared: own prefix, no flush)"
 	case tf.set():
 		return 0, fmt.Errorf("%w: the -tls options need -redis rediss://... or -cluster", errUsage)
@@ -390,6 +396,39 @@ func parseRedisURL(url string) (string, connOptions, error) {
 	return opt.Addr, connOptions{username: opt.Username, password: opt.Password, db: opt.DB, tls: opt.TLSConfig}, nil
 }
 
+// parseClusterNodes parses -cluster: nodes given as host:port, or as
+// redis://[user:password@]host:port (rediss:// for TLS), whose user,
+// password and TLS apply to every node; nodes that give them must agree.
+func parseClusterNodes(list string) ([]string, connOptions, error) {
+	var addrs []string
+	var o connOptions
+	from := ""
+	for _, n := range strings.Split(list, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			return nil, o, fmt.Errorf("%w: -cluster %q: an empty node", errUsage, list)
+		}
+		if !strings.Contains(n, "://") {
+			addrs = append(addrs, n)
+			continue
+		}
+		opt, err := redis.ParseURL(n)
+		if err != nil {
+			return nil, o, fmt.Errorf("%w: -cluster: %w", errUsage, err)
+		}
+		if opt.DB != 0 {
+			return nil, o, fmt.Errorf("%w: -cluster: %s names database %d; a Cluster has only database 0", errUsage, opt.Addr, opt.DB)
+		}
+		got := connOptions{username: opt.Username, password: opt.Password, tls: opt.TLSConfig}
+		if from != "" && (got.username != o.username || got.password != o.password || (got.tls == nil) != (o.tls == nil)) {
+			return nil, o, fmt.Errorf("%w: -cluster: %s and %s give different users, passwords or schemes; a Cluster's nodes share them", errUsage, from, opt.Addr)
+		}
+		from, o = opt.Addr, got
+		addrs = append(addrs, opt.Addr)
+	}
+	return addrs, o, nil
+}
+
 func selectChecks(names string) ([]conformance.Check, error) {
 	if names == "" {
 		return conformance.Checks(), nil
@@ -472,7 +511,14 @@ func isCluster(ctx context.Context, d conformance.Dialer, addr string) error {
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if _, err := conformance.ClusterMasters(rctx, st, addr); err != nil {
-		return fmt.Errorf("-cluster %s: no Redis Cluster node (-redis is for a single server): %w", addr, err)
+		msg := err.Error()
+		switch {
+		case strings.Contains(msg, "NOAUTH") || strings.Contains(msg, "WRONGPASS"):
+			return fmt.Errorf("-cluster %s: the server needs a password (or another user) for this connection: give the node as redis://user:password@%s: %w", addr, addr, err)
+		case strings.Contains(msg, "cluster support disabled"):
+			return fmt.Errorf("-cluster %s: no Redis Cluster node (-redis is for a single server): %w", addr, err)
+		}
+		return fmt.Errorf("-cluster %s: %w", addr, err)
 	}
 	return nil
 }

@@ -87,3 +87,35 @@ func TestCheckClusterOnSingleServer(t *testing.T) {
 		t.Errorf("exit %d; want 1 with \"cannot use the server\" (no Redis Cluster node) before any check runs\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 }
+
+// TestCheckClusterWithPassword: a Cluster whose nodes need a password is
+// reached with its nodes given as redis://:password@host:port; given bare,
+// check says that a password is needed (it said "no Redis Cluster node",
+// pointing to -redis), and nodes that disagree on credentials are a usage
+// error.
+func TestCheckClusterWithPassword(t *testing.T) {
+	c := redistest.StartCluster(t)
+	addrs := c.Addrs()
+	ctx := context.Background()
+	for _, a := range addrs {
+		rdb := redis.NewClient(&redis.Options{Addr: a})
+		for _, kv := range [][2]string{{"masterauth", "cpw"}, {"requirepass", "cpw"}} {
+			if err := rdb.ConfigSet(ctx, kv[0], kv[1]).Err(); err != nil {
+				t.Fatalf("%s: CONFIG SET %s: %v", a, kv[0], err)
+			}
+		}
+		_ = rdb.Close()
+	}
+	code, out, errOut := runCmd(t, "check", "-cluster", addrs[0], "-checks", "weighted-costs")
+	if code != 1 || !strings.Contains(errOut, "needs a password") || !strings.Contains(errOut, "redis://user:password@"+addrs[0]) || strings.Contains(errOut, "no Redis Cluster node") {
+		t.Errorf("-cluster %s without the password: exit %d; want 1, saying a password is needed and how to give it\nstdout:\n%s\nstderr:\n%s", addrs[0], code, out, errOut)
+	}
+	code, out, errOut = runCmd(t, "check", "-cluster", "redis://:cpw@"+addrs[0], "-checks", "weighted-costs")
+	if code != 0 || !strings.Contains(out, "cluster at "+addrs[0]) || !strings.Contains(out, "passed, 0 failed") {
+		t.Errorf("-cluster redis://:cpw@%s: exit %d; want 0, every check run on the Cluster\nstdout:\n%s\nstderr:\n%s", addrs[0], code, out, errOut)
+	}
+	code, _, errOut = runCmd(t, "check", "-cluster", "redis://:cpw@"+addrs[0]+",redis://:other@"+addrs[1], "-checks", "weighted-costs")
+	if code != 2 || !strings.Contains(errOut, "different users, passwords or schemes") {
+		t.Errorf("-cluster with two passwords: exit %d; want 2 (usage)\nstderr:\n%s", code, errOut)
+	}
+}

@@ -79,8 +79,9 @@
 //     redisc.Conn's Do, Send and Receive pass through to one node
 //     connection.
 //   - This package re-sends a call only on a Cluster, and only when every
-//     reply of the call was a MOVED, ASK or TRYAGAIN refusal: a node
-//     that answers so did not run the command. Never after an error that is
+//     reply of the call was a MOVED or ASK refusal: a node that answers
+//     so did not run the command. (A TRYAGAIN refusal is the call's
+//     store.ErrTryAgain: store.Script sends the call again after a pause.) Never after an error that is
 //     not a reply.
 //
 // The conformance suite checks it (property 19): it drops the reply to
@@ -122,11 +123,11 @@
 // again to the new owner; ASK sends it to the importing node, each command
 // preceded by ASKING, on a connection dialled with cluster.DialOptions
 // (not through CreatePool: put a password or TLS settings in DialOptions,
-// or calls on a slot being migrated fail until the migration ends); TRYAGAIN
-// waits 20 ms. At most three re-sends per call, and only when every reply
-// was such a refusal; a call still refused with TRYAGAIN then fails with
+// or calls on a slot being migrated fail until the migration ends). At most
+// three re-sends per call, and only when every reply was such a refusal. A
+// call refused with TRYAGAIN (its keys split by the migration) fails with
 // store.ErrTryAgain, on which store.Script and limiter.AllowMany send it
-// again after a pause. Without CreatePool redisc dials a connection per call.
+// again after a pause, with three redirections of its own to follow. Without CreatePool redisc dials a connection per call.
 //
 // # Transactions
 //

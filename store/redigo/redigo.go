@@ -107,9 +107,9 @@ func (s *Store) Pool() Pool { return s.p }
 // Cluster returns a Pool of connections to the Redis Cluster c, or nil when
 // c is nil. A Store on it binds each call's connection to the node that
 // serves the call's first key (all keys of one call share a slot), and sends
-// a call again only when every reply was a MOVED, ASK or TRYAGAIN
-// redirection: the server refused it, so it did not run. A lost reply is
-// never re-sent.
+// a call again only when every reply was a MOVED or ASK redirection: the
+// server refused it, so it did not run. A TRYAGAIN reply is the call's
+// store.ErrTryAgain. A lost reply is never re-sent.
 //
 // redisc has no GetContext: waiting for a node's pooled connection is
 // bounded by c.PoolWaitTime, not by the call's context.
@@ -138,14 +138,13 @@ type binder interface {
 	Bind(keys ...string) error
 }
 
-const (
-	// maxRedirects bounds how often one call follows MOVED, ASK or
-	// TRYAGAIN (go-redis's default MaxRedirects).
-	maxRedirects = 3
-	// tryAgainDelay is the pause before re-sending after TRYAGAIN (a
-	// multi-key command during a slot migration).
-	tryAgainDelay = 20 * time.Millisecond
-)
+// maxRedirects bounds how often one call follows MOVED or ASK (go-redis's
+// default MaxRedirects). A call refused with TRYAGAIN (a multi-key command
+// during a slot's migration) is not sent again here: its reply is
+// store.ErrTryAgain, on which store.Script sends the call again after a
+// pause, with redirections of its own to follow (here a TRYAGAIN answered
+// before an ASK used up the budget the ASK needed).
+const maxRedirects = 3
 
 // conn gets a connection for a call whose first key is key. On a Cluster it
 // is bound to key's node, or, after an ASK redirection, dialled to ask.
@@ -301,7 +300,7 @@ func (s *Store) callFrom(ctx context.Context, key, name string, args []any, atte
 		if s.cluster == nil {
 			return v, nil
 		}
-		next, again := s.redirect(ctx, attempt, v)
+		next, again := s.redirect(attempt, v)
 		if !again {
 			return v, nil
 		}
@@ -342,7 +341,7 @@ func (s *Store) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error
 		if err != nil {
 			return nil, fail(ctx, err, true)
 		}
-		next, again := s.redirect(ctx, attempt, raw...)
+		next, again := s.redirect(attempt, raw...)
 		if !again {
 			return replies(raw), nil
 		}
@@ -352,14 +351,14 @@ func (s *Store) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error
 
 // redirect decides whether a call whose raw replies are vs may be sent
 // again: only on a Cluster, only when every reply refused its command with
-// the same MOVED, ASK or TRYAGAIN (so nothing ran), and at most
-// maxRedirects times. ask is the address to send it to with ASKING.
-func (s *Store) redirect(ctx context.Context, attempt int, vs ...any) (ask string, again bool) {
+// the same MOVED or ASK (so nothing ran), and at most maxRedirects times.
+// ask is the address to send it to with ASKING.
+func (s *Store) redirect(attempt int, vs ...any) (ask string, again bool) {
 	if s.cluster == nil || attempt >= maxRedirects || len(vs) == 0 {
 		return "", false
 	}
 	kind, addr := refusal(vs[0])
-	if kind == "" {
+	if kind == "" || kind == "TRYAGAIN" {
 		return "", false
 	}
 	for _, v := range vs[1:] {
@@ -367,22 +366,12 @@ func (s *Store) redirect(ctx context.Context, attempt int, vs ...any) (ask strin
 			return "", false
 		}
 	}
-	switch kind {
-	case "MOVED":
+	if kind == "MOVED" {
 		// redisc updated its slot map when it read the MOVED reply, so
 		// the next connection bound to the key goes to the new owner.
 		return "", true
-	case "ASK":
-		return addr, true
 	}
-	t := time.NewTimer(tryAgainDelay)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return "", true
-	case <-ctx.Done():
-		return "", false
-	}
+	return addr, true // ASK
 }
 
 // refusal returns the kind (MOVED, ASK, TRYAGAIN) and target of a reply
@@ -614,9 +603,10 @@ func normalise(v any) any {
 // connection; on a Cluster, one pipeline per server, the servers in
 // parallel (the servers of the slots from CLUSTER SLOTS, read on the first
 // Batch and again after one meets a redirection). A command refused with
-// MOVED, ASK or TRYAGAIN (it did not run: the slot moved) is sent again
-// with the others of its slot, following the redirection as Do does. A
-// failed round trip is the failure of the commands it carried.
+// MOVED or ASK (it did not run: the slot moved) is sent again with the
+// others of its slot, following the redirection as Do does; one refused
+// with TRYAGAIN has store.ErrTryAgain. A failed round trip is the failure
+// of the commands it carried.
 func (s *Store) Batch(ctx context.Context, cmds []store.Cmd) []store.Reply {
 	out := make([]store.Reply, len(cmds))
 	if s.cluster == nil || len(cmds) < 2 {
@@ -699,15 +689,15 @@ func cmdsAt(cmds []store.Cmd, at []int) []store.Cmd {
 	return out
 }
 
-// redirected reports a command refused with MOVED, ASK or TRYAGAIN: it did
-// not run.
+// redirected reports a command refused with MOVED or ASK: it did not run,
+// and another node takes it.
 func redirected(err error) bool {
 	var re redis.Error
 	if !errors.As(err, &re) {
 		return false
 	}
 	kind, _ := refusal(re)
-	return kind != ""
+	return kind == "MOVED" || kind == "ASK"
 }
 
 // slotNodes returns the master's address of every hash slot, reading them

@@ -32,8 +32,8 @@ type Option func(*Store)
 // slot (it reads the map in the background when a call finds it unknown,
 // and again after a redirection; until then calls go alone), each
 // master's calls apart, so that a silent master holds up only its own. A
-// shared call that a node refuses with MOVED, ASK or TRYAGAIN (it did not
-// run) follows the redirection alone.
+// shared call that a node refuses with MOVED or ASK (it did not run)
+// follows the redirection alone.
 //
 // Each call keeps its own deadline and outcome: a call whose context ends
 // before its pipeline is written is not sent (a known outcome); one whose
@@ -115,7 +115,7 @@ func (s *Store) script(ctx context.Context, key, name string, args []any) (any, 
 		return nil, fail(ctx, c.err, c.sent)
 	}
 	if !c.alone {
-		if ask, again := s.redirect(ctx, 0, c.v); again {
+		if ask, again := s.redirect(0, c.v); again {
 			// refused, so not run: the map that put the call on this
 			// master is out of date
 			s.nodes.Store(nil)

@@ -58,8 +58,15 @@ func (s *Store) watch(ctx context.Context, keys []string) (redis.Conn, error) {
 			// data, but the contract is mechanical, and safe).
 			return nil, fail(ctx, err, true)
 		}
-		if kind, _ := refusal(re); kind == "MOVED" || kind == "TRYAGAIN" {
-			if _, again := s.redirect(ctx, attempt, re); again {
+		switch kind, _ := refusal(re); kind {
+		case "MOVED":
+			if _, again := s.redirect(attempt, re); again {
+				continue
+			}
+		case "TRYAGAIN":
+			// the watched keys are split by a slot's migration: WATCH
+			// ran nothing
+			if store.TryAgainPause(ctx, attempt+1) {
 				continue
 			}
 		}
