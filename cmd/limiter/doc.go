@@ -31,8 +31,11 @@
 //	-cluster ADDRS run on the Redis Cluster of the nodes at ADDRS
 //	               (host:port,host:port,...; one is enough: keys are
 //	               scanned on every master CLUSTER NODES lists), shared
-//	               like -redis; the fault-proxy checks are skipped (a
-//	               Cluster client goes around a proxy)
+//	               like -redis; a node given as
+//	               redis://[user:password@]host:port (rediss:// for TLS)
+//	               gives the user, password and TLS of every node; the
+//	               fault-proxy checks are skipped (a Cluster client goes
+//	               around a proxy)
 //	-checks LIST   comma-separated check names (default: all)
 //	-known-bad     also run the known-bad implementations (hand-written
 //	               designs with their bugs); they are expected to fail,
