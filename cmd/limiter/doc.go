@@ -91,5 +91,8 @@
 // from a Redis hash (default allRateLimitConfigs, seeded from -rules or the
 // demo rules) or from -rules alone, reloaded every -interval, on an embedded
 // miniredis unless -redis is given. A fail_mode in the rules decides their
-// requests; -fail-mode beside a different one is refused.
+// requests; -fail-mode beside a different one is refused, at start-up and
+// on every reload (the last good rules stay). GET /-/rules shows the rules
+// in force, GET /-/stats the requests admitted, denied (those the rules'
+// default decides alone among them), degraded and failed.
 package main

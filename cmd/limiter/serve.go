@@ -158,6 +158,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 		src = rules.RedisHash{Store: goredis.New(rdb), Key: *hash, Default: base.Default, FailMode: base.FailMode, AllowEmpty: len(base.Subjects) == 0}
 		fmt.Fprintf(stdout, "limiter serve: rules from Redis hash %q, reloaded every %s\n", *hash, *interval)
 	}
+	if given {
+		// a reloaded file that names another fail mode is refused, as at
+		// start-up: the last good rules stay
+		src = failModeGuard{src: src, mode: mode}
+	}
 	var rl *rules.Limiter
 	rl, err = rules.New(ctx, lim, src, rules.WithInterval(*interval), rules.WithReloadHook(func(err error) {
 		if err != nil {
@@ -196,10 +201,19 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 			http.Error(w, http.StatusText(http.StatusMethodNotAllowed), http.StatusMethodNotAllowed)
 		})
 	}
-	mux.Handle("/", mw.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		d, ok := mw.Decide(w, r)
+		if !ok {
+			return // denied, or not decided: answered
+		}
+		if d.Default && len(d.Rules) == 0 {
+			// the rules' default admitted it: no limiter decision the
+			// observer would count
+			stats.allowed.Add(1)
+		}
 		subject, _ := appkeyMethod(r)
 		fmt.Fprintf(w, "ok %s\n", subject)
-	})))
+	})
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -343,7 +357,28 @@ func runClock(ctx context.Context, m *redistest.Mini) {
 	}
 }
 
-// serveStats counts decisions through the limiter's observer.
+// failModeGuard refuses a rule set whose fail_mode differs from the one
+// -fail-mode gave: serve refuses the clash at start-up, and a reload must
+// not apply it without a word.
+type failModeGuard struct {
+	src  rules.Source
+	mode limiter.FailMode
+}
+
+// Load implements rules.Source.
+func (g failModeGuard) Load(ctx context.Context) (*rules.Set, error) {
+	set, err := g.src.Load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if set.FailMode != nil && *set.FailMode != g.mode {
+		return nil, fmt.Errorf("the rules say fail_mode: %s, but -fail-mode is %s: not applied", set.FailMode, g.mode)
+	}
+	return set, nil
+}
+
+// serveStats counts decisions through the limiter's observer, and the
+// requests the rules' default decides alone.
 type serveStats struct {
 	allowed, denied, degraded, errors atomic.Int64
 }

@@ -111,3 +111,53 @@ func TestServeStatsCountDefaultDenials(t *testing.T) {
 		t.Errorf("after one 429, /-/stats = %v; want denied 1", stats)
 	}
 }
+
+// TestServeStatsCountDefaultAdmissions: under rules whose default is
+// allow, a request of an unknown subject is admitted without a limiter
+// decision; /-/stats counts it (it counted default denials only).
+func TestServeStatsCountDefaultAdmissions(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.yaml")
+	if err := os.WriteFile(path, []byte("default: allow\nsubjects:\n  a-x:\n    - {name: qps, rate: 1, period: 1s}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, "-rules", path)
+	for range 3 {
+		if r := fetch(t, s.url+"/x", "b"); r.status != http.StatusOK {
+			t.Fatalf("unknown subject under default allow: %d", r.status)
+		}
+	}
+	var stats map[string]int64
+	if err := json.Unmarshal([]byte(fetch(t, s.url+"/-/stats", "").body), &stats); err != nil {
+		t.Fatal(err)
+	}
+	if stats["allowed"] != 3 || stats["denied"] != 0 {
+		t.Errorf("after three 200s from the default, /-/stats = %v; want allowed 3, denied 0", stats)
+	}
+}
+
+// TestServeReloadKeepsTheFailModeFlag: a rules file rewritten with a
+// fail_mode other than -fail-mode's is refused on reload, as it is at
+// start-up: the last good rules (and the flag's fail mode) stay, and the
+// log says why. (It was applied without a word: -fail-mode open, and the
+// requests got 503s once Redis was down.)
+func TestServeReloadKeepsTheFailModeFlag(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rules.yaml")
+	if err := os.WriteFile(path, []byte("subjects:\n  a-x:\n    - {name: qps, rate: 1, period: 1s}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, "-rules", path, "-fail-mode", "open", "-interval", "50ms")
+	if err := os.WriteFile(path, []byte("fail_mode: closed\nsubjects:\n  a-x:\n    - {name: qps, rate: 100, period: 1s}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(s.stderr.String(), "reload failed") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if log := s.stderr.String(); !strings.Contains(log, "reload failed") || !strings.Contains(log, "fail_mode: closed, but -fail-mode is open") || strings.Contains(log, "rules reloaded") {
+		t.Fatalf("rules rewritten with fail_mode: closed beside -fail-mode open: log\n%s\nwant the reload refused, naming both", log)
+	}
+	// the last good rules: 1 per second
+	if a, b := fetch(t, s.url+"/x", "a"), fetch(t, s.url+"/x", "a"); a.status != http.StatusOK || b.status != http.StatusTooManyRequests {
+		t.Errorf("after the refused reload: %d then %d; want 200 then 429 (rate 1/s, the last good rules)", a.status, b.status)
+	}
+}
