@@ -127,16 +127,26 @@ func TestWaitNeverSleepsPastDeadline(t *testing.T) {
 		t.Fatalf("Wait = %+v, %v after %s; want admitted after about 200ms", r, err, took)
 	}
 	// The next slot is 10 s away, within the deadline; the context is
-	// canceled after 50 ms: Wait returns then, not at the slot.
+	// canceled 50 ms after Wait's first try was denied (counted from the
+	// denial, so that a loaded machine's slow round trip is not cut
+	// short): Wait returns then, not at the slot.
 	long := limiter.Per(1, 10*time.Second)
 	if _, err := lim.Allow(ctx, "long", long); err != nil {
 		t.Fatal(err)
 	}
 	canceled, cancel2 := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel2()
-	time.AfterFunc(50*time.Millisecond, cancel2)
+	var once sync.Once
+	watched, err := lim.With(limiter.WithObserver(limiter.ObserverFuncs{Decision: func(_ context.Context, _ string, r limiter.Result) {
+		if !r.Allowed {
+			once.Do(func() { time.AfterFunc(50*time.Millisecond, cancel2) })
+		}
+	}}))
+	if err != nil {
+		t.Fatal(err)
+	}
 	start = time.Now()
-	r, err = lim.Wait(canceled, "long", long)
+	r, err = watched.Wait(canceled, "long", long)
 	if took := time.Since(start); !errors.Is(err, context.Canceled) || r.Allowed || r.RetryAfter <= 0 || took > 5*time.Second {
 		t.Errorf("Wait canceled after 50ms = %+v, %v after %s; want the denial and context.Canceled long before the slot", r, err, took)
 	}

@@ -718,6 +718,11 @@ func (c *checker) neverSlidesRun(l limiter.Limit, subject string, scale time.Dur
 		}
 		problems = append(problems, early...)
 		if !found {
+			if took := elapsed() - due; !virtual && took > budget {
+				// a late tick's window may have ended before its keys
+				// were read
+				return nil, fmt.Sprintf("tick %d ended %s after its time, its window's key gone", tick, took.Round(time.Millisecond))
+			}
 			return append(problems, fmt.Sprintf("property 9: tick %d: no key after 5 calls", tick)), ""
 		}
 		if !c.spec.Aligned {
