@@ -21,6 +21,9 @@ import (
 // adapter adds the remembered failure to such an error.
 type dialErrors struct {
 	last atomic.Pointer[dialFailure]
+	// failed, when set, is told of each failed dial: a ClusterClient's
+	// reloads its slot map (see dialErrorsOf).
+	failed func()
 }
 
 type dialFailure struct {
@@ -39,6 +42,9 @@ func (d *dialErrors) DialHook(next redis.DialHook) redis.DialHook {
 		c, err := next(ctx, network, addr)
 		if err != nil {
 			d.last.Store(&dialFailure{err: err, at: time.Now()})
+			if d.failed != nil {
+				d.failed()
+			}
 		} else if d.last.Load() != nil {
 			d.last.Store(nil)
 		}
@@ -83,7 +89,21 @@ func dialErrorsOf(c redis.UniversalClient) *dialErrors {
 	case *redis.Client:
 		return recorderFor(x, func(d *dialErrors) { x.AddHook(d) })
 	case *redis.ClusterClient:
-		return recorderFor(x, func(d *dialErrors) { x.OnNewNode(func(n *redis.Client) { n.AddHook(d) }) })
+		// A master that cannot be reached (killed, its host gone) sends
+		// no MOVED, and go-redis reads the slot map again only after a
+		// redirection or every ClusterStateReloadInterval (a minute by
+		// default): its slots' calls would fail for up to that long after
+		// a replica took over. A failed dial reloads the map (go-redis
+		// runs one reload at a time, 200 ms apart at most).
+		return recorderFor(x, func(d *dialErrors) {
+			w := weak.Make(x) // d is kept per client: no reference back
+			d.failed = func() {
+				if cc := w.Value(); cc != nil {
+					cc.ReloadState(context.Background())
+				}
+			}
+			x.OnNewNode(func(n *redis.Client) { n.AddHook(d) })
+		})
 	case *redis.Ring:
 		return recorderFor(x, func(d *dialErrors) { x.OnNewNode(func(n *redis.Client) { n.AddHook(d) }) })
 	}

@@ -55,7 +55,12 @@
 // outcome: its commands are sealed and will never be sent. Such an error,
 // and one from go-redis's own deadline while it retries a dial, keeps the
 // client's last failure to connect (refused, a certificate) in its chain:
-// New adds a dial hook to the client (once per client) to remember it.
+// New adds a dial hook to the client (once per client) to remember it. On
+// a ClusterClient the hook also has the client read the slot map again
+// when a dial fails: a master that died sends no MOVED, and go-redis would
+// otherwise keep sending its slots' calls to it until its next periodic
+// reload (ClusterStateReloadInterval, a minute by default), long after a
+// replica took over.
 //
 // Batches (store.Batcher, which limiter.AllowMany uses) on a ClusterClient
 // go in one pipeline per node, the nodes in parallel, so that a node that
