@@ -147,12 +147,13 @@ type binder interface {
 const maxRedirects = 3
 
 // conn gets a connection for a call whose first key is key. On a Cluster it
-// is bound to key's node, or, after an ASK redirection, dialled to ask.
-func (s *Store) conn(ctx context.Context, key, ask string) (redis.Conn, error) {
-	if ask != "" {
+// is bound to key's node, or, after a redirection that names a node to
+// dial (see hop), dialled to it.
+func (s *Store) conn(ctx context.Context, key string, h hop) (redis.Conn, error) {
+	if h.addr != "" {
 		// The target of an ASK may not even be in the slot map yet; the
 		// redirection is transient, so one direct connection does.
-		return redis.DialContext(ctx, "tcp", ask, s.cluster.DialOptions...)
+		return redis.DialContext(ctx, "tcp", h.addr, s.cluster.DialOptions...)
 	}
 	c, err := s.p.GetContext(ctx)
 	if err != nil {
@@ -270,19 +271,18 @@ func (s *Store) call(ctx context.Context, key, name string, args []any) (any, er
 	if err := ctx.Err(); err != nil {
 		return nil, fail(ctx, err, false)
 	}
-	return s.callFrom(ctx, key, name, args, 0, "")
+	return s.callFrom(ctx, key, name, args, 0, hop{})
 }
 
-// callFrom is call from its attempt-th sending, with ASKING to ask when
-// not "".
-func (s *Store) callFrom(ctx context.Context, key, name string, args []any, attempt int, ask string) (any, error) {
+// callFrom is call from its attempt-th sending, sent as h says.
+func (s *Store) callFrom(ctx context.Context, key, name string, args []any, attempt int, h hop) (any, error) {
 	for ; ; attempt++ {
-		c, err := s.conn(ctx, key, ask)
+		c, err := s.conn(ctx, key, h)
 		if err != nil {
 			return nil, fail(ctx, err, false)
 		}
 		var v any
-		if ask == "" {
+		if !h.asking {
 			v, err = do1(ctx, c, name, args)
 			if re, ok := err.(redis.Error); ok {
 				v, err = re, nil
@@ -300,11 +300,11 @@ func (s *Store) callFrom(ctx context.Context, key, name string, args []any, atte
 		if s.cluster == nil {
 			return v, nil
 		}
-		next, again := s.redirect(attempt, v)
+		next, again := s.redirect(attempt, h, v)
 		if !again {
 			return v, nil
 		}
-		ask = next
+		h = next
 	}
 }
 
@@ -330,48 +330,66 @@ func (s *Store) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error
 			break
 		}
 	}
-	ask := ""
+	var h hop
 	for attempt := 0; ; attempt++ {
-		c, err := s.conn(ctx, key, ask)
+		c, err := s.conn(ctx, key, h)
 		if err != nil {
 			return nil, fail(ctx, err, false)
 		}
-		raw, err := pipe(ctx, c, cmds, ask != "")
+		raw, err := pipe(ctx, c, cmds, h.asking)
 		_ = c.Close()
 		if err != nil {
 			return nil, fail(ctx, err, true)
 		}
-		next, again := s.redirect(attempt, raw...)
+		next, again := s.redirect(attempt, h, raw...)
 		if !again {
 			return replies(raw), nil
 		}
-		ask = next
+		h = next
 	}
 }
 
-// redirect decides whether a call whose raw replies are vs may be sent
-// again: only on a Cluster, only when every reply refused its command with
-// the same MOVED or ASK (so nothing ran), and at most maxRedirects times.
-// ask is the address to send it to with ASKING.
-func (s *Store) redirect(attempt int, vs ...any) (ask string, again bool) {
+// hop says where a call's next send goes after a redirection: to the
+// pool's connection for its key (addr ""), or to a connection dialled to
+// addr, each command preceded by ASKING when asking (after ASK). moved is
+// the node the redirection was a MOVED to.
+type hop struct {
+	addr   string
+	asking bool
+	moved  string
+}
+
+// redirect decides whether a call whose raw replies are vs, sent as last
+// says, may be sent again: only on a Cluster, only when every reply refused
+// its command with the same MOVED or ASK (so nothing ran), and at most
+// maxRedirects times; next says how.
+func (s *Store) redirect(attempt int, last hop, vs ...any) (next hop, again bool) {
 	if s.cluster == nil || attempt >= maxRedirects || len(vs) == 0 {
-		return "", false
+		return hop{}, false
 	}
 	kind, addr := refusal(vs[0])
 	if kind == "" || kind == "TRYAGAIN" {
-		return "", false
+		return hop{}, false
 	}
 	for _, v := range vs[1:] {
 		if k, a := refusal(v); k != kind || a != addr {
-			return "", false
+			return hop{}, false
 		}
 	}
-	if kind == "MOVED" {
-		// redisc updated its slot map when it read the MOVED reply, so
-		// the next connection bound to the key goes to the new owner.
-		return "", true
+	if kind == "ASK" {
+		return hop{addr: addr, asking: true}, true
 	}
-	return addr, true // ASK
+	if last.moved == addr && last.addr == "" {
+		// Moved to addr twice through the pool: redisc updated its
+		// slot map after the first MOVED, and a connection bound to the
+		// key went to another node anyway, which redisc does when it
+		// cannot reach addr (a master that died). Dial addr itself: a
+		// failure to connect is then the call's error, not a MOVED.
+		return hop{addr: addr, moved: addr}, true
+	}
+	// redisc updated its slot map when it read the MOVED reply, so the
+	// next connection bound to the key goes to the new owner.
+	return hop{moved: addr}, true
 }
 
 // refusal returns the kind (MOVED, ASK, TRYAGAIN) and target of a reply
@@ -717,7 +735,7 @@ func (s *Store) slotNodes(ctx context.Context) *[redisc.HashSlots]string {
 	}
 	sctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	c, err := s.conn(sctx, "", "")
+	c, err := s.conn(sctx, "", hop{})
 	if err != nil {
 		return nil
 	}

@@ -115,11 +115,11 @@ func (s *Store) script(ctx context.Context, key, name string, args []any) (any, 
 		return nil, fail(ctx, c.err, c.sent)
 	}
 	if !c.alone {
-		if ask, again := s.redirect(0, c.v); again {
+		if next, again := s.redirect(0, hop{}, c.v); again {
 			// refused, so not run: the map that put the call on this
 			// master is out of date
 			s.nodes.Store(nil)
-			return s.callFrom(ctx, key, name, args, 1, ask)
+			return s.callFrom(ctx, key, name, args, 1, next)
 		}
 	}
 	return c.v, nil
@@ -170,7 +170,7 @@ func (s *Store) sendShared(ctx context.Context, batch []*share.Waiter[*sharedCal
 	}
 	// (on a Cluster, bound to the master of the first call's key, which
 	// all of them had when they were queued)
-	conn, err := s.conn(ctx, batch[0].Item.key, "")
+	conn, err := s.conn(ctx, batch[0].Item.key, hop{})
 	if err != nil {
 		for _, w := range batch {
 			w.Item.err = err

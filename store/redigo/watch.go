@@ -40,7 +40,7 @@ func (s *Store) watch(ctx context.Context, keys []string) (redis.Conn, error) {
 		args[i] = k
 	}
 	for attempt := 0; ; attempt++ {
-		c, err := s.conn(ctx, key, "")
+		c, err := s.conn(ctx, key, hop{})
 		if err != nil || len(keys) == 0 {
 			if err != nil {
 				return nil, fail(ctx, err, false)
@@ -60,7 +60,7 @@ func (s *Store) watch(ctx context.Context, keys []string) (redis.Conn, error) {
 		}
 		switch kind, _ := refusal(re); kind {
 		case "MOVED":
-			if _, again := s.redirect(attempt, re); again {
+			if _, again := s.redirect(attempt, hop{}, re); again {
 				continue
 			}
 		case "TRYAGAIN":
