@@ -121,16 +121,17 @@
 // one node; the keys of one call share a slot (strategies tag them with the
 // subject). A MOVED reply updates redisc's slot map and the call is sent
 // again to the new owner (dialled directly after a second MOVED to it:
-// redisc binds a call whose node it cannot reach to another node, so that
-// a dead master's calls would only meet MOVED again; dialled, they fail as
-// a refused connection, sent nowhere); ASK sends it to the importing node, each command
-// preceded by ASKING, on a connection dialled with cluster.DialOptions
-// (not through CreatePool: put a password or TLS settings in DialOptions,
-// or calls on a slot being migrated fail until the migration ends). At most
-// three re-sends per call, and only when every reply was such a refusal. A
-// call refused with TRYAGAIN (its keys split by the migration) fails with
-// store.ErrTryAgain, on which store.Script and limiter.AllowMany send it
-// again after a pause, with three redirections of its own to follow. Without CreatePool redisc dials a connection per call.
+// redisc binds a call whose node it cannot reach to another node, so that a
+// dead master's calls would only meet MOVED again; dialled, they fail as a
+// refused connection, sent nowhere); ASK sends it to the importing node,
+// each command preceded by ASKING, on a connection dialled with
+// cluster.DialOptions (not through CreatePool: put a password or TLS
+// settings in DialOptions, or calls on a slot being migrated fail until the
+// migration ends). At most three re-sends per call, and only when every
+// reply was such a refusal. A call refused with TRYAGAIN (its keys split by
+// the migration) fails with store.ErrTryAgain, on which store.Script and
+// limiter.AllowMany send it again after a pause, with three redirections of
+// its own to follow. Without CreatePool redisc dials a connection per call.
 //
 // # Transactions
 //
