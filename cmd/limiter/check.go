@@ -50,6 +50,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	}
 
 	conn := connOptions{}
+	var server *limiter.ServerReport // the server's, when not miniredis
 	backend := "embedded miniredis (a fresh one per check)"
 	switch {
 	case *url != "" && *clusterAddrs != "":
@@ -89,7 +90,8 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	fmt.Fprintf(out, "limiter check: %s\n", backend)
 	if *url != "" || *clusterAddrs != "" {
 		fmt.Fprintln(out, "keys: under a prefix of its own per check (ct + 8 hex digits + :), deleted after the check")
-		// The server's own report: what on it can make a limit fail.
+		// The server's own report: what on it can make a limit fail, and
+		// which strategies cannot run there (their checks skip).
 		ad := adapters()[0]
 		var st store.Store
 		var closeFn func()
@@ -105,7 +107,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 		}
 		if err == nil {
 			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			err = printServer(rctx, out, st)
+			server, err = printServer(rctx, out, st)
 			cancel()
 			closeFn()
 		}
@@ -158,6 +160,10 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 		for _, spec := range conformance.Strategies() {
 			for _, ch := range checks {
 				if !ch.For(spec) {
+					continue
+				}
+				if why := cannotRun(spec, server); why != "" {
+					rows = append(rows, prog.row(row{adapter: ad.name, Outcome: conformance.Outcome{Spec: spec.Name, Check: ch.Name, ID: ch.ID, Skipped: true, SkipReason: why, Messages: []string{why}}}))
 					continue
 				}
 				for _, o := range conformance.Run(ctx, maker(nil), []conformance.Spec{spec}, []conformance.Check{ch}, false) {
@@ -357,13 +363,25 @@ func over(conn connOptions) string {
 	return ""
 }
 
+// cannotRun says why spec cannot run on the server r reports on (scripts
+// refused, a version too old), or "" when it can or r is nil (miniredis).
+func cannotRun(spec conformance.Spec, r *limiter.ServerReport) string {
+	if r == nil || spec.Runs(*r) {
+		return ""
+	}
+	if spec.Scripts && !r.Scripting {
+		return "cannot run here: it needs scripts, which the server refuses (see the report above)"
+	}
+	return fmt.Sprintf("cannot run here: it needs Redis %s or later; the server runs %s", spec.MinVersion, r.Version)
+}
+
 // printServer prints limiter.CheckServer's report on st's server: what it
 // is, what on it can make a limit fail, and which of the module's
 // strategies can run there.
-func printServer(ctx context.Context, w io.Writer, st store.Store) error {
+func printServer(ctx context.Context, w io.Writer, st store.Store) (*limiter.ServerReport, error) {
 	r, err := limiter.CheckServer(ctx, st)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	scripts := "scripts allowed"
 	if !r.Scripting {
@@ -384,7 +402,7 @@ func printServer(ctx context.Context, w io.Writer, st store.Store) error {
 	for _, warn := range r.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warn)
 	}
-	return nil
+	return &r, nil
 }
 
 // parseRedisURL reads a -redis URL (redis:// or rediss://).

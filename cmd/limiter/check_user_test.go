@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -117,5 +118,28 @@ func TestCheckClusterWithPassword(t *testing.T) {
 	code, _, errOut = runCmd(t, "check", "-cluster", "redis://:cpw@"+addrs[0]+",redis://:other@"+addrs[1], "-checks", "weighted-costs")
 	if code != 2 || !strings.Contains(errOut, "different users, passwords or schemes") {
 		t.Errorf("-cluster with two passwords: exit %d; want 2 (usage)\nstderr:\n%s", code, errOut)
+	}
+}
+
+// TestCheckSkipsStrategiesThatCannotRunThere: on a server whose user may
+// not run scripts, the strategies that need them skip, each row saying
+// why, and the ones that can run there (Bucketed, Optimistic) are
+// checked: exit 0. (Every scripted strategy's checks failed with NOPERM,
+// exit 1, after the report had said they cannot run there.)
+func TestCheckSkipsStrategiesThatCannotRunThere(t *testing.T) {
+	s := redistest.StartServer(t)
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	defer rdb.Close()
+	if err := rdb.Do(context.Background(), "ACL", "SETUSER", "noscript", "on", ">nspw", "~*", "+@all", "-@scripting").Err(); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCmd(t, "check", "-redis", "redis://noscript:nspw@"+s.Addr(), "-checks", "weighted-costs")
+	if code != 0 || !strings.Contains(out, "strategies here: Bucketed, Optimistic") || !regexp.MustCompile(`FixedWindow +goredis +P02 weighted-costs +skip .*cannot run here: it needs scripts, which the server refuses`).MatchString(out) || strings.Contains(out, "FAIL") {
+		t.Errorf("check on a server without scripts: exit %d; want 0, the scripted strategies skipped with the reason\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"Bucketed", "Optimistic"} {
+		if !strings.Contains(out, want) || strings.Count(out, "pass") < 2 {
+			t.Errorf("check on a server without scripts: %s not checked\nstdout:\n%s", want, out)
+		}
 	}
 }

@@ -12,8 +12,9 @@
 // per check, and exits 1 if any check fails. On a Redis of yours (-redis,
 // -cluster) it first prints the server's report (limiter.CheckServer): its
 // version, mode, eviction policy, whether scripts may run and which
-// strategies can run there, with a warning for what can make a limit fail;
-// when the server cannot be used at all (refused, a certificate not
+// strategies can run there (the checks of the others skip, saying why),
+// with a warning for what can make a limit fail; when the server cannot be
+// used at all (refused, a certificate not
 // trusted, a wrong password) it says why and exits 1. Every check is
 // bounded (5 min): one that hangs fails saying so. Flags:
 //
