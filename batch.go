@@ -264,10 +264,10 @@ func sendScripts(ctx context.Context, b store.Batcher, calls []scriptCall) []sto
 	}
 	replies := b.Batch(ctx, cmds)
 	var evaled []bool // the calls sent with their source
-	var again []int
-	gaveUp := false // on TRYAGAIN
+	gaveUp := false   // on TRYAGAIN
 	for try := 1; ; {
-		again, wait := again[:0], false
+		var again []int
+		wait := false
 		for j, r := range replies {
 			switch {
 			case r.Err == nil:

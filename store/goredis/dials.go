@@ -94,7 +94,7 @@ func dialErrorsOf(c redis.UniversalClient) *dialErrors {
 		// redirection or every ClusterStateReloadInterval (a minute by
 		// default): its slots' calls would fail for up to that long after
 		// a replica took over. A failed dial reloads the map (go-redis
-		// runs one reload at a time, 200 ms apart at most).
+		// runs one reload at a time, at least 200 ms apart).
 		return recorderFor(x, func(d *dialErrors) {
 			w := weak.Make(x) // d is kept per client: no reference back
 			d.failed = func() {
