@@ -14,31 +14,30 @@ import (
 	"github.com/quotagate/limiter/strategy"
 )
 
-// MigratingSlot proves, on a Redis Cluster of its own (three masters
-// started for t, skipping without redis-server and redis-cli unless
-// REQUIRE_REDIS=1), that decisions go on exactly while a slot moves from
-// one node to another, as it does when a Cluster is resharded: a
-// FixedWindow Limiter at 5 per hour under FailOpen, whose store from
-// cluster read the slot map before the move, decides by Redis (never
-// Degraded, never an error) and admits exactly 5 of 8 calls while the slot
-// is being migrated (the source answers ASK for a key it does not hold),
-// 2 of 4 calls once the slot and a subject's 3 counted calls have moved to
-// another node (MOVED), and denies that subject, and admits fresh ones, in
-// an AllowMany sent while the first slot still migrates; and that calls on
-// a subject with two limits whose keys the migration of its slot has split
-// between the nodes (the source answers TRYAGAIN until the second key
-// moves, 300 ms later) wait for the move and are decided: 3 of 5 calls
-// admitted with 2 counted before, at 5 per hour; and, for a subject with
-// 1 left, an AllowMany whose first ask (TRYAGAIN) is admitted and whose
-// second, on the subject's moved key alone (ASK), is denied: the asks of
-// one subject in their order, never the second first. A store that does not follow a redirection it may not
-// re-send, and reports it as an error or an unknown outcome, admits calls
-// uncounted under FailOpen (denies them under FailClosed); so does one
-// that does not report TRYAGAIN as store.ErrTryAgain, on which Script and
-// AllowMany send the call again after a pause. node connects a single-node store of the
-// same adapter to a master, to move the slots. It is not in StoreChecks
-// because it changes the Cluster's slots: it never runs on a Cluster it did
-// not start.
+// MigratingSlot proves, on a Redis Cluster of its own (three masters started
+// for t, skipping without redis-server and redis-cli unless
+// REQUIRE_REDIS=1), that decisions go on exactly while a slot moves from one
+// node to another, as it does when a Cluster is resharded: a FixedWindow
+// Limiter at 5 per hour under FailOpen, whose store from cluster read the
+// slot map before the move, decides by Redis (never Degraded, never an
+// error) and admits exactly 5 of 8 calls while the slot is being migrated
+// (the source answers ASK for a key it does not hold), 2 of 4 calls once the
+// slot and a subject's 3 counted calls have moved to another node (MOVED),
+// and denies that subject, and admits fresh ones, in an AllowMany sent while
+// the first slot still migrates; and that calls on a subject with two limits
+// whose keys the migration of its slot has split between the nodes (the
+// source answers TRYAGAIN until the second key moves, 300 ms later) wait for
+// the move and are decided: 3 of 5 calls admitted with 2 counted before, at
+// 5 per hour; and, for a subject with 1 left, an AllowMany whose first ask
+// (TRYAGAIN) is admitted and whose second, on the subject's moved key alone
+// (ASK), is denied: the asks of one subject in their order, never the second
+// first. A store that does not follow a redirection it may not re-send, and
+// reports it as an error or an unknown outcome, admits calls uncounted under
+// FailOpen (denies them under FailClosed); so does one that does not report
+// TRYAGAIN as store.ErrTryAgain, on which Script and AllowMany send the call
+// again after a pause. node connects a single-node store of the same adapter
+// to a master, to move the slots. It is not in StoreChecks because it
+// changes the Cluster's slots: it never runs on a Cluster it did not start.
 func MigratingSlot(t testing.TB, cluster ClusterDialer, node Dialer) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -193,25 +192,24 @@ func MigratingSlot(t testing.TB, cluster ClusterDialer, node Dialer) {
 		moved := make(chan error, 1)
 		go func() {
 			time.Sleep(300 * time.Millisecond)
-			cmds := [][]any{{"MIGRATE", host, port, rest, 0, 5000}}
-			for range nodes {
-				cmds = append(cmds, []any{"CLUSTER", "SETSLOT", sslot, "NODE", ids[sto]})
-			}
-			for i, c := range cmds {
-				n := nodes[sfrom]
-				if i > 0 {
-					n = nodes[i-1]
-				}
-				rs, err := n.Do(ctx, store.Cmd{Name: c[0].(string), Args: c[1:]})
+			// (not one: t.Fatal belongs to the test's goroutine)
+			do := func(n store.Store, args ...any) error {
+				rs, err := n.Do(ctx, store.Cmd{Name: args[0].(string), Args: args[1:]})
 				if err == nil {
 					err = rs[0].Err
 				}
 				if err != nil {
-					moved <- fmt.Errorf("moving the rest of slot %d: %v: %w", sslot, c, err)
-					return
+					return fmt.Errorf("moving the rest of slot %d: %v: %w", sslot, args, err)
+				}
+				return nil
+			}
+			err := do(nodes[sfrom], "MIGRATE", host, port, rest, 0, 5000)
+			for _, n := range nodes {
+				if err == nil {
+					err = do(n, "CLUSTER", "SETSLOT", sslot, "NODE", ids[sto])
 				}
 			}
-			moved <- nil
+			moved <- err
 		}()
 		return fmt.Sprintf("slot %d migrating from node %d to node %d, %s moved and %s not yet (TRYAGAIN)", sslot, sfrom, sto, hk, rest), moved
 	}
