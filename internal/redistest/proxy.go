@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/tls"
 	"errors"
 	"net"
@@ -37,6 +38,7 @@ type Proxy struct {
 	blackhole bool
 	drop      *fault
 	cut       *fault
+	dropped   []byte // the raw reply DropReply last discarded
 }
 
 type fault struct {
@@ -95,6 +97,17 @@ func (p *Proxy) DropReply(match string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.drop = &fault{match: strings.ToUpper(match)}
+	p.dropped = nil
+}
+
+// Dropped returns a copy of the raw reply (RESP) that the last fault armed
+// by DropReply read and discarded, or nil before one has. A check reads it
+// to tell a command that ran from one the server refused (a NOSCRIPT, say,
+// when the script cache was emptied meanwhile).
+func (p *Proxy) Dropped() []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return bytes.Clone(p.dropped)
 }
 
 // CutBefore arms a one-shot fault: skip matching commands (same matching
@@ -383,7 +396,11 @@ func (c *proxyConn) replies() {
 				return
 			}
 		}
-		if !e.drop && !c.blackholed.Load() {
+		if e.drop {
+			c.p.mu.Lock()
+			c.p.dropped = bytes.Clone(raw)
+			c.p.mu.Unlock()
+		} else if !c.blackholed.Load() {
 			_, _ = w.Write(raw)
 		}
 		finished := false
