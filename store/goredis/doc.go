@@ -69,9 +69,12 @@
 // retries (CLUSTERDOWN, from a node given a command on a slot that no node
 // serves): a command of a Batch or of a shared pipeline (below) whose reply
 // was read before that keeps its reply (it is not sent twice). On a Ring
-// they go in
-// one go-redis pipeline: without ContextTimeoutEnabled, a silent shard
-// fails the batch's commands on every shard as unknown outcomes. The dial
+// they go in one go-redis pipeline: without ContextTimeoutEnabled, a
+// silent shard fails the batch's commands on every shard as unknown
+// outcomes. A transaction (MULTI ... EXEC, as Bucketed sends) goes whole
+// to the Ring's shard of its first key, keyless commands such as TIME
+// with it, as go-redis's Ring.Watch does; hooks added to the Ring itself
+// do not see it, its shards' hooks do. The dial
 // hook that keeps a connection failure's cause reaches the nodes a
 // ClusterClient makes after New, and none of a Ring's shards.
 //

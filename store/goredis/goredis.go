@@ -592,6 +592,30 @@ func (s *Store) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error
 	return s.doPipe(ctx, s.c.Pipeline(), cmds)
 }
 
+// txPipeline returns the pipeline that runs inner as one transaction. A
+// Ring's own TxPipeline groups the commands by the shard of their first
+// argument and wraps each group in a MULTI/EXEC of its own: a keyless
+// command (TIME) would run on another shard than the keys, in another
+// transaction, on another clock. On a Ring the transaction goes whole to
+// the shard of its first key (go-redis's Ring.Watch does the same; as
+// there, hooks added to the Ring itself do not see it, its shards' do).
+func (s *Store) txPipeline(inner []store.Cmd) redis.Pipeliner {
+	if r, ok := s.c.(*redis.Ring); ok {
+		for _, c := range inner {
+			if len(c.Args) == 0 {
+				continue // TIME: no key
+			}
+			if key, ok := c.Args[0].(string); ok {
+				if shard, err := r.GetShardClientForKey(key); err == nil {
+					return shard.TxPipeline()
+				}
+				break // no shard up: the Ring's pipeline says so
+			}
+		}
+	}
+	return s.c.TxPipeline()
+}
+
 // isTx reports cmds of the form MULTI, commands, EXEC, with no other
 // transaction command among them.
 func isTx(cmds []store.Cmd) bool {
@@ -611,7 +635,7 @@ func isTx(cmds []store.Cmd) bool {
 // doTx runs a MULTI ... EXEC call through TxPipeline.
 func (s *Store) doTx(ctx context.Context, cmds []store.Cmd) ([]store.Reply, error) {
 	inner := cmds[1 : len(cmds)-1]
-	p := s.c.TxPipeline()
+	p := s.txPipeline(inner)
 	gcmds, guards := queue(ctx, p, inner, s.ap != nil)
 	var execErr error
 	if err := s.bounded(ctx, func() bool { return sealAll(guards, inner) }, func() { _, execErr = p.Exec(ctx) }); err != nil {
