@@ -1,6 +1,7 @@
 package limiter
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"weak"
@@ -106,6 +107,13 @@ type subjectID struct{ prefix, subject string }
 type giveBack struct {
 	running int
 	end     uint64
+	// resets counts the subject's Resets begun while the entry is kept
+	// (it is kept while any give-back of the subject runs). returning
+	// counts the returns of its quota in flight; idle is closed when the
+	// last of them ends, and is nil when none runs.
+	resets    uint64
+	returning int
+	idle      chan struct{}
 }
 
 // keptGiveBacks is how many subjects' ended give-backs are kept for the
@@ -169,4 +177,63 @@ func (g *giveBacks) clean(m uint64, prefix, subject string) bool {
 	}
 	b := g.subjects[subjectID{prefix, subject}]
 	return b == nil || b.running == 0 && b.end <= m
+}
+
+// resetsOf returns how many Resets of prefix's subject have begun. It is
+// called between a give-back's begin and end, which keep the count.
+func (g *giveBacks) resetsOf(prefix, subject string) uint64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.subjects[subjectID{prefix, subject}].resets
+}
+
+// startReturn reports whether no Reset of prefix's subject has begun since
+// resetsOf returned resets; if so it records a return of the subject's
+// quota in flight, which the caller ends with endReturn. A Reset that
+// began since may have deleted the window the return read, and the one
+// counted anew after it must not lose the returned units.
+func (g *giveBacks) startReturn(prefix, subject string, resets uint64) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	b := g.subjects[subjectID{prefix, subject}]
+	if b.resets != resets {
+		return false
+	}
+	if b.returning == 0 {
+		b.idle = make(chan struct{})
+	}
+	b.returning++
+	return true
+}
+
+// endReturn ends a return recorded by startReturn.
+func (g *giveBacks) endReturn(prefix, subject string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	b := g.subjects[subjectID{prefix, subject}]
+	if b.returning--; b.returning == 0 {
+		close(b.idle)
+		b.idle = nil
+	}
+}
+
+// resetting counts a Reset of prefix's subject, between its begin and end,
+// so that no return of the subject's quota starts after it, and waits
+// until the returns already in flight have ended (or ctx has): a return
+// the Reset's deletion overtook could land in the window counted anew.
+func (g *giveBacks) resetting(ctx context.Context, prefix, subject string) error {
+	g.mu.Lock()
+	b := g.subjects[subjectID{prefix, subject}]
+	b.resets++
+	idle := b.idle
+	g.mu.Unlock()
+	if idle == nil {
+		return nil
+	}
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

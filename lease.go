@@ -352,14 +352,17 @@ func (t *leaseTable) forget(prefix, subject string) {
 //
 // A unit goes back only to the window it was counted in, never to the
 // window that follows it, so a return never over-admits (see giveBack for
-// the proof). One case is beyond it: a window deleted early (Reset from
-// another process, eviction) and counted anew less than the lease call's
-// round trip plus 100 ms after the lease's window began (for a strategy
-// whose keys name their windows, as Bucketed's, any time in the same
-// window) cannot be told from it, and may get the units. Leases of a strategy that does not
-// implement QuotaReturner keep their units until their windows end (it
-// returns 0), as do windows shorter than twice the round trips involved
-// plus 200 ms.
+// the proof). A Reset of the subject by this Limiter (or a With copy)
+// gives back nothing of the window it deletes: a return that has not
+// started when the Reset begins gives nothing back, and the Reset waits
+// for one in flight. One case is beyond it: a window deleted early (Reset
+// from another process, eviction) and counted anew less than the lease
+// call's round trip plus 100 ms after the lease's window began (for a
+// strategy whose keys name their windows, as Bucketed's, any time in the
+// same window) cannot be told from it, and may get the units. Leases of a
+// strategy that does not implement QuotaReturner keep their units until
+// their windows end (it returns 0), as do windows shorter than twice the
+// round trips involved plus 200 ms.
 func (l *Limiter) ReturnLeases(ctx context.Context, idle time.Duration) (int64, error) {
 	t := l.leases
 	if t == nil {
@@ -375,6 +378,8 @@ func (l *Limiter) ReturnLeases(ctx context.Context, idle time.Duration) (int64, 
 		units int64
 		end   time.Time // the lease's end (leftUntil)
 		took  time.Duration
+		// the subject's Resets begun when the units were taken
+		resets uint64
 	}
 	var backs []unused
 	// No decision of a returned subject that overlaps its return is
@@ -392,7 +397,7 @@ func (l *Limiter) ReturnLeases(ctx context.Context, idle time.Duration) (int64, 
 			continue
 		}
 		l.backs.begin(id.prefix, id.subject)
-		backs = append(backs, unused{id, ls, ls.left, ls.leftUntil, ls.took})
+		backs = append(backs, unused{id, ls, ls.left, ls.leftUntil, ls.took, l.backs.resetsOf(id.prefix, id.subject)})
 		ls.left = 0 // from now on, the next call takes a new lease
 	}
 	t.mu.Unlock()
@@ -400,7 +405,7 @@ func (l *Limiter) ReturnLeases(ctx context.Context, idle time.Duration) (int64, 
 	var errs []error
 	for _, b := range backs {
 		// until: the lease's end + leaseMargin, its call's sending + reset
-		n, kept, err := l.giveBack(ctx, rq, b.id, b.units, b.end.Add(leaseMargin), b.took)
+		n, kept, err := l.giveBack(ctx, rq, b.id, b.units, b.end.Add(leaseMargin), b.took, b.resets)
 		if kept {
 			t.keep(b.id, b.ls, b.units, b.end)
 		}
@@ -453,7 +458,11 @@ const returnSlack = 100 * time.Millisecond
 // that on the server, to 2 ms). kept reports that the units are still
 // counted in Redis, certainly: nothing was given back, and no call that
 // might have was left unanswered.
-func (l *Limiter) giveBack(ctx context.Context, rq QuotaReturner, id leaseID, units int64, until time.Time, took time.Duration) (n int64, kept bool, err error) {
+//
+// A Reset of the subject in this process that began after resets were
+// counted may have deleted the lease's window: then nothing is given back
+// (a Reset waits for a return already sent).
+func (l *Limiter) giveBack(ctx context.Context, rq QuotaReturner, id leaseID, units int64, until time.Time, took time.Duration, resets uint64) (n int64, kept bool, err error) {
 	// The lease's own prefix: a copy made by With with another prefix
 	// shares the table, and its leases were counted under that prefix.
 	keys, err := keyBuilder{prefix: id.prefix}.build(id.subject, []Limit{id.limit}, nil)
@@ -472,10 +481,14 @@ func (l *Limiter) giveBack(ctx context.Context, rq QuotaReturner, id leaseID, un
 	if end <= 0 || left > until.Sub(u)+took+returnSlack || 2*(took+e+returnSlack+time.Millisecond) >= id.limit.Period {
 		return 0, true, nil
 	}
+	if !l.backs.startReturn(id.prefix, id.subject, resets) {
+		return 0, false, nil // reset: the units are no longer counted
+	}
 	cctx, cancel = l.withTimeout(ctx)
 	req.Cost = units
 	ok, err := rq.ReturnQuota(cctx, l.st, req, end)
 	cancel()
+	l.backs.endReturn(id.prefix, id.subject)
 	if err != nil {
 		return 0, false, err // it may have given them back
 	}

@@ -314,7 +314,8 @@ func (l *Limiter) Peek(ctx context.Context, key string, limits ...Limit) (Result
 	return l.decide(ctx, key, 1, true, limits)
 }
 
-// Reset forgets the counters of key for limits.
+// Reset forgets the counters of key for limits. A ReturnLeases of key's
+// leased units in flight ends first (see ReturnLeases).
 func (l *Limiter) Reset(ctx context.Context, key string, limits ...Limit) error {
 	keys, err := l.keys.build(key, limits, nil)
 	if err != nil {
@@ -331,6 +332,10 @@ func (l *Limiter) Reset(ctx context.Context, key string, limits ...Limit) error 
 	l.backs.forgetLeases(l.keys.prefix, key)
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
+	// (a return of the subject's leased quota in flight ends first)
+	if err := l.backs.resetting(ctx, l.keys.prefix, key); err != nil {
+		return fmt.Errorf("limiter: reset: %w", err)
+	}
 	if r, ok := l.strategy.(RequestResetter); ok {
 		err = r.ResetRequest(ctx, l.st, Request{Keys: keys, Limits: limits})
 	} else if r, ok := l.strategy.(Resetter); ok {
