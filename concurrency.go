@@ -159,14 +159,22 @@ func (l Lease) ID() string {
 // a backend error follows the fail mode: FailError returns it, FailOpen
 // grants a Degraded lease, FailClosed refuses with a Degraded lease. When
 // the call may have run without its reply arriving (a lost reply, a
-// timeout), Acquire first releases the slot it may have taken, so that a
-// retry finds it free (a release Redis cannot take either leaves it until
-// its TTL ends); with a LeaseAbandoner (strategy.Concurrency) also when
-// the Acquire reaches Redis only after the release.
+// timeout), Acquire releases the slot it may have taken (a release Redis
+// cannot take either leaves it until its TTL ends); with a LeaseAbandoner
+// (strategy.Concurrency) also when the Acquire reaches Redis only after
+// the release. After a lost reply it does so before it returns, so that a
+// retry finds the slot free; after the context ended, it returns at once
+// and the release follows, bounded by the Limiter's timeout or a second.
+// A context that has ended before the call sends nothing and writes
+// nothing.
 func (c *Concurrency) Acquire(ctx context.Context, subject string, limit InFlight) (Lease, error) {
 	req, err := c.request(subject, limit)
 	if err != nil {
 		return Lease{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		// Nothing is sent, so nothing is left to release.
+		return c.failed(limit, err)
 	}
 	ctx, cancel := c.cfg.withTimeout(ctx)
 	defer cancel()
@@ -180,18 +188,33 @@ func (c *Concurrency) Acquire(ctx context.Context, subject string, limit InFligh
 			// holds: released now, or the slot would stay taken until
 			// its TTL ends (a release of a lease never taken is
 			// harmless; a store that reports a context's end without
-			// ErrUnknownOutcome may have sent the call).
-			c.releaseUnknown(ctx, req)
+			// ErrUnknownOutcome may have sent the call). The caller
+			// waits for the release until its context ends, never
+			// past it; the release then goes on without it.
+			released := make(chan struct{})
+			go func() {
+				defer close(released)
+				c.releaseUnknown(ctx, req)
+			}()
+			select {
+			case <-released:
+			case <-ctx.Done():
+			}
 		}
-		switch c.cfg.failMode {
-		case FailOpen:
-			return Lease{Held: true, Degraded: true, Cause: err, Limit: limit}, nil
-		case FailClosed:
-			return Lease{Degraded: true, Cause: err, Limit: limit, RetryAfter: min(limit.TTL, time.Second)}, nil
-		}
-		return Lease{}, fmt.Errorf("limiter: acquire: %w", err)
+		return c.failed(limit, err)
 	}
 	return Lease{Held: st.Held, InFlight: st.InFlight, RetryAfter: st.RetryAfter, Limit: limit, c: c, req: req}, nil
+}
+
+// failed is Acquire's answer to a backend error err, as the fail mode says.
+func (c *Concurrency) failed(limit InFlight, err error) (Lease, error) {
+	switch c.cfg.failMode {
+	case FailOpen:
+		return Lease{Held: true, Degraded: true, Cause: err, Limit: limit}, nil
+	case FailClosed:
+		return Lease{Degraded: true, Cause: err, Limit: limit, RetryAfter: min(limit.TTL, time.Second)}, nil
+	}
+	return Lease{}, fmt.Errorf("limiter: acquire: %w", err)
 }
 
 // releaseUnknown ends the lease of an Acquire whose outcome is unknown

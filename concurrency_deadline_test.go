@@ -1,0 +1,75 @@
+package limiter_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/internal/redistest"
+	"github.com/quotagate/limiter/store/goredis"
+	"github.com/quotagate/limiter/strategy"
+)
+
+// An Acquire whose context ended before it was called sends nothing: in
+// no fail mode does it leave a key (it left an abandoned lease's
+// tombstone that lived for the lease's TTL, one per call).
+func TestAcquireWithAnEndedContextWritesNothing(t *testing.T) {
+	srv := redistest.StartServer(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	f := limiter.InFlight{Max: 2, TTL: time.Hour}
+	for _, fm := range []limiter.FailMode{limiter.FailError, limiter.FailOpen, limiter.FailClosed} {
+		c, err := limiter.NewConcurrency(goredis.New(rdb), strategy.NewConcurrency(), limiter.WithFailMode(fm))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := c.Acquire(ctx, "u", f)
+		switch fm {
+		case limiter.FailError:
+			if !errors.Is(err, context.Canceled) || l.Held {
+				t.Errorf("%v: Acquire = %+v, %v; want an error wrapping context.Canceled", fm, l, err)
+			}
+		default:
+			if err != nil || !l.Degraded || !errors.Is(l.Cause, context.Canceled) || l.Held != (fm == limiter.FailOpen) {
+				t.Errorf("%v: Acquire = %+v, %v; want a degraded lease caused by context.Canceled", fm, l, err)
+			}
+		}
+	}
+	if keys, err := rdb.Keys(context.Background(), "*").Result(); err != nil || len(keys) != 0 {
+		t.Errorf("keys after Acquires on a cancelled context: %q, %v; want none", keys, err)
+	}
+}
+
+// With Redis silent, an Acquire returns at its context's deadline; the
+// release of the slot it may have taken goes on without it (it returned
+// after the release's own bound, a second, as the deadline's 150 ms).
+func TestAcquireReturnsAtItsDeadline(t *testing.T) {
+	srv := redistest.StartServer(t)
+	p := redistest.NewProxy(t, srv.Addr())
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c, err := limiter.NewConcurrency(goredis.New(rdb), strategy.NewConcurrency())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := limiter.InFlight{Max: 2, TTL: time.Minute}
+	if l, err := c.Acquire(context.Background(), "warm", f); err != nil || !l.Held { // loads the script
+		t.Fatalf("Acquire = %+v, %v", l, err)
+	}
+	p.Blackhole(true)
+	t.Cleanup(func() { p.Blackhole(false) })
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	l, err := c.Acquire(ctx, "u", f)
+	// (a loaded machine may add some; the release's bound adds a second)
+	if took := time.Since(start); took > 700*time.Millisecond || err == nil || l.Held {
+		t.Errorf("Acquire with a 150 ms deadline on a silent Redis = %+v, %v after %v; want an error within the deadline", l, err, took.Round(time.Millisecond))
+	}
+}
