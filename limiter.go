@@ -109,6 +109,9 @@ type Result struct {
 	Degraded bool
 	// Cached reports a denial repeated from the deny cache (WithDenyCache):
 	// Redis denied the same request and cannot admit it before RetryAfter.
+	// RetryAfter and ResetAfter count down to the instants Redis gave;
+	// Remaining is what Redis reported then, a lower bound for a strategy
+	// that refills (GCRA, TokenBucket), whose quota comes back meanwhile.
 	Cached bool
 	// Leased reports an admission made from this process's quota lease
 	// (WithQuotaLease): the units were consumed in Redis before, in the

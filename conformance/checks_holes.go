@@ -369,6 +369,7 @@ func (c *checker) assertUnmoved(what, call string, keys, before []string) {
 // FailOpen would turn into admitting everything).
 func checkPeriodChange(c *checker) {
 	checkRuleLowered(c)
+	checkPeriodLengthened(c)
 	long := limiter.Limit{Rate: 1, Period: 24 * time.Hour, Name: "api"}
 	short := limiter.Limit{Rate: 1, Period: 500 * time.Millisecond, Name: "api"}
 	c.window(long, short)
@@ -399,6 +400,58 @@ func checkPeriodChange(c *checker) {
 	c.h.Advance(bound + 5*time.Millisecond)
 	if r, err := lim.Allow(c.ctx, "p30", short); err != nil || !r.Allowed {
 		c.t.Errorf("property 30: %s after the change to %s, the call = %+v, %v; want admitted (the subject is still locked out by the old window)", bound+5*time.Millisecond, short, r, err)
+	}
+}
+
+// checkPeriodLengthened is property 30 on a limit in use whose period is
+// lengthened (5 per second, then 5 per 10 s, a rules reload half a second
+// after the 5 were admitted): a denial under the new rule holds for its
+// RetryAfter, so the same call 1 ms before it ends is denied, and made
+// when it ends, admitted. The denial is made by AllowN, and by AllowMany
+// (beside another subject's ask, so that a strategy that decides many
+// asks in one script does). (A sliding log kept its units' expiry from the
+// old period: its key expired after a second, and a call was admitted 9 s
+// before the RetryAfter it had just been given.) On the virtual clock.
+func checkPeriodLengthened(c *checker) {
+	if !c.h.Caps().VirtualClock {
+		return
+	}
+	short := limiter.Limit{Rate: 5, Period: time.Second, Name: "login"}
+	long := limiter.Limit{Rate: 5, Period: 10 * time.Second, Name: "login"}
+	c.window(short, long)
+	lim := c.limiter(nil)
+	for _, many := range []bool{false, true} {
+		subject := fmt.Sprintf("p30-longer-%v", many)
+		if r, err := lim.AllowN(c.ctx, subject, 5, short); err != nil || !r.Allowed {
+			c.t.Fatalf("property 30: AllowN(5) at %s = %+v, %v; want admitted", short, r, err)
+		}
+		c.h.Advance(500 * time.Millisecond)
+		var r limiter.Result
+		var err error
+		if many {
+			as := lim.AllowMany(c.ctx, []limiter.Ask{{Key: subject, Cost: 5, Limits: []limiter.Limit{long}}, {Key: subject + "-other", Cost: 1, Limits: []limiter.Limit{long}}})
+			r, err = as[0].Result, as[0].Err
+		} else {
+			r, err = lim.AllowN(c.ctx, subject, 5, long)
+		}
+		if err != nil {
+			c.t.Fatalf("property 30: AllowN(5) at %s, 500 ms after 5 at %s (AllowMany: %v): %v", long, short, many, err)
+		}
+		if r.Allowed || r.RetryAfter <= time.Millisecond {
+			continue // the new rule found room, or a denial too short to judge
+		}
+		c.h.Advance(r.RetryAfter - time.Millisecond)
+		if r2, err := lim.AllowN(c.ctx, subject, 5, long); err != nil || r2.Allowed {
+			c.t.Errorf("property 30: denied at %s (500 ms after 5 admitted at %s; AllowMany: %v) with RetryAfter %s, then 1 ms before it ended AllowN(5) = %+v, %v; want denied", long, short, many, r.RetryAfter, r2, err)
+			continue
+		}
+		if c.spec.DeniedConsume {
+			continue
+		}
+		c.h.Advance(time.Millisecond)
+		if r3, err := lim.AllowN(c.ctx, subject, 5, long); err != nil || !r3.Allowed {
+			c.t.Errorf("property 30: denied at %s (AllowMany: %v) with RetryAfter %s, then made when it ended, AllowN(5) = %+v, %v; want admitted", long, many, r.RetryAfter, r3, err)
+		}
 	}
 }
 

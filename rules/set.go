@@ -120,11 +120,16 @@ func LimitUnknown(limits ...limiter.Limit) Default { return Default{Action: Limi
 // after its Name, or after its Period when the name is empty, so a reload
 // that changes a rule's Rate keeps the count of the current window, while
 // renaming a rule starts a fresh counter. A reload that changes a named
-// rule's Period keeps the count with FixedWindow, SlidingWindow,
-// SlidingLog and TokenBucket; AlignedWindow and Bucketed name each window
-// after its period too, so the new period starts a fresh one; GCRA keeps
-// its state, a time (when the limit is full again), which the new period's
-// emission interval reads as another count.
+// rule's Period keeps the count with FixedWindow (whose window keeps its
+// end, within the new period when that is shorter), SlidingLog (its units
+// count in the new period) and TokenBucket (its tokens); SlidingWindow
+// keeps it when the period is shortened, but a count written under a
+// shorter period reads, under a longer one, as an older window's, which
+// weighs next to nothing: the subject may be admitted up to the new Rate
+// at once, as after a fixed window's end. AlignedWindow and Bucketed name
+// each window after its period too, so the new period starts a fresh one;
+// GCRA keeps its state, a time (when the limit is full again), which the
+// new period's emission interval reads as another count.
 type Set struct {
 	// Subjects maps each subject to its limits, decided together: a request
 	// is admitted only when every limit admits it, and a request refused by

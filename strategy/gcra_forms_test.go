@@ -3,6 +3,7 @@ package strategy_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -300,6 +301,53 @@ func TestGCRAKeyExpiringThisMillisecond(t *testing.T) {
 			}
 		} else if v, err := rdb.Get(ctx, key).Result(); err != nil || v != state {
 			t.Errorf("%q became %q, %v", state, v, err)
+		}
+	}
+}
+
+// TestGCRAFarTATDenials: a limit whose burst takes more than 31 years to
+// refill keeps its TAT since the Unix epoch, read on TIME's clock with up
+// to 2 ms of slack. Used up, its denials keep that slack in RetryAfter (a
+// call made RetryAfter later was denied again, 2 ms short) and never
+// rewrite the TAT (each denial moved it by the time since the last one:
+// a caller retrying every millisecond was never admitted). The denials
+// are made by Allow, and by AllowMany beside another subject's ask (the
+// script that decides many asks).
+func TestGCRAFarTATDenials(t *testing.T) {
+	m, st := newMini(t)
+	lim := newLim(t, st, strategy.NewGCRA())
+	ctx := context.Background()
+	l := limiter.Limit{Rate: 7, Period: time.Second, Burst: 20_000_000_000} // 90 years to refill
+	if err := lim.CheckLimits(l); err != nil {
+		t.Fatal(err)
+	}
+	for _, many := range []bool{false, true} {
+		subject := fmt.Sprintf("far-%v", many)
+		allow := func() (limiter.Result, error) {
+			if !many {
+				return lim.Allow(ctx, subject, l)
+			}
+			as := lim.AllowMany(ctx, []limiter.Ask{{Key: subject, Limits: []limiter.Limit{l}}, {Key: subject + "-other", Limits: []limiter.Limit{limiter.PerSecond(1000)}}})
+			return as[0].Result, as[0].Err
+		}
+		if r, err := lim.AllowN(ctx, subject, l.Burst, l); err != nil || !r.Allowed || r.Remaining != 0 {
+			t.Fatalf("AllowN(burst) = %+v, %v; want admitted, 0 left", r, err)
+		}
+		first, err := allow()
+		if err != nil || first.Allowed || first.Remaining != 0 || first.RetryAfter < 142*time.Millisecond || first.RetryAfter > 145*time.Millisecond {
+			t.Fatalf("AllowMany %v: the call after the burst = %+v, %v; want denied, 0 left, RetryAfter a unit's 142 857 µs and up to 2 ms", many, first, err)
+		}
+		for waited := time.Millisecond; waited < first.RetryAfter; waited += time.Millisecond {
+			m.Advance(time.Millisecond)
+			if r, err := allow(); err != nil || r.Allowed {
+				t.Fatalf("AllowMany %v: %s after the denial (RetryAfter %s): %+v, %v; want denied", many, waited, first.RetryAfter, r, err)
+			} else if left := first.RetryAfter - waited; r.RetryAfter < left || r.RetryAfter > left+time.Millisecond {
+				t.Fatalf("AllowMany %v: %s after the denial (RetryAfter %s): %+v; want RetryAfter %s (to the same instant)", many, waited, first.RetryAfter, r, left)
+			}
+		}
+		m.Advance(time.Millisecond)
+		if r, err := allow(); err != nil || !r.Allowed {
+			t.Errorf("AllowMany %v: at the first denial's RetryAfter %s, after a denial every millisecond: %+v, %v; want admitted", many, first.RetryAfter, r, err)
 		}
 	}
 }

@@ -156,7 +156,8 @@ local function valid(v)
 end
 
 local n = #KEYS
--- rel: TAT - now in microseconds (at least 0, at most burst * interval),
+-- rel: TAT - now in microseconds (at least 0, at most burst * interval
+-- plus the slack of a TAT read on the TIME clock),
 -- on the millisecond clock
 local rel, ms, exists, repair, ttls, epoch = {}, {}, {}, {}, {}, {}
 local allowed = 1
@@ -165,7 +166,9 @@ for i = 1, n do
   local burst = tonumber(ARGV[o + 2 * i])
   ms[i] = interval % 1000 == 0
   local v = redis.call('GET', KEYS[i])
-  local r = 0
+  -- slack: how much more than the state's TAT r may read (its form's
+  -- rounding), which is no sign of a TAT beyond the burst
+  local r, slack = 0, 0
   if v then
     if not valid(v) then
       return redis.error_reply('ERR limiter corrupt counter: the key of limit ' .. i .. ' holds no GCRA state')
@@ -205,6 +208,7 @@ for i = 1, n do
         -- and a moment, ahead of the one keys expire by, which the state
         -- is written on)
         r = math.max(x - clock() + 1999, 0)
+        slack = 1999
       end
       epoch[i] = true
     end
@@ -214,7 +218,11 @@ for i = 1, n do
     -- A TAT further ahead than the whole burst (the limit was changed to
     -- a shorter period or a higher rate) counts as the burst used up:
     -- the new limit applies within one refill of it.
-    if r > burst * interval then
+    -- (A TAT read with its slack may come out as much above the burst
+    -- when the burst was used up: it is not clamped, so that RetryAfter
+    -- keeps the slack, and not rewritten, which would move the TAT by it
+    -- at each denial.)
+    if r > burst * interval + slack then
       r = burst * interval
       repair[i] = true
     end
@@ -275,7 +283,7 @@ for i = 1, n do
     -- fits once the TAT has come within burst * interval of the clock
     retry = math.max(1, math.ceil((rel[i] + cost * interval - burst * interval) / 1000))
   end
-  out[#out + 1] = math.floor((burst * interval - r) / interval)
+  out[#out + 1] = math.max(math.floor((burst * interval - r) / interval), 0)
   out[#out + 1] = math.ceil(r / 1000)
   out[#out + 1] = retry
 end

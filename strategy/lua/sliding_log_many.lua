@@ -36,6 +36,8 @@ if n > 1 then
 end
 
 local counts, allowed = {}, 1
+-- the newest unit's score of each log, where a denial read it
+local newest = {}
 for i = 1, n do
   local rate = tonumber(ARGV[2 + 2 * i])
   local window = tonumber(ARGV[3 + 2 * i]) * 1000
@@ -88,10 +90,18 @@ if write then
       redis.call('PEXPIRE', KEYS[i], ARGV[3 + 2 * i])
     else
       -- a denial adds nothing, but a log found without its expiry, or
-      -- with one longer than its window, gets it back
+      -- with one longer than its window, gets it back; one that would
+      -- expire before its newest unit leaves the window (a limit whose
+      -- period was lengthened) keeps its units that long
       local ttl = redis.call('PTTL', KEYS[i])
       if ttl == -1 or ttl > window then
         redis.call('PEXPIRE', KEYS[i], ARGV[3 + 2 * i])
+      elseif counts[i] > 0 then
+        newest[i] = tonumber(redis.call('ZRANGE', KEYS[i], -1, -1, 'WITHSCORES')[2])
+        local need = math.floor((newest[i] + window * 1000 - now + 999) / 1000)
+        if ttl < need then
+          redis.call('PEXPIRE', KEYS[i], need)
+        end
       end
     end
   end
@@ -122,8 +132,8 @@ for i = 1, n do
   if allowed == 1 and write then
     reset = window / 1000
   elseif used > 0 then
-    local m = redis.call('ZRANGE', KEYS[i], -1, -1, 'WITHSCORES')
-    reset = math.max(1, math.floor((tonumber(m[2]) + window - now + 999) / 1000))
+    local s = newest[i] or tonumber(redis.call('ZRANGE', KEYS[i], -1, -1, 'WITHSCORES')[2])
+    reset = math.max(1, math.floor((s + window - now + 999) / 1000))
   end
   out[#out + 1] = rate - used
   out[#out + 1] = reset

@@ -84,11 +84,20 @@ if write then
       redis.call('PEXPIRE', KEYS[i], window)
     else
       -- a denial adds nothing, but a log found without its expiry, or
-      -- with one longer than its window, gets it back
+      -- with one longer than its window, gets it back; one that would
+      -- expire before its newest unit leaves the window gets that long
+      -- (since the lengthened-period fix, in both this reference and the
+      -- script)
       local ttl = redis.call('PTTL', KEYS[i])
       if ttl == -1 or ttl > window then
         redis.call('PEXPIRE', KEYS[i], window)
         ttl = -1
+      elseif counts[i] > 0 then
+        local m = redis.call('ZRANGE', KEYS[i], -1, -1, 'WITHSCORES')
+        local need = math.floor((tonumber(m[2]) + window * 1000 - now + 999) / 1000)
+        if ttl < need then
+          redis.call('PEXPIRE', KEYS[i], need)
+        end
       end
       ttls[i] = ttl
     end
