@@ -146,6 +146,9 @@ func rueidisOptions(o connOptions, addrs []string) rueidis.ClientOption {
 		AlwaysPipelining:  true,
 		PipelineMultiplex: -1,
 		MaxFlushDelay:     o.rueidisFlushDelay,
+		// no background PING, whose timer can race a new connection's
+		// start (see the rueidis adapter's documentation)
+		Dialer: net.Dialer{KeepAlive: -1, KeepAliveConfig: net.KeepAliveConfig{Enable: true}},
 	}
 }
 

@@ -3,6 +3,7 @@ package rueidis_test
 import (
 	"context"
 	"crypto/tls"
+	"net"
 	"testing"
 	"time"
 
@@ -23,6 +24,7 @@ func options(addr string) rueidis.ClientOption {
 		DisableCache:      true,
 		AlwaysPipelining:  true,
 		PipelineMultiplex: -1,
+		Dialer:            net.Dialer{KeepAlive: -1, KeepAliveConfig: net.KeepAliveConfig{Enable: true}},
 	}
 }
 

@@ -10,12 +10,23 @@
 //		AlwaysPipelining:  true, // notice a closed connection before writing into it
 //		PipelineMultiplex: -1,   // one connection per node, dialled by NewClient
 //		ForceSingleClient: true, // a single server (not for a Cluster)
+//		// no background PING (see below); TCP keep-alive probes instead
+//		Dialer: net.Dialer{KeepAlive: -1, KeepAliveConfig: net.KeepAliveConfig{Enable: true}},
 //	})
 //	st := rueidisstore.New(c) // import this package as rueidisstore, say
 //	lim, err := limiter.New(st, strategy.NewFixedWindow(), limiter.WithTimeout(200*time.Millisecond))
 //
 // None of them is needed for the guarantees below; they make failures and
-// recoveries predictable. Servers without CLIENT TRACKING (miniredis, Redis
+// recoveries predictable. The Dialer turns off rueidis's background PING
+// of idle connections (every Dialer.KeepAlive, a second by default): in
+// rueidis v1.0.79 and v1.0.80 its timer starts before a new connection's
+// reader and writer do (with AlwaysPipelining, or client-side caching on),
+// so when the goroutine setting the connection up stalls that long, the
+// PING is written and read beside them, and the reader panics ("protocol
+// bug, message handled out of order"), ending the process. It was seen on
+// a loaded machine. Without the PING, TCP keep-alive probes still find a
+// dead idle connection, and a call's deadline (limiter.WithTimeout) still
+// bounds every call. Servers without CLIENT TRACKING (miniredis, Redis
 // before 6, some proxies) need DisableCache. For a Cluster, leave
 // ForceSingleClient unset and give several InitAddress entries; the keys of
 // one call must share a slot (the store contract), else the server replies
