@@ -348,7 +348,10 @@ func (l *Limiter) Reset(ctx context.Context, key string, limits ...Limit) error 
 		for i, k := range keys {
 			args[i] = k
 		}
-		_, err = l.st.Do(ctx, store.Cmd{Name: "DEL", Args: args})
+		var r store.Reply
+		if r, err = store.DoAgain(ctx, l.st, store.Cmd{Name: "DEL", Args: args}); err == nil {
+			err = r.Err
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("limiter: reset: %w", err)

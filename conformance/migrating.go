@@ -31,11 +31,12 @@ import (
 // 5 per hour; and, for a subject with 1 left, an AllowMany whose first ask
 // (TRYAGAIN) is admitted and whose second, on the subject's moved key alone
 // (ASK), is denied: the asks of one subject in their order, never the second
-// first. A store that does not follow a redirection it may not re-send, and
+// first; and that a Reset of a subject whose keys are split deletes them once
+// the move is done (the subject has its 5 back). A store that does not follow a redirection it may not re-send, and
 // reports it as an error or an unknown outcome, admits calls uncounted under
 // FailOpen (denies them under FailClosed); so does one that does not report
-// TRYAGAIN as store.ErrTryAgain, on which Script and AllowMany send the call
-// again after a pause. node connects a single-node store of the same adapter
+// TRYAGAIN as store.ErrTryAgain, on which Script, AllowMany and Reset send
+// the call again after a pause. node connects a single-node store of the same adapter
 // to a master, to move the slots. It is not in StoreChecks because it
 // changes the Cluster's slots: it never runs on a Cluster it did not start.
 func MigratingSlot(t testing.TB, cluster ClusterDialer, node Dialer) {
@@ -242,4 +243,14 @@ func MigratingSlot(t testing.TB, cluster ClusterDialer, node Dialer) {
 		}
 	}
 	wait(moved)
+
+	// A Reset: its DEL of the subject's two keys is refused (TRYAGAIN)
+	// until the move, and deletes them then; the subject has its 5 back.
+	decide("before the split", "split-reset", 5, 5, l, day)
+	phase, moved = split("split-reset")
+	if err := lim.Reset(ctx, "split-reset", l, day); err != nil {
+		t.Errorf("Reset while %s: %v; want the keys deleted once the slot has moved", phase, err)
+	}
+	wait(moved)
+	decide("after a Reset during the split", "split-reset", 6, 5, l, day)
 }

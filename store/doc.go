@@ -16,7 +16,8 @@
 //     fallback themselves. Likewise a Cluster's TRYAGAIN (a call on keys
 //     that a slot's migration has split between two nodes, refused without
 //     running) is mapped to ErrTryAgain, and Script.Run sends the call again
-//     after a pause (TryAgainPause) until the migration has moved the rest.
+//     after a pause (TryAgainPause) until the migration has moved the rest;
+//     DoAgain does the same for a single command.
 //   - Watcher is optional: a store that can pin one connection for
 //     WATCH/MULTI/EXEC implements it. Strategies that need it check for it
 //     with a type assertion and report a clear error when it is missing.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"time"
 )
@@ -43,5 +44,26 @@ func TryAgainPause(ctx context.Context, try int) bool {
 		return true
 	case <-ctx.Done():
 		return false
+	}
+}
+
+// DoAgain sends the single command cmd on st and returns its reply. A
+// Cluster's TRYAGAIN (ErrTryAgain, as the call's error or as the reply's:
+// cmd's keys are split by a slot migration, and it ran nothing) is answered
+// by sending cmd again after TryAgainPause, while it allows; then the
+// ErrTryAgain is returned as it came. Any other outcome is st.Do's.
+func DoAgain(ctx context.Context, st Store, cmd Cmd) (Reply, error) {
+	for try := 1; ; try++ {
+		rs, err := st.Do(ctx, cmd)
+		var r Reply
+		if err == nil {
+			r = rs[0]
+		}
+		if !errors.Is(err, ErrTryAgain) && !errors.Is(r.Err, ErrTryAgain) {
+			return r, err
+		}
+		if !TryAgainPause(ctx, try) {
+			return r, err
+		}
 	}
 }

@@ -131,3 +131,59 @@ func TestTryAgainPauseBounds(t *testing.T) {
 		t.Error("TryAgainPause on an ended context = true")
 	}
 }
+
+// doRefuser answers each Do with the next of replies: a reply whose Err is
+// set, or, for one whose Val is an error, that error as the call's.
+type doRefuser struct {
+	store.Store
+	replies []store.Reply
+	calls   int
+}
+
+func (f *doRefuser) Do(context.Context, ...store.Cmd) ([]store.Reply, error) {
+	f.calls++
+	r := store.Reply{Val: int64(2)}
+	if len(f.replies) > 0 {
+		r, f.replies = f.replies[0], f.replies[1:]
+	}
+	if err, ok := r.Val.(error); ok {
+		return nil, err
+	}
+	return []store.Reply{r}, nil
+}
+
+// DoAgain sends a command refused TRYAGAIN (as its reply or as the call's
+// error) again after a pause, returns any other outcome as it came, and
+// stops when the next pause would pass the deadline.
+func TestDoAgain(t *testing.T) {
+	tryAgain := fmt.Errorf("somestore: %w", store.ErrTryAgain)
+	other := errors.New("NOPERM")
+	ctx := context.Background()
+	del := store.Cmd{Name: "DEL", Args: []any{"k"}}
+
+	f := &doRefuser{replies: []store.Reply{{Err: tryAgain}, {Val: tryAgain}, {Err: tryAgain}}}
+	if r, err := store.DoAgain(ctx, f, del); err != nil || r.Val != int64(2) || r.Err != nil || f.calls != 4 {
+		t.Errorf("after three TRYAGAINs: %+v, %v in %d calls; want 2 in 4 calls", r, err, f.calls)
+	}
+	f = &doRefuser{replies: []store.Reply{{Err: other}}}
+	if r, err := store.DoAgain(ctx, f, del); err != nil || !errors.Is(r.Err, other) || f.calls != 1 {
+		t.Errorf("a refusal other than TRYAGAIN: %+v, %v in %d calls; want it as the reply, in 1 call", r, err, f.calls)
+	}
+	f = &doRefuser{replies: []store.Reply{{Val: other}}}
+	if _, err := store.DoAgain(ctx, f, del); !errors.Is(err, other) || f.calls != 1 {
+		t.Errorf("a failed call: %v in %d calls; want its error, in 1 call", err, f.calls)
+	}
+	// TRYAGAIN throughout, 30 ms of deadline: a few sends, then the
+	// TRYAGAIN, before the deadline.
+	many := make([]store.Reply, 100)
+	for i := range many {
+		many[i] = store.Reply{Err: tryAgain}
+	}
+	f = &doRefuser{replies: many}
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if r, err := store.DoAgain(dctx, f, del); err != nil || !errors.Is(r.Err, store.ErrTryAgain) || f.calls < 2 || time.Since(start) > 200*time.Millisecond {
+		t.Errorf("TRYAGAIN throughout a 30 ms deadline: %+v, %v after %d calls and %v; want the TRYAGAIN reply after several calls, within the deadline", r, err, f.calls, time.Since(start))
+	}
+}

@@ -849,9 +849,9 @@ func (b *epochClock) resetWindows(ctx context.Context, st store.Store, req limit
 			args = append(args, windowName(&req, i, idx+d, aligned))
 		}
 	}
-	rs, err := st.Do(ctx, store.Cmd{Name: "DEL", Args: args})
+	r, err := store.DoAgain(ctx, st, store.Cmd{Name: "DEL", Args: args})
 	if err == nil {
-		err = rs[0].Err
+		err = r.Err
 	}
 	if err != nil {
 		return fmt.Errorf("strategy: %s: reset: %w", b.name, err)
