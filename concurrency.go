@@ -176,6 +176,7 @@ func (c *Concurrency) Acquire(ctx context.Context, subject string, limit InFligh
 		// Nothing is sent, so nothing is left to release.
 		return c.failed(limit, err)
 	}
+	caller := ctx
 	ctx, cancel := c.cfg.withTimeout(ctx)
 	defer cancel()
 	st, err := c.leaser.Acquire(ctx, c.cfg.st, req)
@@ -189,8 +190,9 @@ func (c *Concurrency) Acquire(ctx context.Context, subject string, limit InFligh
 			// its TTL ends (a release of a lease never taken is
 			// harmless; a store that reports a context's end without
 			// ErrUnknownOutcome may have sent the call). The caller
-			// waits for the release until its context ends, never
-			// past it; the release then goes on without it.
+			// waits for the release until its own context ends (not
+			// the Limiter's timeout, which may be what ended the call),
+			// never past it; the release then goes on without it.
 			released := make(chan struct{})
 			go func() {
 				defer close(released)
@@ -198,7 +200,7 @@ func (c *Concurrency) Acquire(ctx context.Context, subject string, limit InFligh
 			}()
 			select {
 			case <-released:
-			case <-ctx.Done():
+			case <-caller.Done():
 			}
 		}
 		return c.failed(limit, err)

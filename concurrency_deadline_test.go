@@ -3,6 +3,8 @@ package limiter_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 
 	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/internal/redistest"
+	"github.com/quotagate/limiter/store"
 	"github.com/quotagate/limiter/store/goredis"
 	"github.com/quotagate/limiter/strategy"
 )
@@ -71,5 +74,84 @@ func TestAcquireReturnsAtItsDeadline(t *testing.T) {
 	// (a loaded machine may add some; the release's bound adds a second)
 	if took := time.Since(start); took > 700*time.Millisecond || err == nil || l.Held {
 		t.Errorf("Acquire with a 150 ms deadline on a silent Redis = %+v, %v after %v; want an error within the deadline", l, err, took.Round(time.Millisecond))
+	}
+}
+
+// slowFirstReply runs the first script call, then holds its reply until the
+// call's context ends (a reply later than the Limiter's timeout); the
+// release that follows (the lease script's op "x", Abandon) reaches Redis
+// 50 ms late. Calls are told apart by the lease script's op argument.
+type slowFirstReply struct {
+	store.Store
+	mu      sync.Mutex
+	n       int
+	on      bool
+	acq     string
+	delayed bool
+}
+
+func (s *slowFirstReply) step(ctx context.Context, id string, run func() (any, error)) (any, error) {
+	s.mu.Lock()
+	on := s.on
+	first := on && s.n == 0
+	if first {
+		s.n++
+		s.acq = id
+	}
+	// the release (another script than the Acquire's), once armed
+	release := s.acq != "" && id != s.acq && !s.delayed
+	if release {
+		s.delayed = true
+	}
+	s.mu.Unlock()
+	if first {
+		_, _ = run()
+		<-ctx.Done()
+		return nil, fmt.Errorf("%w: %w", store.ErrUnknownOutcome, ctx.Err())
+	}
+	if release {
+		time.Sleep(50 * time.Millisecond)
+	}
+	return run()
+}
+
+func (s *slowFirstReply) EvalSha(ctx context.Context, sha string, keys []string, args []any) (any, error) {
+	return s.step(ctx, fmt.Sprint(args[0]), func() (any, error) { return s.Store.EvalSha(ctx, sha, keys, args) })
+}
+
+func (s *slowFirstReply) Eval(ctx context.Context, src string, keys []string, args []any) (any, error) {
+	return s.step(ctx, fmt.Sprint(args[0]), func() (any, error) { return s.Store.Eval(ctx, src, keys, args) })
+}
+
+// A reply later than the Limiter's own timeout (WithTimeout) is an unknown
+// outcome while the caller's context goes on: Acquire releases the slot
+// before it returns, so that a retry finds it free (it waited on the
+// timeout's context, already ended, and returned before the release).
+func TestAcquireAfterTheLimitersTimeoutReleasesFirst(t *testing.T) {
+	srv := redistest.StartServer(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	st := &slowFirstReply{Store: goredis.New(rdb)}
+	c, err := limiter.NewConcurrency(st, strategy.NewConcurrency(), limiter.WithTimeout(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := limiter.InFlight{Max: 1, TTL: time.Minute}
+	if l, err := c.Acquire(context.Background(), "warm", f); err != nil || !l.Held {
+		t.Fatalf("warm Acquire = %+v, %v", l, err)
+	}
+	st.mu.Lock()
+	st.on = true
+	st.mu.Unlock()
+	l, err := c.Acquire(context.Background(), "u", f)
+	if err == nil || l.Held {
+		t.Fatalf("Acquire with a late reply = %+v, %v; want an error", l, err)
+	}
+	st.mu.Lock()
+	st.on = false
+	st.mu.Unlock()
+	l, err = c.Acquire(context.Background(), "u", f)
+	if err != nil || !l.Held {
+		t.Errorf("retry right after the timed-out Acquire = %+v, %v; want Held (the slot released before Acquire returned)", l, err)
 	}
 }

@@ -107,11 +107,11 @@ type subjectID struct{ prefix, subject string }
 type giveBack struct {
 	running int
 	end     uint64
-	// resets counts the subject's Resets begun while the entry is kept
-	// (it is kept while any give-back of the subject runs). returning
-	// counts the returns of its quota in flight; idle is closed when the
-	// last of them ends, and is nil when none runs.
-	resets    uint64
+	// resets counts, by limit key, the subject's Resets begun while the
+	// entry is kept (it is kept while any give-back of the subject runs).
+	// returning counts the returns of its quota in flight; idle is closed
+	// when the last of them ends, and is nil when none runs.
+	resets    map[string]uint64
 	returning int
 	idle      chan struct{}
 }
@@ -179,24 +179,25 @@ func (g *giveBacks) clean(m uint64, prefix, subject string) bool {
 	return b == nil || b.running == 0 && b.end <= m
 }
 
-// resetsOf returns how many Resets of prefix's subject have begun. It is
-// called between a give-back's begin and end, which keep the count.
-func (g *giveBacks) resetsOf(prefix, subject string) uint64 {
+// resetsOf returns how many Resets of prefix's subject that named the
+// limit whose key is key have begun. It is called between a give-back's
+// begin and end, which keep the count.
+func (g *giveBacks) resetsOf(prefix, subject, key string) uint64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.subjects[subjectID{prefix, subject}].resets
+	return g.subjects[subjectID{prefix, subject}].resets[key]
 }
 
-// startReturn reports whether no Reset of prefix's subject has begun since
-// resetsOf returned resets; if so it records a return of the subject's
-// quota in flight, which the caller ends with endReturn. A Reset that
-// began since may have deleted the window the return read, and the one
-// counted anew after it must not lose the returned units.
-func (g *giveBacks) startReturn(prefix, subject string, resets uint64) bool {
+// startReturn reports whether no Reset of the limit whose key is key has
+// begun since resetsOf returned resets; if so it records a return of the
+// subject's quota in flight, which the caller ends with endReturn. A Reset
+// that began since may have deleted the window the return read, and the
+// one counted anew after it must not lose the returned units.
+func (g *giveBacks) startReturn(prefix, subject, key string, resets uint64) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	b := g.subjects[subjectID{prefix, subject}]
-	if b.resets != resets {
+	if b.resets[key] != resets {
 		return false
 	}
 	if b.returning == 0 {
@@ -217,14 +218,20 @@ func (g *giveBacks) endReturn(prefix, subject string) {
 	}
 }
 
-// resetting counts a Reset of prefix's subject, between its begin and end,
-// so that no return of the subject's quota starts after it, and waits
-// until the returns already in flight have ended (or ctx has): a return
-// the Reset's deletion overtook could land in the window counted anew.
-func (g *giveBacks) resetting(ctx context.Context, prefix, subject string) error {
+// resetting counts a Reset of prefix's subject's limits whose keys are
+// keys, between its begin and end, so that no return of their quota starts
+// after it, and waits until the subject's returns already in flight have
+// ended (or ctx has): a return the Reset's deletion overtook could land in
+// the window counted anew.
+func (g *giveBacks) resetting(ctx context.Context, prefix, subject string, keys []string) error {
 	g.mu.Lock()
 	b := g.subjects[subjectID{prefix, subject}]
-	b.resets++
+	if b.resets == nil {
+		b.resets = make(map[string]uint64, len(keys))
+	}
+	for _, k := range keys {
+		b.resets[k]++
+	}
 	idle := b.idle
 	g.mu.Unlock()
 	if idle == nil {

@@ -378,7 +378,8 @@ func (l *Limiter) ReturnLeases(ctx context.Context, idle time.Duration) (int64, 
 		units int64
 		end   time.Time // the lease's end (leftUntil)
 		took  time.Duration
-		// the subject's Resets begun when the units were taken
+		// the lease's key, and its Resets begun when the units were taken
+		key    string
 		resets uint64
 	}
 	var backs []unused
@@ -396,8 +397,14 @@ func (l *Limiter) ReturnLeases(ctx context.Context, idle time.Duration) (int64, 
 		if ls.taking != nil || ls.left <= 0 || !now.Before(ls.leftUntil) || now.Sub(ls.used) < idle {
 			continue
 		}
+		// The lease's own prefix: a copy made by With with another
+		// prefix shares the table, and its leases were counted under it.
+		keys, err := keyBuilder{prefix: id.prefix}.build(id.subject, []Limit{id.limit}, nil)
+		if err != nil {
+			continue // (it was counted under this key: unreachable)
+		}
 		l.backs.begin(id.prefix, id.subject)
-		backs = append(backs, unused{id, ls, ls.left, ls.leftUntil, ls.took, l.backs.resetsOf(id.prefix, id.subject)})
+		backs = append(backs, unused{id, ls, ls.left, ls.leftUntil, ls.took, keys[0], l.backs.resetsOf(id.prefix, id.subject, keys[0])})
 		ls.left = 0 // from now on, the next call takes a new lease
 	}
 	t.mu.Unlock()
@@ -405,7 +412,7 @@ func (l *Limiter) ReturnLeases(ctx context.Context, idle time.Duration) (int64, 
 	var errs []error
 	for _, b := range backs {
 		// until: the lease's end + leaseMargin, its call's sending + reset
-		n, kept, err := l.giveBack(ctx, rq, b.id, b.units, b.end.Add(leaseMargin), b.took, b.resets)
+		n, kept, err := l.giveBack(ctx, rq, b.id, b.key, b.units, b.end.Add(leaseMargin), b.took, b.resets)
 		if kept {
 			t.keep(b.id, b.ls, b.units, b.end)
 		}
@@ -459,16 +466,11 @@ const returnSlack = 100 * time.Millisecond
 // counted in Redis, certainly: nothing was given back, and no call that
 // might have was left unanswered.
 //
-// A Reset of the subject in this process that began after resets were
-// counted may have deleted the lease's window: then nothing is given back
-// (a Reset waits for a return already sent).
-func (l *Limiter) giveBack(ctx context.Context, rq QuotaReturner, id leaseID, units int64, until time.Time, took time.Duration, resets uint64) (n int64, kept bool, err error) {
-	// The lease's own prefix: a copy made by With with another prefix
-	// shares the table, and its leases were counted under that prefix.
-	keys, err := keyBuilder{prefix: id.prefix}.build(id.subject, []Limit{id.limit}, nil)
-	if err != nil {
-		return 0, true, err
-	}
+// A Reset in this process of the lease's limit (its key) that began after
+// resets were counted may have deleted the lease's window: then nothing is
+// given back (a Reset waits for a return already sent).
+func (l *Limiter) giveBack(ctx context.Context, rq QuotaReturner, id leaseID, key string, units int64, until time.Time, took time.Duration, resets uint64) (n int64, kept bool, err error) {
+	keys := []string{key}
 	u := l.leases.now()
 	cctx, cancel := l.withTimeout(ctx)
 	req := Request{Keys: keys, Limits: []Limit{id.limit}}
@@ -481,7 +483,7 @@ func (l *Limiter) giveBack(ctx context.Context, rq QuotaReturner, id leaseID, un
 	if end <= 0 || left > until.Sub(u)+took+returnSlack || 2*(took+e+returnSlack+time.Millisecond) >= id.limit.Period {
 		return 0, true, nil
 	}
-	if !l.backs.startReturn(id.prefix, id.subject, resets) {
+	if !l.backs.startReturn(id.prefix, id.subject, key, resets) {
 		return 0, false, nil // reset: the units are no longer counted
 	}
 	cctx, cancel = l.withTimeout(ctx)

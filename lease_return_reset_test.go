@@ -148,3 +148,35 @@ func TestReturnLeasesNeverGivesToAWindowAfterAReset(t *testing.T) {
 		}
 	}
 }
+
+// A Reset of one limit of a subject deletes that limit's windows only: the
+// units of a lease under another limit of the subject, whose window the
+// Reset left alone, still go back (they were kept counted until the
+// window's end).
+func TestReturnLeasesAfterAResetOfAnotherLimit(t *testing.T) {
+	st, clock := limitertest.Store(t)
+	h := &returnHook{Store: st, read: true}
+	lim, err := limiter.New(h, strategy.NewFixedWindow(), limiter.WithClock(clock.Now), limiter.WithQuotaLease(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	leased, other := limiter.PerSecond(10), limiter.PerMinute(100)
+	if r, err := lim.Allow(ctx, "u", leased); err != nil || !r.Allowed {
+		t.Fatalf("first call = %+v, %v", r, err)
+	}
+	h.mu.Lock()
+	h.hook = func() {
+		if err := lim.Reset(ctx, "u", other); err != nil {
+			t.Errorf("Reset of the other limit: %v", err)
+		}
+	}
+	h.mu.Unlock()
+	if n, err := lim.ReturnLeases(ctx, 0); err != nil || n != 4 {
+		t.Errorf("ReturnLeases with a Reset of another limit (%s) of the subject = %d, %v; want the lease's 4 unused units of %s back", other, n, err, leased)
+	}
+	r, err := lim.Peek(ctx, "u", leased, limiter.PerHour(1000)) // two limits: through Redis
+	if err != nil || r.Remaining != 9 {
+		t.Errorf("after it, %s has %d remaining (%v); want 9", leased, r.Remaining, err)
+	}
+}

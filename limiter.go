@@ -336,7 +336,7 @@ func (l *Limiter) Reset(ctx context.Context, key string, limits ...Limit) error 
 	ctx, cancel := l.withTimeout(ctx)
 	defer cancel()
 	// (a return of the subject's leased quota in flight ends first)
-	if err := l.backs.resetting(ctx, l.keys.prefix, key); err != nil {
+	if err := l.backs.resetting(ctx, l.keys.prefix, key, keys); err != nil {
 		return fmt.Errorf("limiter: reset: %w", err)
 	}
 	if r, ok := l.strategy.(RequestResetter); ok {
