@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/store"
 	"github.com/quotagate/limiter/store/goredis"
 	"github.com/quotagate/limiter/strategy"
 )
@@ -349,5 +350,52 @@ func TestGCRAFarTATDenials(t *testing.T) {
 		if r, err := allow(); err != nil || !r.Allowed {
 			t.Errorf("AllowMany %v: at the first denial's RetryAfter %s, after a denial every millisecond: %+v, %v; want admitted", many, first.RetryAfter, r, err)
 		}
+	}
+}
+
+// TestGCRAFarTATRepairStaysWithinRefill: a far-TAT state (more than 31
+// years ahead: a TAT on TIME's clock, read with its slack) that lost its
+// TTL is repaired by the next denial: the key gets a TTL back, at most the
+// limit's refill time (property 12), and its TAT is not moved past the
+// burst by the slack.
+func TestGCRAFarTATRepairStaysWithinRefill(t *testing.T) {
+	ctx := context.Background()
+	l := limiter.Limit{Rate: 7, Period: limiter.MaxPeriod, Burst: 7669}
+	interval := (l.Period.Microseconds() + l.Rate - 1) / l.Rate
+	whole := l.Burst * interval
+	bound := (whole + 999) / 1000 // ms
+	m, st := newMini(t)
+	m.Advance(time.Date(2030, 6, 1, 0, 0, 0, 3000, time.UTC).Sub(m.Now()))
+	lim := newLim(t, st, strategy.NewGCRA())
+	if r, err := lim.AllowN(ctx, "far", l.Burst, l); err != nil || !r.Allowed {
+		t.Fatalf("the burst at once: %+v, %v; want admitted", r, err)
+	}
+	rs, err := st.Do(ctx, store.Cmd{Name: "KEYS", Args: []any{"*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, _ := rs[0].Val.([]any)
+	if len(keys) != 1 {
+		t.Fatalf("keys: %v", rs[0].Val)
+	}
+	key := keys[0].(string)
+	pttl := func() int64 {
+		rs, err := st.Do(ctx, store.Cmd{Name: "PTTL", Args: []any{key}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := store.Int64(rs[0].Val)
+		return n
+	}
+	t.Logf("after the burst: PTTL %d ms, refill %d ms", pttl(), bound)
+	if _, err := st.Do(ctx, store.Cmd{Name: "PERSIST", Args: []any{key}}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := lim.Allow(ctx, "far", l)
+	if err != nil || r.Allowed {
+		t.Fatalf("a call after the burst: %+v, %v; want denied", r, err)
+	}
+	if d := pttl(); d < 0 || d > bound {
+		t.Errorf("after the denial that repaired the key (it had lost its TTL): PTTL %d ms; want within the refill time, %d ms", d, bound)
 	}
 }

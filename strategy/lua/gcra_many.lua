@@ -253,9 +253,10 @@ if write then
       put(i, rel[i] + cost * interval)
     elseif repair[i] then
       -- A denial writes no state, but repairs what it found: a TAT
-      -- clamped above, a key without a TTL (a leak from elsewhere).
+      -- clamped above, a key without a TTL (a leak from elsewhere); a
+      -- TAT read with its slack is written back within the burst.
       if rel[i] > 0 then
-        put(i, rel[i])
+        put(i, math.min(rel[i], tonumber(ARGV[o + 2 * i]) * interval))
       else
         redis.call('PEXPIRE', KEYS[i], 1)
       end
