@@ -51,7 +51,8 @@ func RunStoreCheck(t testing.TB, mk HarnessMaker, sc StoreCheck) {
 // Replies are normalised: int64, string, []any, ErrNil; a Redis error reply
 // belongs to its command and leaves the rest of the pipeline alone.
 // Arguments of every documented type reach Redis as their decimal text (a
-// float64 of 10^6 as "1000000", which Redis reads as an integer).
+// float64 of 10^6 as "1000000", which Redis reads as an integer), in a
+// pipeline and in a command alone, through Do and Batch.
 func checkReplies(c *checker) {
 	k := c.prefix + ":{s}:"
 	rs, err := c.h.Store().Do(c.ctx,
@@ -86,6 +87,28 @@ func checkReplies(c *checker) {
 	}
 	if rs[3].Err == nil || errors.Is(rs[3].Err, store.ErrNil) {
 		c.t.Errorf("store: INCRBY of a string = %#v, %v; want the server's error reply", rs[3].Val, rs[3].Err)
+	}
+	// A command alone, through Do and through Batch, takes the same
+	// arguments (an adapter may send it on another path).
+	one := func(f string) store.Cmd {
+		return store.Cmd{Name: "SET", Args: []any{k + f, float64(1e6), "PX", float64(60000)}}
+	}
+	if rs, err := c.h.Store().Do(c.ctx, one("f1")); err != nil || rs[0].Err != nil {
+		c.t.Errorf("store: Do of a SET with float64 arguments alone = %+v, %v; want OK", rs, err)
+	}
+	if b, ok := c.h.Store().(store.Batcher); ok {
+		if rs := b.Batch(c.ctx, []store.Cmd{one("f2")}); rs[0].Err != nil {
+			c.t.Errorf("store: Batch of a SET with float64 arguments alone = %+v; want OK", rs)
+		}
+	} else if _, err := c.h.Store().Do(c.ctx, one("f2")); err != nil {
+		c.t.Fatalf("store: Do: %v", err)
+	}
+	rs, err = c.h.Store().Do(c.ctx,
+		store.Cmd{Name: "GET", Args: []any{k + "f1"}},
+		store.Cmd{Name: "GET", Args: []any{k + "f2"}},
+		store.Cmd{Name: "DEL", Args: []any{k + "f1", k + "f2"}})
+	if err != nil || rs[0].Val != "1000000" || rs[1].Val != "1000000" {
+		c.t.Errorf("store: the values SET alone = %+v, %v; want \"1000000\" twice", rs, err)
 	}
 }
 

@@ -223,16 +223,45 @@ func (s *Store) bounded(ctx context.Context, unsent func() bool, f func()) error
 
 // boundedAlways is bounded for a call that the adapter bounds whatever the
 // client's options.
+//
+// A panic in f (fn's, in a Watch) reaches the caller's goroutine when the
+// caller still waits for f, where it can be recovered, and ends the process
+// from f's goroutine otherwise, as any goroutine's would.
 func (s *Store) boundedAlways(ctx context.Context, unsent func() bool, f func()) error {
 	done := make(chan struct{})
+	var mu sync.Mutex
+	waiting := true
+	var panicked *any
 	go func() {
-		defer close(done)
+		defer func() {
+			r := recover()
+			mu.Lock()
+			handed := r != nil && waiting
+			if handed {
+				panicked = &r
+			}
+			mu.Unlock()
+			close(done)
+			if r != nil && !handed {
+				panic(r)
+			}
+		}()
 		f()
 	}()
 	select {
 	case <-done:
+		if panicked != nil {
+			panic(*panicked)
+		}
 		return nil
 	case <-ctx.Done():
+		mu.Lock()
+		waiting = false
+		p := panicked
+		mu.Unlock()
+		if p != nil {
+			panic(*p)
+		}
 		err := s.dials.explain(ctx.Err())
 		if unsent() {
 			return fmt.Errorf("%w: %w", errAbandoned, err)
@@ -754,19 +783,21 @@ func (s *Store) collect(ctx context.Context, gcmds []*redis.Cmd, guards []*guard
 // goroutine, one after another, so the pinned connection is never used by
 // two goroutines; once ctx is done they send nothing.
 func (s *Store) Watch(ctx context.Context, keys []string, fn func(store.Tx) error) error {
-	var fnErr, err error
+	var err error
 	called := false
 	ws := &watchState{}
 	if berr := s.bounded(ctx, ws.abandon, func() {
 		err = s.c.Watch(ctx, func(tx *redis.Tx) error {
 			called = true
-			fnErr = fn(txn{s, tx, ws})
-			return fnErr
+			defer ws.unwatch(ctx, tx)
+			return fn(txn{s, tx, ws})
 		}, keys...)
 	}); berr != nil {
 		return fmt.Errorf("goredis: watch: %w", berr)
 	}
-	if err == nil || (called && err == fnErr) {
+	// go-redis returns fn's error as it is once fn was called. (Never
+	// compared with ==: an error of an uncomparable type would panic.)
+	if err == nil || called {
 		return err
 	}
 	// The WATCH failed. Like any command given up on after it may have
@@ -791,10 +822,29 @@ func notSent(err error) bool {
 
 // watchState lets a Watch given up on at its deadline know whether its
 // transaction's EXEC was sent, and keeps it from being sent afterwards.
+// watched records a WATCH that fn sent through Tx.Do, which go-redis does
+// not know of and would leave armed on the connection it pools.
 type watchState struct {
 	mu        sync.Mutex
 	abandoned bool
 	execSent  bool
+	watched   bool
+}
+
+// unwatch un-watches the pinned connection before go-redis pools it, when
+// fn sent a WATCH of its own (go-redis un-watches only the keys it
+// watched). It runs whatever ctx says, bounded by a second: a connection
+// that cannot take it fails, and go-redis drops it.
+func (w *watchState) unwatch(ctx context.Context, tx *redis.Tx) {
+	w.mu.Lock()
+	watched := w.watched
+	w.mu.Unlock()
+	if !watched {
+		return
+	}
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	_ = tx.Unwatch(uctx).Err()
 }
 
 // abandon gives the Watch up and reports whether no EXEC was sent (the
@@ -827,6 +877,13 @@ type txn struct {
 func (t txn) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("goredis: %w", err) // nothing sent
+	}
+	for _, c := range cmds {
+		if strings.EqualFold(c.Name, "WATCH") {
+			t.ws.mu.Lock()
+			t.ws.watched = true
+			t.ws.mu.Unlock()
+		}
 	}
 	p := t.tx.Pipeline()
 	gcmds, guards := queue(ctx, p, cmds, t.s.ap != nil)

@@ -315,7 +315,9 @@ func (s *Store) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error
 	case 0:
 		return nil, nil
 	case 1:
-		v, err := s.call(ctx, cmds[0].Key(), cmds[0].Name, cmds[0].Args)
+		// (float64 arguments as their decimal text, as in a pipeline:
+		// redigo would write 1e+06)
+		v, err := s.call(ctx, cmds[0].Key(), cmds[0].Name, withFloatTexts(cmds[0].Args))
 		if err != nil {
 			return nil, err
 		}
