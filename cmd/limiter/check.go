@@ -194,7 +194,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	}
 	var code int
 	if *asJSON {
-		code, err = reportJSON(stdout, backend, rows, time.Since(start))
+		code, err = reportJSON(stdout, backend, rows, time.Since(start), prog.total, ctx.Err() != nil)
 	} else {
 		code = report(stdout, rows, *verbose, time.Since(start))
 	}
@@ -301,13 +301,17 @@ type jsonRow struct {
 
 // jsonReport is check -json's output.
 type jsonReport struct {
-	Backend   string    `json:"backend"`
-	Passed    int       `json:"passed"`
-	Failed    int       `json:"failed"`
-	Skipped   int       `json:"skipped"`
-	Caught    int       `json:"known_bad_caught"`
-	ElapsedMS int64     `json:"elapsed_ms"`
-	Rows      []jsonRow `json:"rows"`
+	Backend string `json:"backend"`
+	// Checks is how many rows the run was to report; Interrupted, that an
+	// interrupt (Ctrl-C, SIGTERM) stopped it before all of them ran.
+	Checks      int       `json:"checks"`
+	Interrupted bool      `json:"interrupted,omitempty"`
+	Passed      int       `json:"passed"`
+	Failed      int       `json:"failed"`
+	Skipped     int       `json:"skipped"`
+	Caught      int       `json:"known_bad_caught"`
+	ElapsedMS   int64     `json:"elapsed_ms"`
+	Rows        []jsonRow `json:"rows"`
 }
 
 // reportJSON prints rows as one JSON object and returns the exit status.
@@ -315,8 +319,11 @@ type jsonReport struct {
 // failing on the check's own findings, as it must; one that failed only on
 // its harness, a dial, a panic or a hang, is "fail") and "pass-unexpected"
 // (a control that passed).
-func reportJSON(w io.Writer, backend string, rows []row, took time.Duration) (int, error) {
-	rep := jsonReport{Backend: backend, ElapsedMS: took.Milliseconds(), Rows: []jsonRow{}}
+//
+// checks is how many rows the run was to report, and interrupted says
+// that an interrupt stopped it: the exit status is then 1 (as run sets it).
+func reportJSON(w io.Writer, backend string, rows []row, took time.Duration, checks int, interrupted bool) (int, error) {
+	rep := jsonReport{Backend: backend, Checks: checks, Interrupted: interrupted, ElapsedMS: took.Milliseconds(), Rows: []jsonRow{}}
 	for _, r := range rows {
 		res := "pass"
 		switch {
@@ -343,7 +350,7 @@ func reportJSON(w io.Writer, backend string, rows []row, took time.Duration) (in
 	if err := enc.Encode(rep); err != nil {
 		return 1, err
 	}
-	if rep.Failed > 0 || nothingRan(rep.Passed, rep.Failed, rep.Caught, rep.Skipped) {
+	if rep.Failed > 0 || interrupted || nothingRan(rep.Passed, rep.Failed, rep.Caught, rep.Skipped) {
 		return 1, nil
 	}
 	return 0, nil

@@ -43,7 +43,8 @@
 //	               and do not change the exit status unless one of them
 //	               passes a check it must fail
 //	-json          print the results as one JSON object (the header goes
-//	               to stderr)
+//	               to stderr); "checks" counts the rows the run was to
+//	               report, "interrupted" is true when Ctrl-C stopped it
 //	-v             print every check's messages, not only failures'
 //
 // Exit status: 0 when every check passed or was skipped and at least one

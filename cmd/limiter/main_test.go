@@ -103,9 +103,14 @@ func TestCheckInterrupted(t *testing.T) {
 	var out, errOut bytes.Buffer
 	time.AfterFunc(1500*time.Millisecond, cancel)
 	start := time.Now()
-	code := run(ctx, []string{"check", "-redis", "redis://" + s.Addr(), "-checks", "self-repair,window-never-slides,bounded-ttls"}, &out, &errOut)
+	code := run(ctx, []string{"check", "-json", "-redis", "redis://" + s.Addr(), "-checks", "self-repair,window-never-slides,bounded-ttls"}, &out, &errOut)
 	if code != 1 || !strings.Contains(errOut.String(), "interrupted after") {
 		t.Errorf("exit %d after %s; want 1 and the interruption reported\n%s\n%s", code, time.Since(start), out.String(), errOut.String())
+	}
+	// -json says so too: the rows that ran, of how many
+	var rep jsonReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil || !rep.Interrupted || len(rep.Rows) >= rep.Checks {
+		t.Errorf("-json report of an interrupted run: %v; interrupted %v, %d of %d rows; want interrupted, fewer rows than checks\n%s", err, rep.Interrupted, len(rep.Rows), rep.Checks, out.String())
 	}
 	if strings.Count(errOut.String(), "\n[") >= 3*len(conformance.Strategies())*len(adapters()) {
 		t.Errorf("every check ran: the interruption stopped nothing\n%s", errOut.String())
@@ -312,6 +317,8 @@ func TestCheckJSON(t *testing.T) {
 	}
 	var rep struct {
 		Backend                 string
+		Checks                  int
+		Interrupted             bool
 		Passed, Failed, Skipped int
 		Caught                  int `json:"known_bad_caught"`
 		Rows                    []struct {
@@ -334,6 +341,9 @@ func TestCheckJSON(t *testing.T) {
 	matrix *= len(adapters())
 	if rep.Passed != matrix || rep.Failed != 0 || rep.Skipped != 0 || rep.Caught == 0 || len(rep.Rows) != rep.Passed+rep.Caught {
 		t.Errorf("passed %d (want %d), failed %d, skipped %d, caught %d, %d rows", rep.Passed, matrix, rep.Failed, rep.Skipped, rep.Caught, len(rep.Rows))
+	}
+	if rep.Checks != len(rep.Rows) || rep.Interrupted {
+		t.Errorf("checks %d, interrupted %v; want %d (every row ran), not interrupted", rep.Checks, rep.Interrupted, len(rep.Rows))
 	}
 	for _, r := range rep.Rows {
 		if (r.Result == "pass") == r.KnownBad || r.Strategy == "" || r.Adapter == "" || r.ID == 0 {
@@ -403,7 +413,7 @@ func TestControlFailedOnHarness(t *testing.T) {
 		t.Errorf("table:\n%s\nwant the harness failure's message, not the caught control's", table.String())
 	}
 	var js bytes.Buffer
-	code, err := reportJSON(&js, "test", rows, time.Second)
+	code, err := reportJSON(&js, "test", rows, time.Second, len(rows), false)
 	var rep jsonReport
 	if jerr := json.Unmarshal(js.Bytes(), &rep); err != nil || jerr != nil || code != 1 || rep.Caught != 1 || rep.Failed != 1 || rep.Rows[1].Result != "fail" {
 		t.Errorf("-json: exit %d, %v, %v: caught %d, failed %d, rows %+v; want exit 1, 1 caught, 1 failed (\"fail\")", code, err, jerr, rep.Caught, rep.Failed, rep.Rows)
