@@ -486,11 +486,14 @@ func (l *Limiter) giveBack(ctx context.Context, rq QuotaReturner, id leaseID, ke
 	if !l.backs.startReturn(id.prefix, id.subject, key, resets) {
 		return 0, false, nil // reset: the units are no longer counted
 	}
-	cctx, cancel = l.withTimeout(ctx)
 	req.Cost = units
-	ok, err := rq.ReturnQuota(cctx, l.st, req, end)
-	cancel()
-	l.backs.endReturn(id.prefix, id.subject)
+	ok, err := func() (bool, error) {
+		// (ended even if the strategy panics: a Reset waits for it)
+		defer l.backs.endReturn(id.prefix, id.subject)
+		cctx, cancel := l.withTimeout(ctx)
+		defer cancel()
+		return rq.ReturnQuota(cctx, l.st, req, end)
+	}()
 	if err != nil {
 		return 0, false, err // it may have given them back
 	}
