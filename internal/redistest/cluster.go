@@ -118,6 +118,35 @@ func (c *Cluster) Addrs() []string {
 	return addrs
 }
 
+// StopMasterOf stops the master that serves key's slot, its process gone
+// as after a crash (no replica takes over: the slot is left unserved), and
+// returns its address. Close stops the others as it does.
+func (c *Cluster) StopMasterOf(key string) (string, error) {
+	first := c.nodes[0].Addr()
+	slot, err := clusterCmd(first, "CLUSTER", "KEYSLOT", key)
+	if err != nil {
+		return "", err
+	}
+	n, err := strconv.Atoi(slot)
+	if err != nil {
+		return "", fmt.Errorf("redistest: CLUSTER KEYSLOT %s = %q: %w", key, slot, err)
+	}
+	nodes, err := clusterCmd(first, "CLUSTER", "NODES")
+	if err != nil {
+		return "", err
+	}
+	id, err := SlotOwner(nodes, n)
+	if err != nil {
+		return "", err
+	}
+	for _, s := range c.nodes {
+		if myID, err := clusterCmd(s.Addr(), "CLUSTER", "MYID"); err == nil && myID == id {
+			return s.Addr(), s.Close()
+		}
+	}
+	return "", fmt.Errorf("redistest: no node of the cluster has the ID %s, the owner of slot %d", id, n)
+}
+
 // Close stops all nodes and removes their temp dirs. It is idempotent.
 func (c *Cluster) Close() error {
 	c.mu.Lock()
@@ -331,7 +360,8 @@ func parseClusterNodes(reply string) (map[string]string, error) {
 }
 
 // clusterCmd sends one command to addr on a new connection and returns the
-// reply, which must be a simple or bulk string. An error reply is an error.
+// reply, which must be a simple or bulk string or an integer (its digits).
+// An error reply is an error.
 func clusterCmd(addr string, args ...string) (string, error) {
 	conn, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
@@ -351,7 +381,7 @@ func clusterCmd(addr string, args ...string) (string, error) {
 		return "", err
 	}
 	switch typ {
-	case '+':
+	case '+', ':':
 		return string(reply[1 : len(reply)-2]), nil
 	case '-':
 		return "", fmt.Errorf("%s: %s", strings.Join(args, " "), reply[1:len(reply)-2])

@@ -22,7 +22,8 @@ import (
 func TestClusterReloadsSlotsWhenAMasterCannotBeReached(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	addrs := redistest.StartCluster(t).Addrs()
+	cluster := redistest.StartCluster(t)
+	addrs := cluster.Addrs()
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, MaxRetries: -1})
 	defer cc.Close()
 	st := goredis.New(cc)
@@ -34,10 +35,9 @@ func TestClusterReloadsSlotsWhenAMasterCannotBeReached(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dead := master.Options().Addr
 	var others []*redis.Client
 	for _, a := range addrs {
-		if a == dead {
+		if a == master.Options().Addr {
 			continue
 		}
 		n := redis.NewClient(&redis.Options{Addr: a})
@@ -48,11 +48,9 @@ func TestClusterReloadsSlotsWhenAMasterCannotBeReached(t *testing.T) {
 		others = append(others, n)
 	}
 	// The master goes away; the client's pooled connections to it break.
-	killer := redis.NewClient(&redis.Options{Addr: dead, MaxRetries: -1})
-	defer killer.Close()
-	_ = killer.Do(ctx, "SHUTDOWN", "NOSAVE").Err() // no reply: the server exits
-	if err := killer.Ping(ctx).Err(); err == nil {
-		t.Fatalf("%s answers PING after SHUTDOWN", dead)
+	dead, err := cluster.StopMasterOf(key)
+	if err != nil || dead != master.Options().Addr {
+		t.Fatalf("stopped %s (%v); want the key's master, %s", dead, err, master.Options().Addr)
 	}
 	for range 3 {
 		_, _ = st.Do(ctx, store.Cmd{Name: "GET", Args: []any{key}})

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomodule/redigo/redis"
-
 	"github.com/quotagate/limiter/internal/redistest"
 	"github.com/quotagate/limiter/store"
 )
@@ -22,8 +20,8 @@ import (
 func TestDeadMasterIsARefusedConnection(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	addrs := redistest.StartCluster(t).Addrs()
-	st, closeSt, err := dialCluster(ctx, addrs)
+	cluster := redistest.StartCluster(t)
+	st, closeSt, err := dialCluster(ctx, cluster.Addrs())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,20 +30,9 @@ func TestDeadMasterIsARefusedConnection(t *testing.T) {
 	if _, err := st.Do(ctx, store.Cmd{Name: "SET", Args: []any{key, "1"}}); err != nil {
 		t.Fatal(err)
 	}
-	var dead string
-	for _, a := range addrs {
-		c, err := redis.Dial("tcp", a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n, _ := redis.Int(c.Do("EXISTS", key)); n == 1 {
-			dead = a
-			_, _ = c.Do("SHUTDOWN", "NOSAVE") // no reply: the server exits
-		}
-		_ = c.Close()
-	}
-	if dead == "" {
-		t.Fatalf("no node holds %s", key)
+	dead, err := cluster.StopMasterOf(key)
+	if err != nil {
+		t.Fatal(err)
 	}
 	// The first call may go on a pooled connection to the dead master,
 	// written before it broke: an unknown outcome.
