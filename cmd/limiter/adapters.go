@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"net"
+	"strings"
 	"time"
 
 	redigoredis "github.com/gomodule/redigo/redis"
@@ -55,6 +56,16 @@ func (quietLogger) Printf(context.Context, string, ...any) {}
 
 func init() { redis.SetLogger(quietLogger{}) }
 
+// network is the network a server's address is on: "unix" for the path of
+// a Unix socket (-redis unix:///path), which has a slash that host:port
+// never has, else "tcp".
+func network(addr string) string {
+	if strings.Contains(addr, "/") {
+		return "unix"
+	}
+	return "tcp"
+}
+
 func adapters() []adapter {
 	return []adapter{
 		{"goredis", goredisSingle, goredisCluster},
@@ -65,7 +76,7 @@ func adapters() []adapter {
 
 func goredisSingle(o connOptions) conformance.Dialer {
 	return func(_ context.Context, addr string) (store.Store, func(), error) {
-		rdb := redis.NewClient(&redis.Options{Addr: addr, Username: o.username, Password: o.password, DB: o.db, Dialer: o.goredisDialer()})
+		rdb := redis.NewClient(&redis.Options{Network: network(addr), Addr: addr, Username: o.username, Password: o.password, DB: o.db, Dialer: o.goredisDialer()})
 		return goredis.New(rdb), func() { _ = rdb.Close() }, nil
 	}
 }
@@ -97,7 +108,7 @@ func redigoPool(addr string, opts []redigoredis.DialOption) *redigoredis.Pool {
 	nd := &net.Dialer{Timeout: time.Second, KeepAlive: time.Minute}
 	return &redigoredis.Pool{
 		DialContext: func(ctx context.Context) (redigoredis.Conn, error) {
-			return redigo.Dial(ctx, nd, "tcp", addr, opts...)
+			return redigo.Dial(ctx, nd, network(addr), addr, opts...)
 		},
 		TestOnBorrow: redigo.TestOnBorrow,
 		MaxActive:    64,
@@ -156,6 +167,11 @@ func rueidisSingle(o connOptions) conformance.Dialer {
 	return func(_ context.Context, addr string) (store.Store, func(), error) {
 		opt := rueidisOptions(o, []string{addr})
 		opt.ForceSingleClient = true
+		if network(addr) == "unix" {
+			opt.DialCtxFn = func(ctx context.Context, path string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
+				return d.DialContext(ctx, "unix", path)
+			}
+		}
 		c, err := rueidis.NewClient(opt)
 		if err != nil {
 			return nil, nil, err

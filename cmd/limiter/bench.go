@@ -107,7 +107,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 		if conn.tls, err = tf.config(conn.tls); err != nil {
 			return 0, err
 		}
-		backend = "redis at " + addr + over(conn) + " (keys under limiter-bench:, deleted after)"
+		backend = "redis at " + serverName(addr, conn) + " (keys under limiter-bench:, deleted after)"
 	} else if tf.set() {
 		return 0, fmt.Errorf("%w: the -tls options need -redis rediss://...", errUsage)
 	}
@@ -130,6 +130,9 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 		}
 		fi, err := os.Stat(svgPath)
 		if err == nil {
+			if fi.IsDir() {
+				return 0, fmt.Errorf("%w: -svg %s is a directory: name the chart's file", errUsage, *svgFile)
+			}
 			svgMode = fi.Mode().Perm()
 		}
 		if err != nil || fi.Mode().IsRegular() {
@@ -195,6 +198,11 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 		}
 	}
 	fmt.Fprintln(stderr)
+	// The results first, so that a chart that cannot be written loses
+	// nothing of the run.
+	if err := printBench(stdout, *asJSON, backend, *rounds, *round, results); err != nil {
+		return 0, err
+	}
 	switch {
 	case svg != nil:
 		if _, err := svg.Write(benchSVG(backend, results)); err != nil {
@@ -214,23 +222,28 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 			return 0, err
 		}
 	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
+	return 0, nil
+}
+
+// printBench prints the results to w: as one JSON object, or as a table.
+func printBench(w io.Writer, asJSON bool, backend string, rounds int, round time.Duration, results []benchRow) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return 0, enc.Encode(struct {
+		return enc.Encode(struct {
 			Backend string     `json:"backend"`
 			Rounds  int        `json:"rounds"`
 			RoundMS int64      `json:"round_ms"`
 			Results []benchRow `json:"results"`
-		}{backend, *rounds, round.Milliseconds(), results})
+		}{backend, rounds, round.Milliseconds(), results})
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "STRATEGY\tWORKLOAD\tADAPTER\tCALLERS\tRAW/S\tLIMITER/S\tLIMITER÷RAW\tROUNDS (MEDIAN, MIN–MAX)\tP50 (RAW)\tP99 (RAW)\tALLOCS (RAW)")
 	for _, r := range results {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.0f\t%.0f\t%.3f\t%.3f, %.3f–%.3f\t%s (%s)\t%s (%s)\t%.1f (%.1f)\n", r.Strategy, r.Workload, r.Adapter, r.Callers, r.RawPerSec, r.LimiterPerSec, r.Ratio, r.RoundsMedian, r.RoundsMin, r.RoundsMax,
 			micros(r.P50Micros), micros(r.RawP50Micros), micros(r.P99Micros), micros(r.RawP99Micros), r.Allocs, r.RawAllocs)
 	}
-	return 0, tw.Flush()
+	return tw.Flush()
 }
 
 // benchRow is one level's result: decisions per second of the raw EVALSHA

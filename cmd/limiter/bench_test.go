@@ -212,12 +212,28 @@ func TestBenchSVG(t *testing.T) {
 
 // TestBenchSVGPathFailsFirst: a chart path that cannot be written fails
 // the command before it measures anything (it failed after the whole run,
-// its results unprinted).
+// its results unprinted): a missing directory, and a directory.
 func TestBenchSVGPathFailsFirst(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "no-such-dir", "bench.svg")
-	code, out, errOut := runCmd(t, "bench", "-allocs", "100", "-svg", path, "-adapters", "goredis", "-callers", "1", "-rounds", "1", "-round", "20ms")
-	if code == 0 || !strings.Contains(errOut, "no-such-dir") || strings.Contains(errOut, "measuring") {
-		t.Errorf("bench -svg %s: exit %d\n%s\n%s; want a failure naming the path, before measuring", path, code, out, errOut)
+	dir := t.TempDir()
+	for path, want := range map[string]string{filepath.Join(dir, "no-such-dir", "bench.svg"): "no-such-dir", dir: dir + " is a directory"} {
+		code, out, errOut := runCmd(t, "bench", "-allocs", "100", "-svg", path, "-adapters", "goredis", "-callers", "1", "-rounds", "1", "-round", "20ms")
+		if code == 0 || !strings.Contains(errOut, want) || strings.Contains(errOut, "measuring") {
+			t.Errorf("bench -svg %s: exit %d\n%s\n%s; want a failure naming the path, before measuring", path, code, out, errOut)
+		}
+	}
+}
+
+// TestBenchSVGWriteFailsAfterTheResults: a chart that cannot be written
+// once the run is over (a device that refuses writes) fails the command,
+// but the results were printed first.
+func TestBenchSVGWriteFailsAfterTheResults(t *testing.T) {
+	const full = "/dev/full" // every write fails with ENOSPC
+	if _, err := os.Stat(full); err != nil {
+		t.Skipf("no %s on this system: %v", full, err)
+	}
+	code, out, errOut := runCmd(t, "bench", "-allocs", "100", "-svg", full, "-adapters", "goredis", "-callers", "1", "-rounds", "1", "-round", "20ms")
+	if code == 0 || !strings.Contains(errOut, "no space") || !strings.Contains(out, "fixedwindow") || !strings.Contains(out, "LIMITER÷RAW") {
+		t.Errorf("bench -svg %s: exit %d\nstdout:\n%s\nstderr:\n%s\nwant a failure writing the chart, after the results table", full, code, out, errOut)
 	}
 }
 

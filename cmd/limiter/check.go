@@ -64,7 +64,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 			return 0, err
 		}
 		conn = o
-		backend = "redis at " + addr + over(conn) + " (shared: own prefix, no flush, no restart)"
+		backend = "redis at " + serverName(addr, conn) + " (shared: own prefix, no flush, no restart)"
 		*url = addr
 	case *clusterAddrs != "":
 		addrs, o, err := parseClusterNodes(*clusterAddrs)
@@ -370,6 +370,15 @@ func over(conn connOptions) string {
 	return ""
 }
 
+// serverName names the server of -redis for the report: its address, its
+// database unless it is 0, and TLS.
+func serverName(addr string, conn connOptions) string {
+	if conn.db != 0 {
+		addr += fmt.Sprintf(", database %d", conn.db)
+	}
+	return addr + over(conn)
+}
+
 // cannotRun says why spec cannot run on the server r reports on (scripts
 // refused, a version too old), or "" when it can or r is nil (miniredis).
 func cannotRun(spec conformance.Spec, r *limiter.ServerReport) string {
@@ -412,7 +421,8 @@ func printServer(ctx context.Context, w io.Writer, st store.Store) (*limiter.Ser
 	return &r, nil
 }
 
-// parseRedisURL reads a -redis URL (redis:// or rediss://).
+// parseRedisURL reads a -redis URL: redis:// or rediss:// (TLS), or
+// unix:///path/to/redis.sock, whose address is the socket's path.
 func parseRedisURL(url string) (string, connOptions, error) {
 	opt, err := redis.ParseURL(url)
 	if err != nil {
@@ -440,6 +450,9 @@ func parseClusterNodes(list string) ([]string, connOptions, error) {
 		opt, err := redis.ParseURL(n)
 		if err != nil {
 			return nil, o, fmt.Errorf("%w: -cluster: %w", errUsage, err)
+		}
+		if opt.Network == "unix" {
+			return nil, o, fmt.Errorf("%w: -cluster: %s is a Unix socket; a Cluster's nodes are reached over TCP", errUsage, n)
 		}
 		if opt.DB != 0 {
 			return nil, o, fmt.Errorf("%w: -cluster: %s names database %d; a Cluster has only database 0", errUsage, opt.Addr, opt.DB)

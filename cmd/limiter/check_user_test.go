@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -141,5 +142,35 @@ func TestCheckSkipsStrategiesThatCannotRunThere(t *testing.T) {
 		if !strings.Contains(out, want) || strings.Count(out, "pass") < 2 {
 			t.Errorf("check on a server without scripts: %s not checked\nstdout:\n%s", want, out)
 		}
+	}
+}
+
+// TestCheckAndBenchOverAUnixSocket: -redis unix:///path?db=N runs every
+// adapter over the socket, the fault-proxy checks too, in database N, and
+// the report names the database. The URL was accepted, then rueidis and
+// redigo dialed the path over TCP and the proxy too, which made every
+// check of theirs and every fault check fail, and bench stopped at its
+// second adapter.
+func TestCheckAndBenchOverAUnixSocket(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "redis.sock")
+	s := redistest.StartServer(t, "--unixsocket", sock, "--unixsocketperm", "700")
+	url := "unix://" + sock + "?db=2"
+	code, out, errOut := runCmd(t, "check", "-redis", url, "-checks", "exact-admission,lost-reply-counted-once")
+	if code != 0 || !strings.Contains(out, "database 2") || !regexp.MustCompile(`\b(\d+) passed, 0 failed, 0 skipped`).MatchString(out) {
+		t.Errorf("check -redis %s: exit %d; want 0, every check passed, the report naming database 2\nstdout:\n%s\nstderr:\n%s", url, code, out, errOut)
+	}
+	for _, a := range []string{"goredis", "rueidis", "redigo"} {
+		if !regexp.MustCompile(`(?m)^FixedWindow\s+` + a + `\s+P\d+ lost-reply-counted-once\s+pass`).MatchString(out) {
+			t.Errorf("check over the socket: no passing lost-reply-counted-once row for %s\n%s", a, out)
+		}
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), DB: 2})
+	defer rdb.Close()
+	code, out, errOut = runCmd(t, "bench", "-redis", url, "-allocs", "50", "-callers", "1", "-rounds", "1", "-round", "20ms")
+	if code != 0 || strings.Count(out, "fixedwindow") != 3 || !strings.Contains(out, "database 2") {
+		t.Errorf("bench -redis %s: exit %d; want 0 with a row per adapter\nstdout:\n%s\nstderr:\n%s", url, code, out, errOut)
+	}
+	if n, err := rdb.DBSize(context.Background()).Result(); err != nil || n != 0 {
+		t.Errorf("database 2 after check and bench: %d keys (%v); want none left", n, err)
 	}
 }

@@ -21,7 +21,8 @@
 //	-redis URL     run on the Redis at URL (redis://[user:pass@]host:port/db)
 //	               instead; the suite touches only keys under its own random
 //	               prefix, deletes them afterwards, and never flushes or
-//	               restarts the server (the checks that need to are skipped)
+//	               restarts the server (the checks that need to are skipped);
+//	               unix:///path/to/redis.sock[?db=N] for a Unix socket,
 //	               or rediss://... for TLS, with:
 //	-tls-ca FILE   the CA that signed the server's certificate (PEM)
 //	-tls-cert FILE, -tls-key FILE

@@ -60,7 +60,7 @@ func wantSummary(names []string) string {
 }
 
 func TestCheckUsage(t *testing.T) {
-	for _, args := range [][]string{nil, {"nope"}, {"check", "-checks", "no-such-check"}, {"check", "-redis", "http://x"}, {"check", "extra"}} {
+	for _, args := range [][]string{nil, {"nope"}, {"check", "-checks", "no-such-check"}, {"check", "-redis", "http://x"}, {"check", "extra"}, {"check", "-cluster", "unix:///tmp/redis.sock"}} {
 		if code, _, _ := runCmd(t, args...); code != 2 {
 			t.Errorf("%q: exit %d, want 2", args, code)
 		}

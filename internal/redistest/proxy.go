@@ -53,8 +53,8 @@ func (f *fault) matches(name string) bool {
 	return f.match == name
 }
 
-// NewProxy starts a Proxy to target on 127.0.0.1:0 and closes it when the
-// test ends.
+// NewProxy starts a Proxy to target (host:port, or the path of a Unix
+// socket) on 127.0.0.1:0 and closes it when the test ends.
 func NewProxy(t testing.TB, target string) *Proxy {
 	t.Helper()
 	return newProxy(t, target, nil)
@@ -227,6 +227,8 @@ func (p *Proxy) handle(cc net.Conn) {
 	var err error
 	if p.certs != nil {
 		sc, err = tls.DialWithDialer(d, "tcp", p.target, p.certs.ClientConfig())
+	} else if strings.Contains(p.target, "/") {
+		sc, err = d.Dial("unix", p.target) // a Unix socket's path
 	} else {
 		sc, err = d.Dial("tcp", p.target)
 	}
