@@ -370,6 +370,7 @@ func (c *checker) assertUnmoved(what, call string, keys, before []string) {
 func checkPeriodChange(c *checker) {
 	checkRuleLowered(c)
 	checkPeriodLengthened(c)
+	checkPeekAfterRuleChange(c)
 	long := limiter.Limit{Rate: 1, Period: 24 * time.Hour, Name: "api"}
 	short := limiter.Limit{Rate: 1, Period: 500 * time.Millisecond, Name: "api"}
 	c.window(long, short)
@@ -453,6 +454,80 @@ func checkPeriodLengthened(c *checker) {
 			c.t.Errorf("property 30: denied at %s (AllowMany: %v) with RetryAfter %s, then made when it ended, AllowN(5) = %+v, %v; want admitted", long, many, r.RetryAfter, r3, err)
 		}
 	}
+}
+
+// checkPeekAfterRuleChange is property 30 for a Peek made right after a
+// rule change, before any call writes under the new rule: a Peek reports
+// the state as it is, so its RetryAfter holds: when it ends an Allow is
+// admitted, and (on the virtual clock) 1 ms before it ends a Peek still
+// denies. The changes keep the limit's key (a name): its period
+// shortened, and for a refilling strategy its burst lowered and its rate
+// raised. (A Peek reported the state as the next write would repair it,
+// from that write's moment: a window one new period long, a TAT within
+// the new burst, a bucket refilled at the new rate. No write made the
+// repair, and the Allow at the end of the Peek's RetryAfter was denied,
+// for as long again.)
+func checkPeekAfterRuleChange(c *checker) {
+	if c.spec.DeniedConsume {
+		return
+	}
+	virtual := c.h.Caps().VirtualClock
+	type change struct {
+		subject  string
+		was, now limiter.Limit
+	}
+	changes := []change{{"p30-peek-period", limiter.Limit{Rate: 10, Period: time.Second, Name: "peek-p"}, limiter.Limit{Rate: 10, Period: 100 * time.Millisecond, Name: "peek-p"}}}
+	if c.spec.Refills {
+		changes = append(changes,
+			change{"p30-peek-burst", limiter.Limit{Rate: 10, Period: time.Second, Burst: 10, Name: "peek-b"}, limiter.Limit{Rate: 10, Period: time.Second, Burst: 2, Name: "peek-b"}},
+			change{"p30-peek-rate", limiter.Limit{Rate: 2, Period: 200 * time.Millisecond, Burst: 5, Name: "peek-r"}, limiter.Limit{Rate: 20, Period: 200 * time.Millisecond, Burst: 5, Name: "peek-r"}})
+	}
+	lim := c.limiter(nil)
+	judged := 0
+	for _, ch := range changes {
+		c.window(ch.was, ch.now)
+		if c.spec.Aligned {
+			c.alignTo(ch.was.Period, 0)
+		}
+		// the old rule's quota used up, one call at a time
+		used := 0
+		for range 1000 {
+			r, err := lim.Allow(c.ctx, ch.subject, ch.was)
+			if err != nil {
+				c.t.Fatalf("property 30: call %d at %s: %v", used+1, ch.was, err)
+			}
+			if !r.Allowed {
+				break
+			}
+			used++
+		}
+		if used == 0 {
+			c.t.Fatalf("property 30: the first call at %s was denied", ch.was)
+		}
+		c.h.Advance(time.Millisecond)
+		r, err := lim.Peek(c.ctx, ch.subject, ch.now)
+		if err != nil {
+			c.t.Fatalf("property 30: Peek at %s after %d used at %s: %v", ch.now, used, ch.was, err)
+		}
+		if r.Allowed || r.RetryAfter <= time.Millisecond {
+			continue // the new rule finds room, or a denial too short to judge
+		}
+		judged++
+		if virtual {
+			c.h.Advance(r.RetryAfter - time.Millisecond)
+			if r2, err := lim.Peek(c.ctx, ch.subject, ch.now); err != nil || r2.Allowed {
+				c.t.Errorf("property 30: after %d used at %s, a Peek at %s denied with RetryAfter %s; 1 ms before it ended, a Peek = %+v, %v; want denied (the RetryAfter is exact)", used, ch.was, ch.now, r.RetryAfter, r2, err)
+				continue
+			}
+			c.h.Advance(time.Millisecond)
+		} else {
+			c.h.Advance(r.RetryAfter)
+		}
+		if r3, err := lim.Allow(c.ctx, ch.subject, ch.now); err != nil || !r3.Allowed {
+			c.t.Errorf("property 30: after %d used at %s, a Peek at %s denied with RetryAfter %s; when it ended, Allow = %+v, %v; want admitted (the Peek's RetryAfter was of a state no call had written)", used, ch.was, ch.now, r.RetryAfter, r3, err)
+		}
+	}
+	c.t.Logf("property 30: %d Peeks after a rule change judged", judged)
 }
 
 // checkRuleLowered is property 30's half on a limit in use whose rule is

@@ -120,6 +120,8 @@ func KnownBad() []Control {
 			MustFail: []string{"period-change"}},
 		{Spec: claims("RateCountdown", knownbad.RateCountdown{}),
 			MustFail: []string{"period-change"}},
+		{Spec: claims("PeekAsRepaired", knownbad.PeekAsRepaired{Strategy: strategy.NewFixedWindow()}),
+			MustFail: []string{"period-change"}},
 		{Spec: claims("SwallowErrors", knownbad.SwallowErrors{Strategy: strategy.NewFixedWindow()}),
 			MustFail:   []string{"redis-down-or-blackholed", "no-accidental-fail-open", "server-conditions"},
 			ServerOnly: []string{"server-conditions"}},

@@ -30,8 +30,9 @@ func FixedWindowScript() *store.Script { return fixedWindowScript }
 //   - the window never slides: the counter's expiry is set when it is
 //     created and never moved later; a counter found without expiry, or
 //     with one further than its Period (the limit's Period was shortened),
-//     is expired one Period from the next writing call (a peek reports
-//     such a window as one Period long, as that call will set it);
+//     is expired one Period from the next writing call (a peek, which
+//     writes nothing, reports such a window as long as it is, so that its
+//     RetryAfter holds);
 //   - a counter that is not a non-negative decimal integer (or a key of
 //     another type) is limiter.ErrCorruptCounter, and the call writes
 //     nothing to any limit;

@@ -294,7 +294,10 @@ func decideStates(req limiter.Request, ks []keyState) (limiter.Result, bool) {
 	var b limiter.Binder
 	for i, l := range req.Limits {
 		ttl := l.Period
-		if ks[i].exists && ks[i].pttl > 0 && !ks[i].needsRepair(l) {
+		// (a call that writes repairs a window longer than its Period,
+		// expiring it one Period from now; one that writes nothing
+		// reports it as long as it is)
+		if ks[i].exists && ks[i].pttl > 0 && (!ks[i].needsRepair(l) || req.DryRun || req.Cost == 0) {
 			ttl = time.Duration(ks[i].pttl) * time.Millisecond
 		}
 		used := ks[i].count

@@ -111,10 +111,12 @@ func (l *wLim) admit(now, cost int64) {
 	l.written[b] = true
 }
 
-// fwTTL is the ResetAfter FixedWindow / Optimistic report: PTTL, or the
-// Period when there is no counter (or its window is over: PTTL 0).
+// fwTTL is the ResetAfter FixedWindow / Optimistic report: PTTL, a
+// window longer than the Period as it is (a writing call has repaired it
+// by now: only a peek or a cost of 0 finds it so), or the Period when
+// there is no counter (or its window is over: PTTL 0) or one without TTL.
 func (l *wLim) fwTTL(now int64) int64 {
-	if !l.fwLive(now) || l.fwRepair(now) {
+	if !l.fwLive(now) || l.E == wNever {
 		return l.P
 	}
 	return (l.E - now) / 1000

@@ -473,6 +473,27 @@ func (s StrictState) Decide(ctx context.Context, st store.Store, req limiter.Req
 	return s.Strategy.Decide(ctx, st, req)
 }
 
+// PeekAsRepaired is a correct window strategy whose peeks report a window
+// longer than its limit's Period (a rules change shortened the period) as
+// one Period long, the window the next writing call will repair it to.
+// No call writes that repair for a peek: the window keeps its old expiry,
+// and a caller who waits out the peek's RetryAfter is denied again.
+type PeekAsRepaired struct {
+	Strategy limiter.Strategy // the correct strategy wrapped
+}
+
+// Decide implements limiter.Strategy, wrongly.
+func (s PeekAsRepaired) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	r, err := s.Strategy.Decide(ctx, st, req)
+	if err != nil || !req.DryRun {
+		return r, err
+	}
+	p := req.Limits[r.Index].Period
+	r.RetryAfter = min(r.RetryAfter, p)
+	r.ResetAfter = min(r.ResetAfter, p)
+	return r, nil
+}
+
 // LongestWindow is a correct strategy whose several limits of one call
 // all get the call's longest period, as a multi-rule counter does that
 // sets one expiry for all its keys: a limit of 1 per second checked with

@@ -174,7 +174,12 @@ for i = 1, n do
     exists[i] = true
     ttl = redis.call('PTTL', KEYS[i])
     if ttl < 0 or ttl > window then
-      ttl = window
+      -- a call that writes repairs it, expiring it one window from now; a
+      -- call that writes nothing reports a window as long as it is (one
+      -- without a TTL: as the next write will set it)
+      if write or ttl < 0 then
+        ttl = window
+      end
       repair[i] = true
     elseif ttl == 0 then
       -- the window's expiry millisecond: over, as if gone (a write sets

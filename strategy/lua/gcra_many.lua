@@ -222,8 +222,14 @@ for i = 1, n do
     -- when the burst was used up: it is not clamped, so that RetryAfter
     -- keeps the slack, and not rewritten, which would move the TAT by it
     -- at each denial.)
+    -- (A call that writes nothing reports the TAT as it is: no write
+    -- brings it back, so the wait it reports is the one that holds; but
+    -- a key without a TTL, whose TAT does not come nearer, as the next
+    -- write will repair it.)
     if r > burst * interval + slack then
-      r = burst * interval
+      if write or d == -1 then
+        r = burst * interval
+      end
       repair[i] = true
     end
   end

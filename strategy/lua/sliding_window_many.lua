@@ -174,7 +174,9 @@ end
 -- moved: the key's expiry is to be written (no key, a count that starts in
 -- a window, a window that ended, a repair); else an admission adds its cost
 -- with INCRBY, the expiry as it was
-local counts, prevs, es, exists, repair, moved = {}, {}, {}, {}, {}, {}
+-- late[i]: for a call that writes nothing, the milliseconds until the
+-- window it read as starting now does start (see below)
+local counts, prevs, es, exists, repair, moved, late = {}, {}, {}, {}, {}, {}, {}
 local allowed = 1
 for i = 1, n do
   local rate, period = tonumber(ARGV[o - 1 + 2 * i]), tonumber(ARGV[o + 2 * i])
@@ -204,7 +206,13 @@ for i = 1, n do
     if c == 0 and p == 0 then
       e = 0
     elseif d < 0 or e < 0 then
-      -- no TTL, or one beyond its window: the window starts now
+      -- no TTL, or one beyond its window: the window starts now. (A call
+      -- that writes nothing reports it as it is: no write moves its
+      -- expiry, so its counts stand until its TTL comes within the
+      -- windows they count in, -e ms from now, where the window starts.)
+      if not write and d >= 0 then
+        late[i] = -e
+      end
       e = 0
       repair[i] = true
     elseif e >= 2 * period then
@@ -252,6 +260,14 @@ for i = 1, n do
     end
   end
   local remaining, reset, retry = answer(rate, period, c, p, e, added)
+  if late[i] then
+    if retry > 0 then
+      retry = retry + late[i]
+    end
+    if reset > 0 then
+      reset = reset + late[i]
+    end
+  end
   out[#out + 1] = remaining
   out[#out + 1] = reset
   out[#out + 1] = retry

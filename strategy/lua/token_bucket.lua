@@ -357,7 +357,10 @@ end
 -- this limit's scale found with its TTL; held[i] the TTL of a bucket of
 -- the second form and this limit's period found with a TTL no longer
 -- than it was written with
-local ms, x, redo, seen, keep, held = {}, {}, {}, {}, {}, {}
+-- late[i] and fullin[i]: for a call that writes nothing, the wait until
+-- the cost fits and the time until full of a bucket of another scale, as
+-- it refills at its own (see below)
+local ms, x, redo, seen, keep, held, late, fullin = {}, {}, {}, {}, {}, {}, {}, {}
 local allowed = 1
 for i = 1, n do
   local rate, period, cap = tonumber(ARGV[o - 2 + 3 * i]), tonumber(ARGV[o - 1 + 3 * i]), tonumber(ARGV[o + 3 * i])
@@ -400,6 +403,20 @@ for i = 1, n do
           lack = (cap - w) * period - down(r, b, period)
         end
         redo[i] = true
+        if not write and ttl >= 0 then
+          -- A call that writes nothing reports the bucket as it is: until
+          -- a write stores it at this limit's scale, it refills at its
+          -- own, a token every b ms, and is full when its key expires (d
+          -- ms). Rescaled, it holds its whole tokens, capped: the cost
+          -- fits once it holds cost whole tokens (one more than it can
+          -- hold: once it has expired).
+          if cost <= c then
+            late[i] = math.max(d - (c - cost) * b, 0)
+          else
+            late[i] = d + 1
+          end
+          fullin[i] = math.max(d - math.max(c - cap, 0) * b, 0)
+        end
       end
     else
       local a, s, own = read(v, period)
@@ -535,6 +552,12 @@ for i = 1, n do
       retry = -1
     elseif x[i] < cost * period then
       retry = math.max(1, math.floor((math.ceil((cost * period - x[i]) / rate) + 999) / 1000))
+    end
+  end
+  if late[i] then
+    reset = fullin[i]
+    if retry > 0 then
+      retry = math.max(late[i], 1)
     end
   end
   out[#out + 1] = remaining

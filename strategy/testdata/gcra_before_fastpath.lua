@@ -179,9 +179,12 @@ for i = 1, n do
     end
     -- A TAT further ahead than the whole burst (the limit was changed to
     -- a shorter period or a higher rate) counts as the burst used up:
-    -- the new limit applies within one refill of it.
+    -- the new limit applies within one refill of it. (A call that writes
+    -- nothing reports the TAT as it is.)
     if r > burst * interval then
-      r = burst * interval
+      if write or d == -1 then
+        r = burst * interval
+      end
       repair[i] = true
     end
   end
@@ -238,7 +241,8 @@ for i = 1, n do
     -- fits once the TAT has come within burst * interval of the clock
     retry = math.max(1, math.ceil((rel[i] + cost * interval - burst * interval) / 1000))
   end
-  out[#out + 1] = math.floor((burst * interval - r) / interval)
+  -- (at least 0: a peek reads a TAT beyond the burst as it is)
+  out[#out + 1] = math.max(math.floor((burst * interval - r) / interval), 0)
   out[#out + 1] = math.ceil(r / 1000)
   out[#out + 1] = retry
 end
