@@ -51,7 +51,10 @@ type TransientDenials interface {
 // remembered. A denial that can never fit (RetryAfter -1) is remembered
 // for at most a minute, one of a strategy whose denials may be transient
 // (TransientDenials: Bucketed) for at most MaxTransientCached, and one
-// with a Cause (not a lack of quota: ErrStaleWindow) not at all.
+// with a Cause (not a lack of quota: ErrStaleWindow) not at all, nor a
+// Peek's (it reports the state as it is, which, after a rule change, the
+// next writing call repairs to the new rule first). A Peek is answered
+// from the remembered denials of the calls that write.
 //
 // A remembered denial is a Result with Cached set; the observer is told it
 // like any other. When full, the cache evicts with the CLOCK algorithm (an

@@ -199,3 +199,47 @@ func TestDenyCacheAllowManyClock(t *testing.T) {
 		t.Errorf("Allow after it: %+v, %v; want denied by Redis (the window's one call was AllowMany's)", r, err)
 	}
 }
+
+// TestDenyCacheRemembersNoPeek: a Peek's denial is not remembered for the
+// calls that write. A Peek reports the state as it is, which after a rule
+// change (a named limit's period shortened from a day to a minute) is the
+// old rule's window, a day long, while the next writing call repairs it
+// to the new rule; remembered, that denial held the subject's Allow calls
+// for the day (the deny cache would have answered them all).
+func TestDenyCacheRemembersNoPeek(t *testing.T) {
+	ctx := context.Background()
+	was := limiter.Limit{Rate: 2, Period: 24 * time.Hour, Name: "api"}
+	now := limiter.Limit{Rate: 2, Period: time.Minute, Name: "api"}
+	for name, s := range map[string]limiter.Strategy{
+		"FixedWindow": strategy.NewFixedWindow(), "Optimistic": strategy.NewOptimistic(), "GCRA": strategy.NewGCRA(),
+		"TokenBucket": strategy.NewTokenBucket(), "SlidingWindow": strategy.NewSlidingWindow(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			lim, clock := limitertest.New(t, s, limiter.WithDenyCache(16))
+			for range 2 {
+				if r, err := lim.Allow(ctx, "u", was); err != nil || !r.Allowed {
+					t.Fatalf("Allow at %s = %+v, %v; want admitted", was, r, err)
+				}
+			}
+			clock.Advance(time.Second)
+			p, err := lim.Peek(ctx, "u", now)
+			if err != nil || p.Allowed || p.RetryAfter < time.Hour {
+				t.Fatalf("Peek at %s = %+v, %v; want denied for what is left of the old day-long window", now, p, err)
+			}
+			for waited := time.Duration(0); ; waited += 30 * time.Second {
+				r, err := lim.Allow(ctx, "u", now)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Allowed {
+					t.Logf("admitted %s after the Peek", waited)
+					break
+				}
+				if r.RetryAfter > 2*now.Period || waited >= 3*time.Minute {
+					t.Fatalf("Allow at %s, %s after a Peek that said %s: %+v; want the new rule's decisions (admitted within 2 of its periods), never the Peek's remembered denial", now, waited, p.RetryAfter, r)
+				}
+				clock.Advance(30 * time.Second)
+			}
+		})
+	}
+}

@@ -401,7 +401,9 @@ func (l *Limiter) decideDirect(ctx context.Context, key string, cost int64, dry 
 	}
 	buf.release() // Redis answered: nothing reads the request any more
 	res.Limit = limits[res.Index]
-	if l.deny != nil && !res.Allowed && cost > 0 {
+	// (A Peek's denial is not remembered: it reports the state as it is,
+	// which a writing call may repair first, after a rule change.)
+	if l.deny != nil && !res.Allowed && cost > 0 && !dry {
 		l.deny.remember(l.keys.prefix, key, cost, limits, res, sent, l.backs, mark)
 	}
 	return res, nil
