@@ -598,12 +598,21 @@ func (l *Limiter) answer(ctx context.Context, answers []Answer, i int, key strin
 // their order, batchWorkers subjects at a time.
 func (l *Limiter) allowEach(ctx context.Context, asks []Ask, answers []Answer) {
 	// One deadline for the batch; no quota leases (AllowMany goes to
-	// Redis): a copy of l without them makes the decisions.
-	ctx, cancel := l.withTimeout(ctx)
+	// Redis): a copy of l without them makes the decisions. The observer
+	// is told them afterwards, on the caller's goroutine and outside the
+	// batch's deadline (a slow observer would use it up, and the later
+	// asks would go to the fail mode; a panicking one would end the
+	// process from a worker).
+	obs := l
+	tctx, cancel := l.withTimeout(ctx)
 	defer cancel()
 	c := *l
-	c.leases = nil
+	c.leases, c.obs = nil, nil
 	l = &c
+	var took []time.Duration
+	if obs.obs != nil {
+		took = make([]time.Duration, len(asks))
+	}
 	// The asks of one subject one after another, in their order (they may
 	// count in the same keys), as the same Allows would be; subjects side
 	// by side.
@@ -628,10 +637,24 @@ func (l *Limiter) allowEach(ctx context.Context, asks []Ask, answers []Answer) {
 				if cost == 0 {
 					cost = 1
 				}
-				r, err := l.decide(ctx, a.Key, cost, false, a.Limits)
+				start := time.Now()
+				r, err := l.decide(tctx, a.Key, cost, false, a.Limits)
 				answers[i] = Answer{Result: r, Err: err}
+				if took != nil {
+					took[i] = time.Since(start)
+				}
 			}
 		}()
 	}
 	wg.Wait()
+	cancel()
+	if took == nil {
+		return
+	}
+	for i, a := range asks {
+		obs.observe(ctx, a.Key, answers[i].Result, answers[i].Err)
+		if co, ok := obs.obs.(CallObserver); ok {
+			co.OnCall(ctx, a.Key, answers[i].Result, answers[i].Err, took[i])
+		}
+	}
 }

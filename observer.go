@@ -26,7 +26,11 @@ import (
 //
 // So a healthy call fires OnDecision only, a call that returned an error
 // fires OnError only, and a Degraded decision, or one with a Cause, fires
-// both. The methods run
+// both. A try of Wait is told as Wait reports it: one that failed because
+// the caller's context ended (a FailOpen admission, a FailClosed denial)
+// is that context's error, never a decision, and a denial after which no
+// wait can help fires OnError with ErrNeverAdmitted or ErrWaitTooLong,
+// then OnDecision with the denial. The methods run
 // synchronously on the caller's goroutine with the caller's context and key
 // (the subject, not the Redis key); they must be safe for concurrent use and
 // fast.

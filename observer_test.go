@@ -323,3 +323,57 @@ func TestErrorKind(t *testing.T) {
 		}
 	}
 }
+
+// TestAllowManyObservedOutsideTheBatch: AllowMany through a strategy that
+// decides each ask with its own call (Bucketed, Optimistic) tells the
+// observer after the batch, on the caller's goroutine. It was told inside
+// the batch's one deadline, by the workers: an observer taking 120 ms of
+// a 200 ms timeout left the third ask to the fail mode, and under
+// FailOpen a limit of 1 admitted 2; a panicking observer ended the process,
+// where the caller could not recover it.
+func TestAllowManyObservedOutsideTheBatch(t *testing.T) {
+	l := []limiter.Limit{limiter.PerMinute(1)}
+	asks := []limiter.Ask{{Key: "u", Limits: l}, {Key: "u", Limits: l}, {Key: "u", Limits: l}}
+	for name, s := range map[string]limiter.Strategy{"Bucketed": strategy.NewBucketed(), "Optimistic": strategy.NewOptimistic()} {
+		t.Run(name+"/slow", func(t *testing.T) {
+			_, st := newMini(t)
+			obs := &tally{}
+			slow := limiter.ObserverFuncs{Decision: func(ctx context.Context, key string, r limiter.Result) {
+				time.Sleep(120 * time.Millisecond)
+				obs.OnDecision(ctx, key, r)
+			}, Error: obs.OnError}
+			lim, err := limiter.New(st, s, limiter.WithFailMode(limiter.FailOpen), limiter.WithTimeout(200*time.Millisecond), limiter.WithObserver(slow))
+			if err != nil {
+				t.Fatal(err)
+			}
+			admitted := 0
+			for i, a := range lim.AllowMany(context.Background(), asks) {
+				if a.Err != nil || a.Result.Degraded {
+					t.Errorf("ask %d = %+v, %v; want Redis's decision", i, a.Result, a.Err)
+				}
+				if a.Result.Allowed {
+					admitted++
+				}
+			}
+			if c := obs.counts(); admitted != 1 || c != [3]int{3, 0, 0} {
+				t.Errorf("%d of 3 asks admitted on a limit of 1, observer told %v (decisions, degraded, errors); want 1, and [3 0 0]", admitted, c)
+			}
+		})
+		t.Run(name+"/panic", func(t *testing.T) {
+			_, st := newMini(t)
+			bug := limiter.ObserverFuncs{Decision: func(context.Context, string, limiter.Result) { panic("observer bug") }}
+			lim, err := limiter.New(st, s, limiter.WithObserver(bug))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := func() (v any) {
+				defer func() { v = recover() }()
+				lim.AllowMany(context.Background(), asks)
+				return nil
+			}()
+			if got != "observer bug" {
+				t.Errorf("AllowMany with a panicking observer: recovered %v; want the observer's panic, on the caller's goroutine", got)
+			}
+		})
+	}
+}

@@ -45,6 +45,14 @@ func (l *Limiter) Wait(ctx context.Context, key string, limits ...Limit) (Result
 // denial and an error that wraps both ctx's error and the outage's
 // (errors.Is finds either).
 func (l *Limiter) WaitN(ctx context.Context, key string, n int64, limits ...Limit) (Result, error) {
+	// The tries are made by a copy of l without the observer, which is
+	// told each try as WaitN reports it (see Observer).
+	d := l
+	if l.obs != nil {
+		c := *l
+		c.obs = nil
+		d = &c
+	}
 	var last Result // the last denial
 	undecided := 0  // tries in a row Redis did not decide
 	for {
@@ -54,7 +62,9 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64, limits ...Limi
 			}
 			return last, err
 		}
-		res, err := l.decide(ctx, key, n, false, limits)
+		start := time.Now()
+		res, err := d.decide(ctx, key, n, false, limits)
+		took := time.Since(start)
 		// (ctx's deadline passed counts as its end: a store may fail
 		// the call then by a timer of its own, a socket's read deadline,
 		// a moment before ctx's timer ends ctx)
@@ -66,9 +76,12 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64, limits ...Limi
 			if cause == nil {
 				cause = res.Cause
 			}
-			return last, waitEnded(cerr, cause)
+			werr := waitEnded(cerr, cause)
+			l.observeTry(ctx, key, Result{}, werr, nil, took)
+			return last, werr
 		}
 		if err != nil || res.Allowed {
+			l.observeTry(ctx, key, res, err, nil, took)
 			return res, err
 		}
 		last = res
@@ -76,7 +89,9 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64, limits ...Limi
 			undecided = 0
 		}
 		if res.RetryAfter < 0 {
-			return res, fmt.Errorf("%w: cost %d, limit %s", ErrNeverAdmitted, n, res.Limit)
+			werr := fmt.Errorf("%w: cost %d, limit %s", ErrNeverAdmitted, n, res.Limit)
+			l.observeTry(ctx, key, res, nil, werr, took)
+			return res, werr
 		}
 		wait := max(res.RetryAfter, time.Millisecond)
 		dl, ok := ctx.Deadline()
@@ -94,21 +109,45 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64, limits ...Limi
 			undecided++
 			if ok && left < wait {
 				if left < 2*time.Millisecond {
+					l.observeTry(ctx, key, res, nil, nil, took)
 					return res, waitEnded(context.DeadlineExceeded, res.Cause)
 				}
 				wait = left / 2
 			}
 		case ok && left < wait:
-			return res, fmt.Errorf("%w: retry after %s, deadline in %s", ErrWaitTooLong, res.RetryAfter, left.Round(time.Millisecond))
+			werr := fmt.Errorf("%w: retry after %s, deadline in %s", ErrWaitTooLong, res.RetryAfter, left.Round(time.Millisecond))
+			l.observeTry(ctx, key, res, nil, werr, took)
+			return res, werr
 		default:
 			wait += jitter(wait, left, ok)
 		}
+		l.observeTry(ctx, key, res, nil, nil, took)
 		if err := l.sleepFor(ctx, wait); err != nil {
 			if res.Degraded {
 				return res, waitEnded(err, res.Cause)
 			}
 			return res, err
 		}
+	}
+}
+
+// observeTry tells l's observer one try of WaitN as WaitN reports it: r
+// and err, the try's outcome (a try that failed because ctx ended: ctx's
+// end, no Result), and waitErr, the error that ends the wait after the
+// try's denial (ErrNeverAdmitted, ErrWaitTooLong), told before it.
+func (l *Limiter) observeTry(ctx context.Context, key string, r Result, err, waitErr error, took time.Duration) {
+	if l.obs == nil {
+		return
+	}
+	if waitErr != nil {
+		l.obs.OnError(ctx, key, waitErr)
+	}
+	l.observe(ctx, key, r, err)
+	if co, ok := l.obs.(CallObserver); ok {
+		if waitErr != nil {
+			err = waitErr
+		}
+		co.OnCall(ctx, key, r, err, took)
 	}
 }
 

@@ -365,3 +365,66 @@ func TestWaitFailsAtDeadlineBeforeContext(t *testing.T) {
 		t.Errorf("Wait whose try failed at its deadline = %+v, %v; want no admission and DeadlineExceeded", r, err)
 	}
 }
+
+// TestWaitObservedAsItReports: the observer is told each try of Wait as
+// Wait reports it. A try that fails because ctx ended is ctx's error, not
+// a FailOpen admission (it was told one, which metrics counted as
+// admitted); a denial no wait can help fires OnError with the wait's error
+// (ErrNeverAdmitted, ErrWaitTooLong: the "wait" kind, which no observer
+// was ever told), then OnDecision with the denial.
+func TestWaitObservedAsItReports(t *testing.T) {
+	t.Run("ctx-ends-during-a-try", func(t *testing.T) {
+		l := limiter.Per(1, 100*time.Millisecond)
+		m, st := newMini(t)
+		v := &virtualSleep{m: m}
+		stall := &stalling{Store: st, pass: 2} // the Allow and the first try
+		obs := &tally{}
+		lim := newLimiter(t, stall, limiter.WithSleep(v.sleep), limiter.WithFailMode(limiter.FailOpen), limiter.WithObserver(obs))
+		if r, err := lim.Allow(context.Background(), "w", l); err != nil || !r.Allowed {
+			t.Fatalf("Allow = %+v, %v", r, err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		if r, err := lim.Wait(ctx, "w", l); r.Allowed || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Wait = %+v, %v; want the denial and DeadlineExceeded", r, err)
+		}
+		c := obs.counts()
+		if c != [3]int{2, 0, 1} || limiter.ErrorKind(obs.errs[0]) != "timeout" {
+			t.Errorf("observer told %v (decisions, degraded, errors), errors %v; want [2 0 1]: the Allow, the denied try, and the last try as the timeout that ended the wait (kind timeout)", c, obs.errs)
+		}
+	})
+	for name, tc := range map[string]struct {
+		cost     int64
+		l        limiter.Limit
+		deadline time.Duration
+		want     error
+	}{
+		"never": {5, limiter.PerSecond(3), 0, limiter.ErrNeverAdmitted},
+		"long":  {1, limiter.PerHour(1), time.Second, limiter.ErrWaitTooLong},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, st := newMini(t)
+			obs := &tally{}
+			lim := newLimiter(t, st, limiter.WithObserver(obs))
+			if tc.want == limiter.ErrWaitTooLong {
+				if r, err := lim.Allow(context.Background(), "w", tc.l); err != nil || !r.Allowed {
+					t.Fatalf("Allow = %+v, %v", r, err)
+				}
+			}
+			ctx := context.Background()
+			if tc.deadline > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tc.deadline)
+				defer cancel()
+			}
+			before := obs.counts()
+			if r, err := lim.WaitN(ctx, "w", tc.cost, tc.l); r.Allowed || !errors.Is(err, tc.want) {
+				t.Fatalf("WaitN(%d) at %s = %+v, %v; want a denial and %v", tc.cost, tc.l, r, err, tc.want)
+			}
+			c := obs.counts()
+			if c[0]-before[0] != 1 || c[2]-before[2] != 1 || !errors.Is(obs.errs[len(obs.errs)-1], tc.want) || limiter.ErrorKind(obs.errs[len(obs.errs)-1]) != "wait" {
+				t.Errorf("observer told %v after %v (decisions, degraded, errors), errors %v; want one more decision (the denial) and one more error, %v (kind wait)", c, before, obs.errs, tc.want)
+			}
+		})
+	}
+}
