@@ -3,6 +3,7 @@ package benchmarks
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -43,7 +44,7 @@ func BenchmarkPeers(b *testing.B) {
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), PoolSize: 128, MaxRetries: -1})
 	b.Cleanup(func() { _ = rdb.Close() })
 	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{srv.Addr()}, ForceSingleClient: true,
-		DisableCache: true, AlwaysPipelining: true, PipelineMultiplex: -1})
+		DisableCache: true, AlwaysPipelining: true, PipelineMultiplex: -1, Dialer: net.Dialer{KeepAlive: -1, KeepAliveConfig: net.KeepAliveConfig{Enable: true}}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package strategy_test
 
 import (
 	"context"
+	"net"
 	"testing"
 
 	redigo "github.com/gomodule/redigo/redis"
@@ -29,7 +30,7 @@ func TestACLCommandsInREADMEWithEachClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := admin.Options().Addr
-	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, Username: "u-clients", Password: "pw", DisableCache: true, ForceSingleClient: true})
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, Username: "u-clients", Password: "pw", DisableCache: true, ForceSingleClient: true, Dialer: net.Dialer{KeepAlive: -1, KeepAliveConfig: net.KeepAliveConfig{Enable: true}}})
 	if err != nil {
 		t.Fatalf("rueidis as the README's FixedWindow user: %v", err)
 	}

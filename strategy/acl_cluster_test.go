@@ -2,6 +2,7 @@ package strategy_test
 
 import (
 	"context"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -45,7 +46,7 @@ func TestACLCommandsInREADMEOnACluster(t *testing.T) {
 	}
 	gr := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs(), Username: "u-cluster", Password: "pw"})
 	t.Cleanup(func() { _ = gr.Close() })
-	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: c.Addrs(), Username: "u-cluster", Password: "pw", DisableCache: true})
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: c.Addrs(), Username: "u-cluster", Password: "pw", DisableCache: true, Dialer: net.Dialer{KeepAlive: -1, KeepAliveConfig: net.KeepAliveConfig{Enable: true}}})
 	if err != nil {
 		t.Fatalf("rueidis: %v", err)
 	}

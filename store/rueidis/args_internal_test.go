@@ -3,6 +3,7 @@ package rueidis
 import (
 	"fmt"
 	"math"
+	"net"
 	"reflect"
 	"strconv"
 	"testing"
@@ -60,7 +61,7 @@ func TestBuildLong(t *testing.T) {
 	}
 	c := store.Cmd{Name: "EVALSHA", Args: args}
 	m := miniredis.RunT(t)
-	client, err := rd.NewClient(rd.ClientOption{InitAddress: []string{m.Addr()}, DisableCache: true, ForceSingleClient: true})
+	client, err := rd.NewClient(rd.ClientOption{InitAddress: []string{m.Addr()}, DisableCache: true, ForceSingleClient: true, Dialer: net.Dialer{KeepAlive: -1, KeepAliveConfig: net.KeepAliveConfig{Enable: true}}})
 	if err != nil {
 		t.Fatal(err)
 	}
