@@ -585,12 +585,8 @@ func (l *Limiter) batchRequest(ss ScriptStrategy, a Ask, b *batchBacking) (batch
 // answer records one decision of a batch and tells the observer.
 func (l *Limiter) answer(ctx context.Context, answers []Answer, i int, key string, r Result, err error, start time.Time) {
 	answers[i] = Answer{Result: r, Err: err}
-	if l.obs == nil {
-		return
-	}
-	l.observe(ctx, key, r, err)
-	if co, ok := l.obs.(CallObserver); ok {
-		co.OnCall(ctx, key, r, err, time.Since(start))
+	if l.obs != nil {
+		l.observeCall(ctx, key, r, err, time.Since(start))
 	}
 }
 
@@ -652,9 +648,6 @@ func (l *Limiter) allowEach(ctx context.Context, asks []Ask, answers []Answer) {
 		return
 	}
 	for i, a := range asks {
-		obs.observe(ctx, a.Key, answers[i].Result, answers[i].Err)
-		if co, ok := obs.obs.(CallObserver); ok {
-			co.OnCall(ctx, a.Key, answers[i].Result, answers[i].Err, took[i])
-		}
+		obs.observeCall(ctx, a.Key, answers[i].Result, answers[i].Err, took[i])
 	}
 }

@@ -420,11 +420,7 @@ func (l *Limiter) decideObserved(ctx context.Context, key string, cost int64, dr
 	c.obs = nil
 	start := time.Now()
 	res, err := c.decide(ctx, key, cost, dry, limits)
-	took := time.Since(start)
-	l.observe(ctx, key, res, err)
-	if co, ok := l.obs.(CallObserver); ok {
-		co.OnCall(ctx, key, res, err, took)
-	}
+	l.observeCall(ctx, key, res, err, time.Since(start))
 	return res, err
 }
 

@@ -161,6 +161,15 @@ func (os observers) OnCall(ctx context.Context, key string, r Result, err error,
 
 // observe tells l's observer about one call's outcome: its error, or its
 // Result (after its Cause, when Degraded).
+// observeCall tells l's observer one call's outcome (observe), then, for
+// a CallObserver, the call and how long it took.
+func (l *Limiter) observeCall(ctx context.Context, key string, r Result, err error, took time.Duration) {
+	l.observe(ctx, key, r, err)
+	if co, ok := l.obs.(CallObserver); ok {
+		co.OnCall(ctx, key, r, err, took)
+	}
+}
+
 func (l *Limiter) observe(ctx context.Context, key string, r Result, err error) {
 	if err != nil {
 		l.obs.OnError(ctx, key, err)

@@ -139,15 +139,14 @@ func (l *Limiter) observeTry(ctx context.Context, key string, r Result, err, wai
 	if l.obs == nil {
 		return
 	}
-	if waitErr != nil {
-		l.obs.OnError(ctx, key, waitErr)
+	if waitErr == nil {
+		l.observeCall(ctx, key, r, err, took)
+		return
 	}
+	l.obs.OnError(ctx, key, waitErr)
 	l.observe(ctx, key, r, err)
 	if co, ok := l.obs.(CallObserver); ok {
-		if waitErr != nil {
-			err = waitErr
-		}
-		co.OnCall(ctx, key, r, err, took)
+		co.OnCall(ctx, key, r, waitErr, took)
 	}
 }
 
