@@ -79,6 +79,13 @@ func Run(ctx context.Context, mk HarnessMaker, specs []Spec, checks []Check, sto
 	return out
 }
 
+// RunStoreChecks runs the given store checks on harnesses from mk, one
+// after another, and returns their outcomes (Spec "store"), as Run does for
+// a strategy's checks. It stops starting checks when ctx ends.
+func RunStoreChecks(ctx context.Context, mk HarnessMaker, scs []StoreCheck) []Outcome {
+	return runStoreChecks(ctx, mk, scs)
+}
+
 func runStoreChecks(ctx context.Context, mk HarnessMaker, scs []StoreCheck) []Outcome {
 	var out []Outcome
 	for _, sc := range scs {

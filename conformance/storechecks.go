@@ -38,6 +38,16 @@ func StoreChecks() []StoreCheck {
 	}
 }
 
+// StoreCheckByName returns the store check of that name.
+func StoreCheckByName(name string) (StoreCheck, bool) {
+	for _, sc := range StoreChecks() {
+		if sc.Name == name {
+			return sc, true
+		}
+	}
+	return StoreCheck{}, false
+}
+
 // RunStoreCheck runs one store check on a fresh harness from mk.
 func RunStoreCheck(t testing.TB, mk HarnessMaker, sc StoreCheck) {
 	t.Helper()

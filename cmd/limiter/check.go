@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -32,7 +33,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	fs.SetOutput(stderr)
 	url := fs.String("redis", "", "Redis URL (default: an embedded miniredis per check)")
 	clusterAddrs := fs.String("cluster", "", "comma-separated nodes of a Redis Cluster, host:port or redis://[user:password@]host:port (rediss:// for TLS; one is enough: every master is found)")
-	names := fs.String("checks", "", "comma-separated check names (default: all)")
+	names := fs.String("checks", "", "comma-separated check names, of strategies' or store checks (default: all)")
 	bad := fs.Bool("known-bad", false, "also run the known-bad controls, which must fail")
 	verbose := fs.Bool("v", false, "print every check's messages")
 	asJSON := fs.Bool("json", false, "print the report as one JSON object (the header goes to stderr)")
@@ -44,7 +45,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	if fs.NArg() > 0 {
 		return 0, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
 	}
-	checks, err := selectChecks(*names)
+	sel, err := selectChecks(*names)
 	if err != nil {
 		return 0, err
 	}
@@ -129,7 +130,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	}()
 	start := time.Now()
 	var rows []row
-	prog := newProgress(stderr, total(checks, *names == "", *bad), start)
+	prog := newProgress(stderr, total(sel, *bad), start)
 	for _, ad := range adapters() {
 		maker := func(wrap func(store.Store) store.Store) conformance.HarnessMaker {
 			d := conformance.WrapDialer(ad.single(conn), wrap)
@@ -152,13 +153,11 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 			return conformance.Miniredis(d)
 		}
 		// One check at a time, so that each row shows as it finishes.
-		if *names == "" {
-			for _, o := range conformance.Run(ctx, maker(nil), nil, nil, true) {
-				rows = append(rows, prog.row(row{adapter: ad.name, Outcome: o}))
-			}
+		for _, o := range conformance.RunStoreChecks(ctx, maker(nil), sel.store) {
+			rows = append(rows, prog.row(row{adapter: ad.name, Outcome: o}))
 		}
 		for _, spec := range conformance.Strategies() {
-			for _, ch := range checks {
+			for _, ch := range sel.checks {
 				if !ch.For(spec) {
 					continue
 				}
@@ -174,16 +173,16 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 		if !*bad {
 			continue
 		}
-		var only []conformance.Check
-		if *names != "" {
-			only = checks
-		}
 		for _, ctl := range conformance.KnownBad() {
+			ctl, ok := sel.control(ctl)
+			if !ok {
+				continue
+			}
 			name := ad.name
 			if ctl.Store != "" {
 				name += "+" + ctl.Store
 			}
-			for _, o := range conformance.RunControl(ctx, maker(ctl.Wrap), ctl, only) {
+			for _, o := range conformance.RunControl(ctx, maker(ctl.Wrap), ctl, nil) {
 				rows = append(rows, prog.row(row{adapter: name, expected: true, Outcome: o}))
 			}
 		}
@@ -204,16 +203,13 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	return code, err
 }
 
-// total is the number of rows a run will report: per adapter, the store
-// checks (when all checks run), each strategy's checks, and with -known-bad
-// each control's.
-func total(checks []conformance.Check, storeChecks, bad bool) int {
-	n := 0
-	if storeChecks {
-		n += len(conformance.StoreChecks())
-	}
+// total is the number of rows a run will report: per adapter, the
+// selected store checks, each strategy's selected checks, and with
+// -known-bad each control's.
+func total(sel selection, bad bool) int {
+	n := len(sel.store)
 	for _, spec := range conformance.Strategies() {
-		for _, ch := range checks {
+		for _, ch := range sel.checks {
 			if ch.For(spec) {
 				n++
 			}
@@ -221,13 +217,8 @@ func total(checks []conformance.Check, storeChecks, bad bool) int {
 	}
 	if bad {
 		for _, ctl := range conformance.KnownBad() {
-			for _, name := range ctl.MustFail {
-				if _, ok := conformance.CheckByName(name); !ok && storeChecks {
-					n++ // a store check
-				} else if ok && containsName(checks, name) {
-					n++
-				}
-			}
+			ctl, _ = sel.control(ctl)
+			n += len(ctl.MustFail)
 		}
 	}
 	return n * len(adapters())
@@ -467,23 +458,65 @@ func parseClusterNodes(list string) ([]string, connOptions, error) {
 	return addrs, o, nil
 }
 
-func selectChecks(names string) ([]conformance.Check, error) {
+func selectChecks(names string) (selection, error) {
 	if names == "" {
-		return conformance.Checks(), nil
+		return selection{all: true, checks: conformance.Checks(), store: conformance.StoreChecks()}, nil
 	}
-	var out []conformance.Check
+	var sel selection
 	for _, n := range strings.Split(names, ",") {
-		ch, ok := conformance.CheckByName(strings.TrimSpace(n))
-		if !ok {
-			var all []string
-			for _, c := range conformance.Checks() {
-				all = append(all, c.Name)
+		n = strings.TrimSpace(n)
+		if ch, ok := conformance.CheckByName(n); ok {
+			if !containsName(sel.checks, n) {
+				sel.checks = append(sel.checks, ch)
 			}
-			return nil, fmt.Errorf("%w: unknown check %q (have: %s)", errUsage, n, strings.Join(all, ", "))
+			continue
 		}
-		out = append(out, ch)
+		if sc, ok := conformance.StoreCheckByName(n); ok {
+			if !slices.ContainsFunc(sel.store, func(s conformance.StoreCheck) bool { return s.Name == n }) {
+				sel.store = append(sel.store, sc)
+			}
+			continue
+		}
+		var all []string
+		for _, c := range conformance.Checks() {
+			all = append(all, c.Name)
+		}
+		for _, c := range conformance.StoreChecks() {
+			all = append(all, c.Name)
+		}
+		return selection{}, fmt.Errorf("%w: unknown check %q (have: %s)", errUsage, n, strings.Join(all, ", "))
 	}
-	return out, nil
+	return sel, nil
+}
+
+// selection is what -checks selected: the strategies' checks and the store
+// contract's, or all of both.
+type selection struct {
+	all    bool
+	checks []conformance.Check
+	store  []conformance.StoreCheck
+}
+
+// has reports whether the check or store check of that name is selected.
+func (s selection) has(name string) bool {
+	return s.all || containsName(s.checks, name) ||
+		slices.ContainsFunc(s.store, func(sc conformance.StoreCheck) bool { return sc.Name == name })
+}
+
+// control returns ctl restricted to the selected checks, and whether any
+// of its checks is selected.
+func (s selection) control(ctl conformance.Control) (conformance.Control, bool) {
+	if s.all {
+		return ctl, true
+	}
+	var must []string
+	for _, name := range ctl.MustFail {
+		if s.has(name) {
+			must = append(must, name)
+		}
+	}
+	ctl.MustFail = must
+	return ctl, len(must) > 0
 }
 
 // report prints the table and returns the exit status.

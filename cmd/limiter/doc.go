@@ -38,7 +38,10 @@
 //	               gives the user, password and TLS of every node; the
 //	               fault-proxy checks are skipped (a Cluster client goes
 //	               around a proxy)
-//	-checks LIST   comma-separated check names (default: all)
+//	-checks LIST   comma-separated check names, of the strategies' checks
+//	               (period-change) or of the store contract's
+//	               (replies-normalised); default: all. With -known-bad
+//	               only the controls that must fail a selected check run.
 //	-known-bad     also run the known-bad implementations (hand-written
 //	               designs with their bugs); they are expected to fail,
 //	               and do not change the exit status unless one of them

@@ -59,6 +59,43 @@ func wantSummary(names []string) string {
 	return fmt.Sprintf("%d passed, 0 failed, 0 skipped; %d known-bad failures caught as expected", len(names)*cells, caught)
 }
 
+// TestCheckSelectsStoreChecks: -checks takes the store contract's checks
+// too, and with -known-bad runs only the controls that must fail a
+// selected check, each on the selected checks alone (ArrayInts also must
+// fail exact-admission, which is not selected).
+func TestCheckSelectsStoreChecks(t *testing.T) {
+	names := []string{"integer-scripts", "batch-per-command"}
+	code, out, errOut := runCmd(t, "check", "-known-bad", "-checks", strings.Join(names, ","))
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	caught := 0
+	for _, ctl := range conformance.KnownBad() {
+		for _, m := range ctl.MustFail {
+			if slices.Contains(names, m) {
+				caught += len(adapters())
+			}
+		}
+	}
+	if caught != 5*len(adapters()) {
+		t.Errorf("%d control rows must fail the selected checks, want 5 per adapter: the controls changed, update the test", caught)
+	}
+	summary := fmt.Sprintf("%d passed, 0 failed, 0 skipped; %d known-bad failures caught as expected", len(names)*len(adapters()), caught)
+	for _, want := range []string{"integer-scripts", "batch-per-command", "ArrayInts", "LaxInts", "FirstErrorFailsBatch", summary} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, unwanted := range []string{"exact-admission", "replies-normalised", "GetThenIncr", "Bucketed"} {
+		if strings.Contains(out, unwanted) {
+			t.Errorf("output has %q, which was not selected:\n%s", unwanted, out)
+		}
+	}
+	if !strings.Contains(errOut, fmt.Sprintf("running %d checks", len(names)*len(adapters())+caught)) {
+		t.Errorf("the progress line does not count the rows the run reports:\n%s", errOut)
+	}
+}
+
 func TestCheckUsage(t *testing.T) {
 	for _, args := range [][]string{nil, {"nope"}, {"check", "-checks", "no-such-check"}, {"check", "-redis", "http://x"}, {"check", "extra"}, {"check", "-cluster", "unix:///tmp/redis.sock"}} {
 		if code, _, _ := runCmd(t, args...); code != 2 {
