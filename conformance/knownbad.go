@@ -80,6 +80,8 @@ func KnownBad() []Control {
 			VirtualOnly: []string{"leak-under-load"}},
 		{Spec: claims("IncrThenExpire", knownbad.IncrThenExpire{}),
 			MustFail: []string{"exact-admission", "hostile-costs", "multi-rule-all-or-nothing", "window-never-slides", "corrupt-counter"}},
+		{Spec: claims("TakeBackAfterExpiry", knownbad.TakeBackAfterExpiry{}),
+			MustFail: []string{"expire-deletes-at-once"}},
 		{Spec: claims("RuleByRule", knownbad.RuleByRule{}),
 			MustFail: []string{"hostile-costs", "multi-rule-all-or-nothing", "short-and-long-windows", "boundary-bursts", "corrupt-counter", "period-change", "denials-bind"}},
 		{Spec: FixedWindow(), Store: "NoScriptFallback", Wrap: knownbad.NoScriptFallback,
@@ -178,6 +180,8 @@ func KnownBad() []Control {
 			MustFail: []string{"leases-exact"}},
 		{Spec: leaser("ReleaseAbandon", knownbad.ReleaseAbandon{Concurrency: strategy.NewConcurrency()}),
 			MustFail: []string{"late-acquire-abandoned"}},
+		{Spec: leaser("RepairThenRead", knownbad.RepairThenRead{}),
+			MustFail: []string{"lease-expire-deletes-at-once"}},
 	}
 }
 

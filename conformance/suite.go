@@ -95,11 +95,13 @@ func Checks() []Check {
 		{ID: 41, Name: "refill-exact", run: checkRefillExact},
 		{ID: 42, Name: "lease-return-own-window", run: checkLeaseReturn},
 		{ID: 44, Name: "window-quota-reset", run: checkWindowQuotaReset},
+		{ID: 45, Name: "expire-deletes-at-once", run: checkExpireDeletesAtOnce},
 		{ID: 36, Name: "leases-exact", run: checkLeasesExact, leases: true},
 		{ID: 37, Name: "crashed-holder-frees-slot", run: checkCrashedHolder, leases: true},
 		{ID: 38, Name: "release-frees-own-slot", run: checkReleaseHarmless, leases: true},
 		{ID: 39, Name: "retried-lease-holds-one", run: checkLeaseRetry, leases: true},
 		{ID: 43, Name: "late-acquire-abandoned", run: checkLateAcquireAbandoned, leases: true},
+		{ID: 46, Name: "lease-expire-deletes-at-once", run: checkLeaseExpireDeletesAtOnce, leases: true},
 	}
 }
 

@@ -2,6 +2,7 @@ package knownbad
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"time"
 
@@ -112,4 +113,39 @@ func do(ctx context.Context, st store.Store, name string, key string) (int64, er
 		return 0, rs[0].Err
 	}
 	return store.Int64(rs[0].Val)
+}
+
+//go:embed lua/lease_repair_then_read.lua
+var leaseRepairThenReadLua string
+
+var leaseRepairThenRead = store.NewScript(leaseRepairThenReadLua)
+
+// RepairThenRead keeps leases in a sorted set by expiry, in one script, but
+// a refusal reads the set after giving it its expiry back: on a set the
+// server deleted at that expiry, the read finds nothing and the call
+// fails.
+type RepairThenRead struct{}
+
+// Acquire implements limiter.Leaser, wrongly.
+func (RepairThenRead) Acquire(ctx context.Context, st store.Store, req limiter.LeaseRequest) (limiter.LeaseState, error) {
+	v, err := leaseRepairThenRead.Run(ctx, st, []string{req.Key}, []any{req.ID, req.Limit.Max, req.Limit.TTL.Milliseconds()})
+	if err != nil {
+		return limiter.LeaseState{}, err
+	}
+	n, err := store.Int64s(v)
+	if err != nil || len(n) != 3 {
+		return limiter.LeaseState{}, fmt.Errorf("knownbad: reply %v: %w", v, err)
+	}
+	return limiter.LeaseState{Held: n[0] == 1, InFlight: n[1], RetryAfter: time.Duration(n[2]) * time.Millisecond}, nil
+}
+
+// Extend implements limiter.Leaser, as an Acquire.
+func (r RepairThenRead) Extend(ctx context.Context, st store.Store, req limiter.LeaseRequest) (limiter.LeaseState, error) {
+	return r.Acquire(ctx, st, req)
+}
+
+// Release implements limiter.Leaser.
+func (RepairThenRead) Release(ctx context.Context, st store.Store, req limiter.LeaseRequest) error {
+	_, err := st.Do(ctx, store.Cmd{Name: "ZREM", Args: []any{req.Key, req.ID}})
+	return err
 }

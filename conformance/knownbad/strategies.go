@@ -618,3 +618,21 @@ func (s FullPeriodReset) Decide(ctx context.Context, st store.Store, req limiter
 
 // WindowQuota implements limiter.WindowQuota, wrongly.
 func (FullPeriodReset) WindowQuota() {}
+
+//go:embed lua/take_back_after_expiry.lua
+var takeBackAfterExpiryLua string
+
+var takeBackAfterExpiry = store.NewScript(takeBackAfterExpiryLua)
+
+// TakeBackAfterExpiry is a fixed window that counts first, gives the
+// counter its expiry when it has none (or one beyond its window), and then
+// takes a denial's cost back: after the expiry, on a key the server may
+// have deleted at it.
+type TakeBackAfterExpiry struct{}
+
+// Decide implements limiter.Strategy, wrongly.
+func (TakeBackAfterExpiry) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	return oneLimitAtATime(ctx, st, req, takeBackAfterExpiry, func(l limiter.Limit, cost int64) []any {
+		return []any{l.Rate, l.Period.Milliseconds(), cost}
+	})
+}

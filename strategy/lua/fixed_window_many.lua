@@ -50,18 +50,23 @@ if rate and cost <= rate then
   end
   local window = ARGV[o + 2] + 0
   local ttl = redis.call('PTTL', key)
-  if ttl < 0 or ttl > window then
-    redis.call('PEXPIRE', key, ARGV[o + 2])
-    ttl = window
-  elseif ttl == 0 then
+  if ttl == 0 then
     -- the window's expiry millisecond, which Redis keeps the key through:
     -- the window is over, and this cost starts the next one
     redis.call('SET', key, costarg, 'PX', ARGV[o + 2])
     c = cost
     ttl = window
-  end
-  if c > rate then
-    redis.call('DECRBY', key, costarg)
+  else
+    if c > rate then
+      redis.call('DECRBY', key, costarg)
+    end
+    -- (the expiry last: Redis deletes a key at PEXPIRE when the new expiry
+    -- is already past by its clock, which a window of a millisecond or two
+    -- can be, and a command after it would find no key)
+    if ttl < 0 or ttl > window then
+      redis.call('PEXPIRE', key, ARGV[o + 2])
+      ttl = window
+    end
   end
   -- {c, ttl} as one integer when it fits below 2^52 (no table to build):
   -- reset_ms * (2 * rate + 1) + count, the count being at most the rate
@@ -141,14 +146,15 @@ if fits then
       redis.call('DEL', KEYS[i]) -- created by this call: as if never counted
     else
       ttl = pttls[i] or redis.call('PTTL', KEYS[i])
+      if over then
+        redis.call('DECRBY', KEYS[i], costarg)
+      end
+      -- (the expiry last, as above)
       if ttl < 0 or ttl > window then
         redis.call('PEXPIRE', KEYS[i], window)
         ttl = window
       elseif ttl == 0 then
         ttl = 1 -- (a counter found at 0 in its expiry millisecond)
-      end
-      if over then
-        redis.call('DECRBY', KEYS[i], costarg)
       end
     end
     out[2 * i - 1] = counts[i]
@@ -196,20 +202,21 @@ for i = 1, n do
   end
 end
 
-if write then
-  for i = 1, n do
-    if repair[i] then
-      redis.call('PEXPIRE', KEYS[i], ARGV[o + 2 * i])
-    end
-  end
-end
-
 if allowed == 1 and write then
   for i = 1, n do
     if exists[i] then
       redis.call('INCRBY', KEYS[i], costarg)
     else
       redis.call('SET', KEYS[i], costarg, 'PX', ARGV[o + 2 * i])
+    end
+  end
+end
+
+-- (the expiry after the count, as above)
+if write then
+  for i = 1, n do
+    if repair[i] then
+      redis.call('PEXPIRE', KEYS[i], ARGV[o + 2 * i])
     end
   end
 end

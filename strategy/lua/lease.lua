@@ -51,10 +51,15 @@ local function expire()
   end
 end
 
+-- (every read of a branch before its expire(): Redis deletes a key at
+-- PEXPIRE when the new expiry is already past by its clock, which a lease
+-- ending within a millisecond or two can make it, and a read after it
+-- would find no key)
 if op == 'x' then
   redis.call('ZADD', key, string.format('%d', -(now + ttl)), id)
+  local held = redis.call('ZCOUNT', key, '(0', '+inf')
   expire()
-  return {0, redis.call('ZCOUNT', key, '(0', '+inf'), 0}
+  return {0, held, 0}
 end
 local n = redis.call('ZCOUNT', key, '(0', '+inf')
 if not gone and (mine or (op == 'a' and n < max)) then
@@ -65,13 +70,14 @@ if not gone and (mine or (op == 'a' and n < max)) then
   end
   return {1, n, 0}
 end
+local out = {0, n, 0}
+if not (op == 'e' or gone or n < max) then
+  -- a slot frees when n - max + 1 leases have expired (more than one when
+  -- the caller's max is below what is held: a max lowered meanwhile)
+  local frees = redis.call('ZRANGEBYSCORE', key, '(0', '+inf', 'WITHSCORES', 'LIMIT', n - max, 1)
+  out[3] = math.max(tonumber(frees[2]) - now, 1)
+end
 if redis.call('PTTL', key) == -1 then
   expire()
 end
-if op == 'e' or gone or n < max then
-  return {0, n, 0}
-end
--- a slot frees when n - max + 1 leases have expired (more than one when
--- the caller's max is below what is held: a max lowered meanwhile)
-local frees = redis.call('ZRANGEBYSCORE', key, '(0', '+inf', 'WITHSCORES', 'LIMIT', n - max, 1)
-return {0, n, math.max(tonumber(frees[2]) - now, 1)}
+return out

@@ -88,37 +88,9 @@ if write and allowed == 1 then
   end
 end
 
-if write then
-  for i = 1, n do
-    local window = tonumber(ARGV[3 + 2 * i])
-    local added = 0
-    if allowed == 1 then
-      added = cost
-    end
-    if redis.call('ZCARD', KEYS[i]) > counts[i] + added then
-      redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', string.format('%d', now - window * 1000))
-    end
-    if allowed == 1 then
-      redis.call('PEXPIRE', KEYS[i], ARGV[3 + 2 * i])
-    else
-      -- a denial adds nothing, but a log found without its expiry, or
-      -- with one longer than its window, gets it back; one that would
-      -- expire before its newest unit leaves the window (a limit whose
-      -- period was lengthened) keeps its units that long
-      local ttl = redis.call('PTTL', KEYS[i])
-      if ttl == -1 or ttl > window then
-        redis.call('PEXPIRE', KEYS[i], ARGV[3 + 2 * i])
-      elseif counts[i] > 0 then
-        newest[i] = tonumber(redis.call('ZRANGE', KEYS[i], -1, -1, 'WITHSCORES')[2])
-        local need = math.floor((newest[i] + window * 1000 - now + 999) / 1000)
-        if ttl < need then
-          redis.call('PEXPIRE', KEYS[i], need)
-        end
-      end
-    end
-  end
-end
-
+-- The reply is read before any expiry is set: Redis deletes a key at
+-- PEXPIRE when the new expiry is already past by its clock (a window of a
+-- millisecond or two can be), and a read after it would find no log.
 local out = {allowed}
 for i = 1, n do
   local rate = tonumber(ARGV[2 + 2 * i])
@@ -145,10 +117,43 @@ for i = 1, n do
     reset = window / 1000
   elseif used > 0 then
     local s = newest[i] or tonumber(redis.call('ZRANGE', KEYS[i], -1, -1, 'WITHSCORES')[2])
+    newest[i] = s
     reset = math.max(1, math.floor((s + window - now + 999) / 1000))
   end
   out[#out + 1] = rate - used
   out[#out + 1] = reset
   out[#out + 1] = retry
 end
+
+if write then
+  for i = 1, n do
+    local window = tonumber(ARGV[3 + 2 * i])
+    local added = 0
+    if allowed == 1 then
+      added = cost
+    end
+    if redis.call('ZCARD', KEYS[i]) > counts[i] + added then
+      redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', string.format('%d', now - window * 1000))
+    end
+    if allowed == 1 then
+      redis.call('PEXPIRE', KEYS[i], ARGV[3 + 2 * i])
+    else
+      -- a denial adds nothing, but a log found without its expiry, or
+      -- with one longer than its window, gets it back; one that would
+      -- expire before its newest unit leaves the window (a limit whose
+      -- period was lengthened) keeps its units that long
+      local ttl = redis.call('PTTL', KEYS[i])
+      if ttl == -1 or ttl > window then
+        redis.call('PEXPIRE', KEYS[i], ARGV[3 + 2 * i])
+      elseif counts[i] > 0 then
+        newest[i] = newest[i] or tonumber(redis.call('ZRANGE', KEYS[i], -1, -1, 'WITHSCORES')[2])
+        local need = math.floor((newest[i] + window * 1000 - now + 999) / 1000)
+        if ttl < need then
+          redis.call('PEXPIRE', KEYS[i], need)
+        end
+      end
+    end
+  end
+end
+
 return out
