@@ -263,6 +263,10 @@ func checkLeakUnderLoad(c *checker) {
 		errs               []error
 		contention         int
 		perSubjectAdmitted [subjects]atomic.Int64
+		// decisions with a Cause (a denial because the round trip
+		// outlasted the window: ErrStaleWindow), which say nothing of
+		// the subject's quota, and the others
+		perSubjectCaused, perSubjectPlain [subjects]atomic.Int64
 	)
 	// The load lasts dur, and longer (at most 5s more) until the sampler
 	// has swept the keys minSamples times: on a busy machine it may get
@@ -292,8 +296,13 @@ func checkLeakUnderLoad(c *checker) {
 				case r.Allowed:
 					admitted.Add(1)
 					perSubjectAdmitted[s].Add(1)
+					perSubjectPlain[s].Add(1)
+					decided.Add(1)
+				case r.Cause != nil:
+					perSubjectCaused[s].Add(1)
 					decided.Add(1)
 				default:
+					perSubjectPlain[s].Add(1)
 					decided.Add(1)
 				}
 			}
@@ -349,10 +358,19 @@ func checkLeakUnderLoad(c *checker) {
 	if len(errs) > 0 {
 		c.t.Errorf("property 7: %d calls failed%s", len(errs), firstErrs(errs))
 	}
+	caused := int64(0)
 	for s := range perSubjectAdmitted {
-		if perSubjectAdmitted[s].Load() == 0 {
-			c.t.Errorf("property 7: subject %d: nothing admitted in %d decisions over many 5ms windows", s, decided.Load())
+		caused += perSubjectCaused[s].Load()
+		// On a machine so busy that a round trip outlasts a 5 ms window,
+		// a strategy that will not count in a window that is over denies
+		// with a Cause (Bucketed: ErrStaleWindow), which says nothing of
+		// the quota: a subject is judged on its other decisions.
+		if perSubjectAdmitted[s].Load() == 0 && perSubjectPlain[s].Load() > 0 {
+			c.t.Errorf("property 7: subject %d: nothing admitted in %d decisions over many 5ms windows (and %d denials with a Cause)", s, perSubjectPlain[s].Load(), perSubjectCaused[s].Load())
 		}
+	}
+	if caused > 0 {
+		c.t.Logf("property 7: %d denials with a Cause (round trips longer than the window, on a busy machine)", caused)
 	}
 	if samples < minSamples {
 		c.t.Errorf("property 7: only %d PTTL samples during the load", samples)
