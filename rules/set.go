@@ -140,6 +140,22 @@ type Set struct {
 	// FailMode, when not nil, overrides the Limiter's fail mode for the
 	// decisions of this set: FailError, FailOpen or FailClosed.
 	FailMode *limiter.FailMode
+
+	// origin names the source the set was loaded from, for the errors of
+	// ValidateFor, which runs after the source's Load ("" for a Set built
+	// in Go); hash: its subjects are the fields of a Redis hash, named as
+	// such in the errors' paths.
+	origin string
+	hash   bool
+}
+
+// subjectPath is the path of subj's limits in s's errors: in the file's
+// terms, or a Redis hash's field.
+func (s *Set) subjectPath(subj string) string {
+	if s.hash {
+		return strconv.Quote(subj)
+	}
+	return "subjects[" + strconv.Quote(subj) + "]"
 }
 
 // Validate reports the first invalid field of s, in subject order, as a
@@ -160,7 +176,7 @@ func (s *Set) Validate() error {
 	}
 	sort.Strings(subjects)
 	for _, subj := range subjects {
-		path := "subjects[" + strconv.Quote(subj) + "]"
+		path := s.subjectPath(subj)
 		if subj == "" {
 			return &ConfigError{Field: path, Err: errors.New("empty subject")}
 		}
@@ -194,6 +210,10 @@ func (s *Set) Validate() error {
 // one in force instead of failing every call of the subjects it names.
 func (s *Set) ValidateFor(lim *limiter.Limiter) error {
 	if err := s.Validate(); err != nil {
+		var ce *ConfigError
+		if errors.As(err, &ce) && ce.Source == "" {
+			ce.Source = s.origin
+		}
 		return err
 	}
 	if lim == nil {
@@ -207,13 +227,13 @@ func (s *Set) ValidateFor(lim *limiter.Limiter) error {
 	check := func(path string, limits []limiter.Limit) error {
 		for i, l := range limits {
 			if err := lim.CheckLimits(l); err != nil {
-				return &ConfigError{Field: path + "[" + strconv.Itoa(i) + "]", Err: err}
+				return &ConfigError{Source: s.origin, Field: path + "[" + strconv.Itoa(i) + "]", Err: err}
 			}
 		}
 		return nil
 	}
 	for _, subj := range subjects {
-		if err := check("subjects["+strconv.Quote(subj)+"]", s.Subjects[subj]); err != nil {
+		if err := check(s.subjectPath(subj), s.Subjects[subj]); err != nil {
 			return err
 		}
 	}
@@ -284,7 +304,7 @@ func (s *Set) lookup(subject string) ([]limiter.Limit, bool) {
 
 // clone returns a deep copy of s.
 func (s *Set) clone() *Set {
-	c := &Set{Subjects: make(map[string][]limiter.Limit, len(s.Subjects)), Default: s.Default}
+	c := &Set{Subjects: make(map[string][]limiter.Limit, len(s.Subjects)), Default: s.Default, origin: s.origin, hash: s.hash}
 	for k, v := range s.Subjects {
 		c.Subjects[k] = append([]limiter.Limit(nil), v...)
 	}

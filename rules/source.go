@@ -36,7 +36,9 @@ func Static(s *Set) Source {
 		}
 		return staticSource{err: err}
 	}
-	return staticSource{set: s.clone()}
+	c := s.clone()
+	c.origin, c.hash = "static set", false
+	return staticSource{set: c}
 }
 
 type staticSource struct {
@@ -82,6 +84,7 @@ func (f fileSource) Load(context.Context) (*Set, error) {
 		}
 		return nil, err
 	}
+	s.origin = "file " + string(f)
 	return s, nil
 }
 
@@ -134,7 +137,7 @@ func (h RedisHash) Load(ctx context.Context) (*Set, error) {
 	if len(arr) == 0 && !h.AllowEmpty {
 		return nil, fmt.Errorf("%w: %s is missing or empty", ErrEmpty, src)
 	}
-	s := &Set{Subjects: make(map[string][]limiter.Limit, len(arr)/2), Default: h.Default, FailMode: h.FailMode}
+	s := &Set{Subjects: make(map[string][]limiter.Limit, len(arr)/2), Default: h.Default, FailMode: h.FailMode, origin: src, hash: true}
 	type field struct{ name, value string }
 	fields := make([]field, 0, len(arr)/2)
 	for i := 0; i < len(arr); i += 2 {

@@ -3,6 +3,9 @@ package rules_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/quotagate/limiter"
@@ -48,5 +51,39 @@ func TestReloadRefusesALimitTheStrategyCannotHold(t *testing.T) {
 				t.Errorf("every request of the subject now fails: %v", err)
 			}
 		})
+	}
+}
+
+// TestStrategyBoundErrorNamesSource: a limit the strategy cannot hold is
+// reported as every other bad rule is: the error names the source (the
+// Redis hash, the file) and the field at fault in the source's terms (a
+// hash's field, "app1-order.create"[0]; a file's subjects["a"][0]).
+func TestStrategyBoundErrorNamesSource(t *testing.T) {
+	m := redistest.NewMini(t)
+	b := newBackend(t, m.Addr(), m)
+	ctx := context.Background()
+	lim, err := limiter.New(b.st, strategy.NewSlidingLog(), limiter.WithPrefix(prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.hset(t, "allRateLimitConfigs", "app1-order.create", rulesJSON(t, limiter.PerSecond(10).Named("qps")))
+	rl, err := rules.New(ctx, lim, rules.RedisHash{Store: b.st, Key: "allRateLimitConfigs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.hset(t, "allRateLimitConfigs", "app1-order.create", rulesJSON(t, limiter.PerSecond(20_000).Named("qps")))
+	_, err = rl.Reload(ctx)
+	want := `rules: invalid config: redis hash "allRateLimitConfigs": "app1-order.create"[0]: `
+	if err == nil || !strings.HasPrefix(err.Error(), want) || !errors.Is(err, limiter.ErrInvalidLimit) {
+		t.Errorf("hash: Reload = %v; want an error starting %q, wrapping ErrInvalidLimit", err, want)
+	}
+	path := filepath.Join(t.TempDir(), "rules.yaml")
+	if err := os.WriteFile(path, []byte("subjects:\n  a: [{name: qps, rate: 20000, period: 1s}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = rules.New(ctx, lim, rules.File(path))
+	want = `rules: invalid config: file ` + path + `: subjects["a"][0]: `
+	if err == nil || !strings.HasPrefix(err.Error(), want) || !errors.Is(err, limiter.ErrInvalidLimit) {
+		t.Errorf("file: New = %v; want an error starting %q, wrapping ErrInvalidLimit", err, want)
 	}
 }
