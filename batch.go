@@ -94,6 +94,14 @@ func (l *Limiter) AllowMany(ctx context.Context, asks []Ask) []Answer {
 			l.answer(ctx, answers, i, a.Key, req.cached, nil, start)
 			continue
 		}
+		// (as decideDirect's: a named limit's other form's leases and
+		// denials are not used after this call)
+		if l.leases != nil {
+			l.leases.dropOtherForms(l.keys.prefix, a.Key, a.Limits)
+		}
+		if l.deny != nil {
+			l.deny.dropOtherForms(l.keys.prefix, a.Key, a.Limits)
+		}
 		if ss != nil {
 			sc.calls = append(sc.calls, scriptCall{Script: script, Keys: req.Keys, Args: args})
 		}
@@ -602,6 +610,13 @@ func (l *Limiter) allowEach(ctx context.Context, asks []Ask, answers []Answer) {
 	obs := l
 	tctx, cancel := l.withTimeout(ctx)
 	defer cancel()
+	if l.leases != nil {
+		// (as decideDirect's: a named limit's other form's leases are not
+		// used after these calls)
+		for _, a := range asks {
+			l.leases.dropOtherForms(l.keys.prefix, a.Key, a.Limits)
+		}
+	}
 	c := *l
 	c.leases, c.obs = nil, nil
 	l = &c

@@ -40,12 +40,16 @@ type TransientDenials interface {
 // RetryAfter counts from when the request was sent (Redis measured it
 // before its reply travelled back). The exceptions are a quota given back
 // early in another process (Reset, ReturnLeases) or by hand, and a counter
-// that requests with other limits share (the same subject and Period, a
-// limit unnamed or of the same name with another rate or burst: a rule
-// changed while its old form is still in use, whose decisions may give
-// quota back, as a GCRA one pulling the state back to its smaller burst);
-// then a request may be denied until its RetryAfter ends although Redis
-// would admit it. This process's Reset and ReturnLeases forget the subject's
+// that requests of another process with other limits share (the same
+// subject and Period, a limit unnamed or of the same name with another
+// rate or burst, or a named limit with another Period: a rule changed
+// there first, whose decisions may give quota back, as a GCRA one pulling
+// the state back to its smaller burst, or end a window early); then a
+// request may be denied until its RetryAfter ends although Redis would
+// admit it. In this process, a call of a named limit in another form than
+// a remembered denial's (another Rate, Period or Burst under the same
+// name: a rules reload) forgets the subject's denials before it goes to
+// Redis. This process's Reset and ReturnLeases forget the subject's
 // denials (in the deny caches of the Limiter and of every With copy of it
 // or of its original), and a denial Redis made while one of them ran is not
 // remembered. A denial that can never fit (RetryAfter -1) is remembered
@@ -85,7 +89,17 @@ type denyCache struct {
 	index map[uint64]int // hash → slot
 	slots []denyEntry    // grown as entries come, up to size
 	hand  int
+	// forms maps a subject's named limit (prefix, subject, name) to the
+	// form (Rate, Period, Burst) it had in the remembered denials: a call
+	// with another form (a rule changed in this process) counts in the
+	// same key and may end its window early, so the subject's denials are
+	// forgotten (dropOtherForms). Rebuilt from the entries when it grows
+	// past twice their number.
+	forms map[nameKey]Limit
 }
+
+// nameKey names a subject's named limit.
+type nameKey struct{ prefix, subject, name string }
 
 type denyEntry struct {
 	used    bool // the slot holds an entry
@@ -194,6 +208,60 @@ func (c *denyCache) remember(prefix, subject string, cost int64, limits []Limit,
 	}
 	c.slots[i] = denyEntry{used: true, hash: h, prefix: prefix, subject: subject, cost: cost,
 		limits: append([]Limit(nil), limits...), until: now.Add(wait), expires: expires, reset: now.Add(r.ResetAfter), res: r}
+	c.noteForms(prefix, subject, limits)
+}
+
+// noteForms records the forms of limits' named limits; c.mu is held.
+func (c *denyCache) noteForms(prefix, subject string, limits []Limit) {
+	for _, l := range limits {
+		if l.Name == "" {
+			continue
+		}
+		if c.forms == nil || len(c.forms) >= 2*len(c.slots)+16 {
+			c.forms = make(map[nameKey]Limit, len(c.slots))
+			for _, e := range c.slots {
+				if e.used {
+					for _, el := range e.limits {
+						if el.Name != "" {
+							c.forms[nameKey{e.prefix, e.subject, el.Name}] = el
+						}
+					}
+				}
+			}
+		}
+		c.forms[nameKey{prefix, subject, l.Name}] = l
+	}
+}
+
+// dropOtherForms forgets subject's denials when one of limits is a named
+// limit whose remembered form differs: a call about to count in its key
+// under another form (a rule changed in this process) may end the
+// window early, and a denial remembered under the old form could then
+// outlast what Redis would answer.
+func (c *denyCache) dropOtherForms(prefix, subject string, limits []Limit) {
+	named := false
+	for _, l := range limits {
+		named = named || l.Name != ""
+	}
+	if !named {
+		return
+	}
+	c.mu.Lock()
+	changed := false
+	for _, l := range limits {
+		if l.Name == "" {
+			continue
+		}
+		k := nameKey{prefix, subject, l.Name}
+		if f, ok := c.forms[k]; ok && f != l {
+			delete(c.forms, k)
+			changed = true
+		}
+	}
+	c.mu.Unlock()
+	if changed {
+		c.forget(prefix, subject)
+	}
 }
 
 // victim returns the slot the next entry takes: a new one while there

@@ -74,6 +74,16 @@ type QuotaReturner interface {
 // in the counter Reset deleted); other processes keep their leases of the
 // subject until they are used up or their windows end.
 //
+// A named limit counts in one key whatever its Rate, Period and Burst, so
+// a rule changed under the same name (a rules reload) counts in the key
+// its old form's leases were counted in, and a shorter Period ends their
+// window early. In this process the old form's leases are dropped before
+// the first call of another form goes to Redis (their units are lost, as
+// at a window's end). A process whose rules change after another's keeps
+// admitting its old form's leases meanwhile: around a rule change, up to
+// units−1 per process and subject may be admitted beyond what the new
+// form allows in its first window.
+//
 // units must be at least 2; the strategy must implement WindowQuota, or New
 // returns ErrInvalidOption. Choose units well below a limit's Rate divided
 // by the number of processes, so that a lease fits in what one process
@@ -110,9 +120,54 @@ type leaseTable struct {
 	sweep int // size at which the next insert drops ended leases
 }
 
+// leaseID names a lease by the counter its units were counted in: the
+// subject and the limit, or, for a named limit, the subject and the name
+// alone, as the counter's key (a rule changed in this process, another
+// period or rate under the same name, counts in the same key, and may end
+// its window early: the lease of the old form is dropped, not used after).
 type leaseID struct {
 	prefix, subject string
 	limit           Limit
+}
+
+// leaseKey returns the leaseID of subject's lease under limit.
+func leaseKey(prefix, subject string, limit Limit) leaseID {
+	if limit.Name != "" {
+		return leaseID{prefix, subject, Limit{Name: limit.Name}}
+	}
+	return leaseID{prefix, subject, limit}
+}
+
+// dropOtherForms drops subject's leases counted in the same keys as limits
+// but under other forms of a named limit (another Period, Rate or Burst):
+// a call about to count in that key (on a rule changed in this process)
+// may end the window early, and the old form's units must not be admitted
+// after. Their units are lost, as a lease's whose window ends.
+func (t *leaseTable) dropOtherForms(prefix, subject string, limits []Limit) {
+	named := false
+	for _, l := range limits {
+		named = named || l.Name != ""
+	}
+	if !named {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, l := range limits {
+		if l.Name == "" {
+			continue
+		}
+		id := leaseKey(prefix, subject, l)
+		if ls := t.m[id]; ls != nil && ls.limit != l {
+			if ls.taking != nil {
+				// (its taker sets it after its call: left at 0, it
+				// admits only that call)
+				ls.stale = true
+				continue
+			}
+			delete(t.m, id)
+		}
+	}
 }
 
 // quotaLease is one subject's lease under one limit: left units that may
@@ -121,6 +176,9 @@ type leaseID struct {
 // calls the lease cannot cover go to Redis one by one until then. taking is
 // non-nil while a caller takes a new lease; the others wait for it.
 type quotaLease struct {
+	// limit is the form of the limit the units were counted under
+	limit       Limit
+	stale       bool // another form counted in its key while it was taken
 	left        int64
 	remaining   int64 // what Redis had left beside the lease when it was taken
 	leftUntil   time.Time
@@ -163,15 +221,17 @@ func (l *Limiter) decideLeased(ctx context.Context, key string, cost int64, limi
 	if cost > t.units || t.units > limit.Rate {
 		return Result{}, nil, false
 	}
-	id := leaseID{l.keys.prefix, key, limit}
+	id := leaseKey(l.keys.prefix, key, limit)
 	for {
 		t.mu.Lock()
 		ls := t.m[id]
 		now := t.now()
 		switch {
-		case ls == nil || ls.ended(now):
-			// No lease, or its window ended: this caller takes one.
-			ls = &quotaLease{taking: newLeaseTake()}
+		case ls == nil || ls.ended(now) || (ls.taking == nil && ls.limit != limit):
+			// No lease, its window ended, or it is another form's of a
+			// named limit (a rule changed: its key's window may have been
+			// ended early): this caller takes one.
+			ls = &quotaLease{taking: newLeaseTake(), limit: limit}
 			t.insert(id, ls, now)
 			t.mu.Unlock()
 			return l.takeLease(ctx, t, ls, key, cost, limit)
@@ -290,11 +350,12 @@ func (l *Limiter) takeLease(ctx context.Context, t *leaseTable, ls *quotaLease, 
 	}
 	// A new lease, maybe in a new window.
 	ls.direct = false
-	if !l.backs.clean(mark, l.keys.prefix, key) {
+	if !l.backs.clean(mark, l.keys.prefix, key) || ls.stale {
 		// A Reset (or a return) ran meanwhile: the units may have been
-		// counted in a counter it deleted. This call was admitted before
-		// it; the rest of the lease is not used.
-		ls.left, ls.leftUntil = 0, time.Time{}
+		// counted in a counter it deleted; or another form of the named
+		// limit counted in its key, which may end the window early. This
+		// call was admitted before it; the rest of the lease is not used.
+		ls.left, ls.leftUntil, ls.stale = 0, time.Time{}, false
 		res.Limit = limit
 		return res, nil, true
 	}
@@ -399,7 +460,7 @@ func (l *Limiter) ReturnLeases(ctx context.Context, idle time.Duration) (int64, 
 		}
 		// The lease's own prefix: a copy made by With with another
 		// prefix shares the table, and its leases were counted under it.
-		keys, err := keyBuilder{prefix: id.prefix}.build(id.subject, []Limit{id.limit}, nil)
+		keys, err := keyBuilder{prefix: id.prefix}.build(id.subject, []Limit{ls.limit}, nil)
 		if err != nil {
 			continue // (it was counted under this key: unreachable)
 		}
@@ -412,7 +473,7 @@ func (l *Limiter) ReturnLeases(ctx context.Context, idle time.Duration) (int64, 
 	var errs []error
 	for _, b := range backs {
 		// until: the lease's end + leaseMargin, its call's sending + reset
-		n, kept, err := l.giveBack(ctx, rq, b.id, b.key, b.units, b.end.Add(leaseMargin), b.took, b.resets)
+		n, kept, err := l.giveBack(ctx, rq, b.id, b.ls.limit, b.key, b.units, b.end.Add(leaseMargin), b.took, b.resets)
 		if kept {
 			t.keep(b.id, b.ls, b.units, b.end)
 		}
@@ -469,18 +530,18 @@ const returnSlack = 100 * time.Millisecond
 // A Reset in this process of the lease's limit (its key) that began after
 // resets were counted may have deleted the lease's window: then nothing is
 // given back (a Reset waits for a return already sent).
-func (l *Limiter) giveBack(ctx context.Context, rq QuotaReturner, id leaseID, key string, units int64, until time.Time, took time.Duration, resets uint64) (n int64, kept bool, err error) {
+func (l *Limiter) giveBack(ctx context.Context, rq QuotaReturner, id leaseID, limit Limit, key string, units int64, until time.Time, took time.Duration, resets uint64) (n int64, kept bool, err error) {
 	keys := []string{key}
 	u := l.leases.now()
 	cctx, cancel := l.withTimeout(ctx)
-	req := Request{Keys: keys, Limits: []Limit{id.limit}}
+	req := Request{Keys: keys, Limits: []Limit{limit}}
 	end, left, err := rq.WindowEnd(cctx, l.st, req)
 	cancel()
 	e := l.leases.now().Sub(u)
 	if err != nil {
 		return 0, true, err // a read
 	}
-	if end <= 0 || left > until.Sub(u)+took+returnSlack || 2*(took+e+returnSlack+time.Millisecond) >= id.limit.Period {
+	if end <= 0 || left > until.Sub(u)+took+returnSlack || 2*(took+e+returnSlack+time.Millisecond) >= limit.Period {
 		return 0, true, nil
 	}
 	if !l.backs.startReturn(id.prefix, id.subject, key, resets) {

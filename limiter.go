@@ -388,6 +388,17 @@ func (l *Limiter) decideDirect(ctx context.Context, key string, cost int64, dry 
 	}
 	var sent time.Time
 	var mark uint64
+	if cost > 0 && !dry {
+		// a named limit's other form (a rule changed in this process)
+		// counted in the same key: what was remembered or leased under
+		// it is not used after this call, which may end its window early
+		if l.leases != nil {
+			l.leases.dropOtherForms(l.keys.prefix, key, limits)
+		}
+		if l.deny != nil {
+			l.deny.dropOtherForms(l.keys.prefix, key, limits)
+		}
+	}
 	if l.deny != nil {
 		sent, mark = l.deny.now(), l.backs.mark()
 	}
