@@ -100,7 +100,7 @@ func (l *Limiter) AllowMany(ctx context.Context, asks []Ask) []Answer {
 			l.leases.dropOtherForms(l.keys.prefix, a.Key, a.Limits)
 		}
 		if l.deny != nil {
-			l.deny.dropOtherForms(l.keys.prefix, a.Key, a.Limits)
+			l.deny.sent(l.keys.prefix, a.Key, a.Limits)
 		}
 		if ss != nil {
 			sc.calls = append(sc.calls, scriptCall{Script: script, Keys: req.Keys, Args: args})

@@ -46,10 +46,11 @@ type TransientDenials interface {
 // there first, whose decisions may give quota back, as a GCRA one pulling
 // the state back to its smaller burst, or end a window early); then a
 // request may be denied until its RetryAfter ends although Redis would
-// admit it. In this process, a call of a named limit in another form than
-// a remembered denial's (another Rate, Period or Burst under the same
-// name: a rules reload) forgets the subject's denials before it goes to
-// Redis. This process's Reset and ReturnLeases forget the subject's
+// admit it. In this process, a call that counts in the key of a
+// remembered denial's limit with another form (another Rate, Period or
+// Burst under the same name, another Rate or Burst for the same Period: a
+// rules reload) forgets the subject's denials before it goes to Redis,
+// and a denial whose call was sent before such a call is not remembered. This process's Reset and ReturnLeases forget the subject's
 // denials (in the deny caches of the Limiter and of every With copy of it
 // or of its original), and a denial Redis made while one of them ran is not
 // remembered. A denial that can never fit (RetryAfter -1) is remembered
@@ -63,7 +64,9 @@ type TransientDenials interface {
 // A remembered denial is a Result with Cached set; the observer is told it
 // like any other. When full, the cache evicts with the CLOCK algorithm (an
 // entry looked up since the hand last passed it is kept once more); its
-// memory grows with its entries, up to size. size must be positive; 0 is
+// memory grows with its entries, up to size, and with a record of the
+// limits of the calls sent to Redis (for the rule changes above), up to
+// twice size. size must be positive; 0 is
 // ErrInvalidOption.
 func WithDenyCache(size int) Option {
 	return func(l *Limiter) error {
@@ -89,17 +92,27 @@ type denyCache struct {
 	index map[uint64]int // hash → slot
 	slots []denyEntry    // grown as entries come, up to size
 	hand  int
-	// forms maps a subject's named limit (prefix, subject, name) to the
-	// form (Rate, Period, Burst) it had in the remembered denials: a call
-	// with another form (a rule changed in this process) counts in the
-	// same key and may end its window early, so the subject's denials are
-	// forgotten (dropOtherForms). Rebuilt from the entries when it grows
-	// past twice their number.
-	forms map[nameKey]Limit
+	// forms maps the counter of each limit sent to Redis (a subject's
+	// named limit, or unnamed limit's Period) to the form (Rate, Period,
+	// Burst) it was last sent with: see sent.
+	forms map[counterKey]Limit
 }
 
-// nameKey names a subject's named limit.
-type nameKey struct{ prefix, subject, name string }
+// counterKey names the counter a subject's limit counts in: a named
+// limit's name, whatever its Rate, Period and Burst; an unnamed limit's
+// Period, whatever its Rate and Burst.
+type counterKey struct {
+	prefix, subject, name string
+	period                time.Duration
+}
+
+// counterOf returns the counterKey of subject's limit l.
+func counterOf(prefix, subject string, l Limit) counterKey {
+	if l.Name != "" {
+		return counterKey{prefix, subject, l.Name, 0}
+	}
+	return counterKey{prefix, subject, "", l.Period}
+}
 
 type denyEntry struct {
 	used    bool // the slot holds an entry
@@ -198,6 +211,11 @@ func (c *denyCache) remember(prefix, subject string, cost int64, limits []Limit,
 	if !g.clean(m, prefix, subject) {
 		return
 	}
+	for _, l := range limits {
+		if f, ok := c.forms[counterOf(prefix, subject, l)]; ok && f != l {
+			return // another form was sent since: its call may end the window
+		}
+	}
 	i, ok := c.index[h]
 	if !ok {
 		i = c.victim()
@@ -208,60 +226,6 @@ func (c *denyCache) remember(prefix, subject string, cost int64, limits []Limit,
 	}
 	c.slots[i] = denyEntry{used: true, hash: h, prefix: prefix, subject: subject, cost: cost,
 		limits: append([]Limit(nil), limits...), until: now.Add(wait), expires: expires, reset: now.Add(r.ResetAfter), res: r}
-	c.noteForms(prefix, subject, limits)
-}
-
-// noteForms records the forms of limits' named limits; c.mu is held.
-func (c *denyCache) noteForms(prefix, subject string, limits []Limit) {
-	for _, l := range limits {
-		if l.Name == "" {
-			continue
-		}
-		if c.forms == nil || len(c.forms) >= 2*len(c.slots)+16 {
-			c.forms = make(map[nameKey]Limit, len(c.slots))
-			for _, e := range c.slots {
-				if e.used {
-					for _, el := range e.limits {
-						if el.Name != "" {
-							c.forms[nameKey{e.prefix, e.subject, el.Name}] = el
-						}
-					}
-				}
-			}
-		}
-		c.forms[nameKey{prefix, subject, l.Name}] = l
-	}
-}
-
-// dropOtherForms forgets subject's denials when one of limits is a named
-// limit whose remembered form differs: a call about to count in its key
-// under another form (a rule changed in this process) may end the
-// window early, and a denial remembered under the old form could then
-// outlast what Redis would answer.
-func (c *denyCache) dropOtherForms(prefix, subject string, limits []Limit) {
-	named := false
-	for _, l := range limits {
-		named = named || l.Name != ""
-	}
-	if !named {
-		return
-	}
-	c.mu.Lock()
-	changed := false
-	for _, l := range limits {
-		if l.Name == "" {
-			continue
-		}
-		k := nameKey{prefix, subject, l.Name}
-		if f, ok := c.forms[k]; ok && f != l {
-			delete(c.forms, k)
-			changed = true
-		}
-	}
-	c.mu.Unlock()
-	if changed {
-		c.forget(prefix, subject)
-	}
 }
 
 // victim returns the slot the next entry takes: a new one while there
@@ -280,6 +244,44 @@ func (c *denyCache) victim() int {
 			return i
 		}
 		e.ref = false
+	}
+}
+
+// sent records the forms of the limits of a call about to count (sent to
+// Redis, writing), and forgets subject's denials when one of them counts
+// in a key whose remembered form differs (another Rate, Period or Burst
+// under the same name, another Rate or Burst for the same Period: a rules
+// reload in this process): the call may end the window early, or give
+// quota back, and a denial remembered under the old form could then
+// outlast Redis's. A denial whose call was sent before a call of another
+// form is not remembered (remember). The record is kept while it is
+// smaller than twice the cache's size, then rebuilt from the entries.
+func (c *denyCache) sent(prefix, subject string, limits []Limit) {
+	c.mu.Lock()
+	changed := false
+	if len(c.forms) >= 2*c.size+1024 {
+		c.forms = nil
+	}
+	if c.forms == nil {
+		c.forms = make(map[counterKey]Limit, len(c.slots))
+		for _, e := range c.slots {
+			if e.used {
+				for _, el := range e.limits {
+					c.forms[counterOf(e.prefix, e.subject, el)] = el
+				}
+			}
+		}
+	}
+	for _, l := range limits {
+		k := counterOf(prefix, subject, l)
+		if f, ok := c.forms[k]; ok && f != l {
+			changed = true
+		}
+		c.forms[k] = l
+	}
+	c.mu.Unlock()
+	if changed {
+		c.forget(prefix, subject)
 	}
 }
 

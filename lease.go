@@ -130,39 +130,32 @@ type leaseID struct {
 	limit           Limit
 }
 
-// leaseKey returns the leaseID of subject's lease under limit.
+// leaseKey returns the leaseID of subject's lease under limit: named by
+// the counter it counts in (a named limit's name, an unnamed one's
+// Period).
 func leaseKey(prefix, subject string, limit Limit) leaseID {
 	if limit.Name != "" {
 		return leaseID{prefix, subject, Limit{Name: limit.Name}}
 	}
-	return leaseID{prefix, subject, limit}
+	return leaseID{prefix, subject, Limit{Period: limit.Period}}
 }
 
 // dropOtherForms drops subject's leases counted in the same keys as limits
-// but under other forms of a named limit (another Period, Rate or Burst):
-// a call about to count in that key (on a rule changed in this process)
-// may end the window early, and the old form's units must not be admitted
-// after. Their units are lost, as a lease's whose window ends.
+// under other forms (another Period, Rate or Burst under a named limit's
+// name, another Rate or Burst for an unnamed one's Period): a call about
+// to count in that key (on a rule changed in this process) may end the
+// window early, and the old form's units must not be admitted after. Their
+// units are lost, as a lease's whose window ends.
 func (t *leaseTable) dropOtherForms(prefix, subject string, limits []Limit) {
-	named := false
-	for _, l := range limits {
-		named = named || l.Name != ""
-	}
-	if !named {
-		return
-	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, l := range limits {
-		if l.Name == "" {
-			continue
-		}
 		id := leaseKey(prefix, subject, l)
 		if ls := t.m[id]; ls != nil && ls.limit != l {
 			if ls.taking != nil {
-				// (its taker sets it after its call: left at 0, it
-				// admits only that call)
-				ls.stale = true
+				// Being taken: nothing left meanwhile (its waiters wait
+				// for the taker), and its taker admits only its own call.
+				ls.left, ls.leftUntil, ls.stale = 0, time.Time{}, true
 				continue
 			}
 			delete(t.m, id)

@@ -396,7 +396,7 @@ func (l *Limiter) decideDirect(ctx context.Context, key string, cost int64, dry 
 			l.leases.dropOtherForms(l.keys.prefix, key, limits)
 		}
 		if l.deny != nil {
-			l.deny.dropOtherForms(l.keys.prefix, key, limits)
+			l.deny.sent(l.keys.prefix, key, limits)
 		}
 	}
 	if l.deny != nil {

@@ -2,11 +2,13 @@ package limiter_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/limitertest"
+	"github.com/quotagate/limiter/store"
 	"github.com/quotagate/limiter/strategy"
 )
 
@@ -100,5 +102,138 @@ func TestDenyCacheOfAnotherFormNotUsed(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDenyCacheBothFormsInOneBatch: one AllowMany with both forms of a
+// named limit (the old one first): the new form's ask ends the old window,
+// so the old form's denial, answered after it was sent, is not remembered.
+func TestDenyCacheBothFormsInOneBatch(t *testing.T) {
+	ctx := context.Background()
+	perMin := limiter.Limit{Name: "q", Rate: 2, Period: time.Minute}
+	perSec := limiter.Limit{Name: "q", Rate: 2, Period: time.Second}
+	lim, clock := limitertest.New(t, strategy.NewFixedWindow(), limiter.WithDenyCache(64))
+	for range 2 {
+		if r, err := lim.Allow(ctx, "s", perMin); err != nil || !r.Allowed {
+			t.Fatalf("= %+v, %v; want admitted", r, err)
+		}
+	}
+	for i, x := range lim.AllowMany(ctx, []limiter.Ask{
+		{Key: "s", Limits: []limiter.Limit{perMin}},
+		{Key: "s", Limits: []limiter.Limit{perSec}},
+	}) {
+		if x.Err != nil || x.Result.Allowed {
+			t.Fatalf("ask %d = %+v; want denied", i, x)
+		}
+	}
+	clock.Advance(2 * time.Second)
+	if r, err := lim.Allow(ctx, "s", perMin); err != nil || !r.Allowed {
+		t.Errorf("%s 2 s after the batch = %+v, %v; want admitted (Redis would)", perMin, r, err)
+	}
+}
+
+// TestDenyCacheUnnamedOtherForm: unnamed limits of one Period count in one
+// key; a call with another burst (GCRA pulls the state back to it) makes
+// the denial remembered under the first form one Redis would not give.
+func TestDenyCacheUnnamedOtherForm(t *testing.T) {
+	ctx := context.Background()
+	big := limiter.Limit{Rate: 2, Period: time.Minute, Burst: 6}
+	small := limiter.Limit{Rate: 2, Period: time.Minute, Burst: 2}
+	lim, clock := limitertest.New(t, strategy.NewGCRA(), limiter.WithDenyCache(64))
+	for range 6 {
+		if r, err := lim.Allow(ctx, "s", big); err != nil || !r.Allowed {
+			t.Fatalf("= %+v, %v; want admitted", r, err)
+		}
+	}
+	if r, err := lim.Allow(ctx, "s", big); err != nil || r.Allowed {
+		t.Fatalf("7th = %+v, %v; want denied", r, err)
+	}
+	if _, err := lim.Allow(ctx, "s", small); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second)
+	if r, err := lim.Allow(ctx, "s", big); err != nil || !r.Allowed {
+		t.Errorf("%s after %s = %+v, %v; want admitted (Redis would)", big, small, r, err)
+	}
+}
+
+// gatedWindow holds the first Decide of cost 5 (a lease being taken)
+// until released, as a slow round trip would.
+type gatedWindow struct {
+	strategy.FixedWindow
+	armed   atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g *gatedWindow) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	if req.Cost == 5 && g.armed.CompareAndSwap(true, false) {
+		close(g.entered)
+		<-g.release
+	}
+	return g.FixedWindow.Decide(ctx, st, req)
+}
+
+// TestLeaseTakenWhileAnotherFormCounts: while a lease is being renewed
+// (its round trip slow), another form of its named limit counts in its key
+// and ends its window; the units the lease still held must not be admitted
+// meanwhile (14 of 10/min were).
+func TestLeaseTakenWhileAnotherFormCounts(t *testing.T) {
+	ctx := context.Background()
+	perMin := limiter.Limit{Name: "q", Rate: 10, Period: time.Minute}
+	perSec := limiter.Limit{Name: "q", Rate: 10, Period: time.Second}
+	g := &gatedWindow{FixedWindow: strategy.NewFixedWindow(), entered: make(chan struct{}), release: make(chan struct{})}
+	lim, clock := limitertest.New(t, g, limiter.WithQuotaLease(5))
+	if r, err := lim.Allow(ctx, "s", perMin); err != nil || !r.Allowed || !r.Leased {
+		t.Fatalf("first = %+v, %v; want admitted from a lease", r, err)
+	}
+	g.armed.Store(true) // 4 left; a call of cost 5 renews the lease, held in flight
+	done := make(chan limiter.Result, 1)
+	go func() {
+		r, err := lim.AllowN(ctx, "s", 5, perMin)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	<-g.entered
+	// the other form, a cost above the lease: straight to Redis; the key's
+	// window is cut to 1 s
+	if _, err := lim.AllowN(ctx, "s", 6, perSec); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * time.Second) // the lease's window is over
+	n := int64(0)
+	waiters := make(chan limiter.Result, 4)
+	for range 4 {
+		go func() {
+			r, err := lim.Allow(ctx, "s", perMin)
+			if err != nil {
+				t.Error(err)
+			}
+			waiters <- r
+		}()
+	}
+	time.Sleep(50 * time.Millisecond) // (the callers wait for the taker, or were wrongly admitted)
+	close(g.release)
+	if r := <-done; r.Allowed {
+		n += 5
+	}
+	for range 4 {
+		if r := <-waiters; r.Allowed {
+			n++
+		}
+	}
+	for range 30 {
+		r, err := lim.Allow(ctx, "s", perMin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Allowed {
+			n++
+		}
+	}
+	if n > 10 {
+		t.Errorf("%s admitted %d in the window that began after %s ended the old one; want at most 10", perMin, n, perSec)
 	}
 }
