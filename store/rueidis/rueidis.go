@@ -131,6 +131,9 @@ type Store struct {
 	busyUntil atomic.Int64
 	// proxy: WithShardingProxy was given.
 	proxy bool
+	// idle holds dedicated connections Watch has finished with, for the
+	// next Watch (see watch.go): a client that is not a Cluster client's.
+	idle idleConns
 }
 
 var (
