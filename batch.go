@@ -94,13 +94,10 @@ func (l *Limiter) AllowMany(ctx context.Context, asks []Ask) []Answer {
 			l.answer(ctx, answers, i, a.Key, req.cached, nil, start)
 			continue
 		}
-		// (as decideDirect's: a named limit's other form's leases and
-		// denials are not used after this call)
-		if l.leases != nil {
-			l.leases.dropOtherForms(l.keys.prefix, a.Key, a.Limits)
-		}
-		if l.deny != nil {
-			l.deny.sent(l.keys.prefix, a.Key, a.Limits)
+		// (as decideDirect's: leases of another form of these limits are
+		// not used after this call)
+		if end := l.backs.flights(l.keys.prefix, a.Key, a.Limits); end != nil {
+			defer end()
 		}
 		if ss != nil {
 			sc.calls = append(sc.calls, scriptCall{Script: script, Keys: req.Keys, Args: args})
@@ -610,13 +607,6 @@ func (l *Limiter) allowEach(ctx context.Context, asks []Ask, answers []Answer) {
 	obs := l
 	tctx, cancel := l.withTimeout(ctx)
 	defer cancel()
-	if l.leases != nil {
-		// (as decideDirect's: a named limit's other form's leases are not
-		// used after these calls)
-		for _, a := range asks {
-			l.leases.dropOtherForms(l.keys.prefix, a.Key, a.Limits)
-		}
-	}
 	c := *l
 	c.leases, c.obs = nil, nil
 	l = &c

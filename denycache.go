@@ -40,17 +40,14 @@ type TransientDenials interface {
 // RetryAfter counts from when the request was sent (Redis measured it
 // before its reply travelled back). The exceptions are a quota given back
 // early in another process (Reset, ReturnLeases) or by hand, and a counter
-// that requests of another process with other limits share (the same
-// subject and Period, a limit unnamed or of the same name with another
-// rate or burst, or a named limit with another Period: a rule changed
-// there first, whose decisions may give quota back, as a GCRA one pulling
-// the state back to its smaller burst, or end a window early); then a
-// request may be denied until its RetryAfter ends although Redis would
-// admit it. In this process, a call that counts in the key of a
-// remembered denial's limit with another form (another Rate, Period or
-// Burst under the same name, another Rate or Burst for the same Period: a
-// rules reload) forgets the subject's denials before it goes to Redis,
-// and a denial whose call was sent before such a call is not remembered. This process's Reset and ReturnLeases forget the subject's
+// that requests with another form of the limit share, in this process or
+// another (a rules reload: an unnamed limit of the same Period with
+// another rate or burst, a named limit with another rate, burst or
+// Period), whose decisions may give quota back (GCRA pulling the state
+// back to a smaller burst) or end the window early (a shorter Period);
+// then a request of the old form may be denied until its RetryAfter ends
+// although Redis would admit it (a limit of 2/min changed to 2/s and back:
+// for the rest of the minute). Never an admission. This process's Reset and ReturnLeases forget the subject's
 // denials (in the deny caches of the Limiter and of every With copy of it
 // or of its original), and a denial Redis made while one of them ran is not
 // remembered. A denial that can never fit (RetryAfter -1) is remembered
@@ -64,9 +61,7 @@ type TransientDenials interface {
 // A remembered denial is a Result with Cached set; the observer is told it
 // like any other. When full, the cache evicts with the CLOCK algorithm (an
 // entry looked up since the hand last passed it is kept once more); its
-// memory grows with its entries, up to size, and with a record of the
-// limits of the calls sent to Redis (for the rule changes above), up to
-// twice size. size must be positive; 0 is
+// memory grows with its entries, up to size. size must be positive; 0 is
 // ErrInvalidOption.
 func WithDenyCache(size int) Option {
 	return func(l *Limiter) error {
@@ -92,26 +87,6 @@ type denyCache struct {
 	index map[uint64]int // hash → slot
 	slots []denyEntry    // grown as entries come, up to size
 	hand  int
-	// forms maps the counter of each limit sent to Redis (a subject's
-	// named limit, or unnamed limit's Period) to the form (Rate, Period,
-	// Burst) it was last sent with: see sent.
-	forms map[counterKey]Limit
-}
-
-// counterKey names the counter a subject's limit counts in: a named
-// limit's name, whatever its Rate, Period and Burst; an unnamed limit's
-// Period, whatever its Rate and Burst.
-type counterKey struct {
-	prefix, subject, name string
-	period                time.Duration
-}
-
-// counterOf returns the counterKey of subject's limit l.
-func counterOf(prefix, subject string, l Limit) counterKey {
-	if l.Name != "" {
-		return counterKey{prefix, subject, l.Name, 0}
-	}
-	return counterKey{prefix, subject, "", l.Period}
 }
 
 type denyEntry struct {
@@ -211,11 +186,6 @@ func (c *denyCache) remember(prefix, subject string, cost int64, limits []Limit,
 	if !g.clean(m, prefix, subject) {
 		return
 	}
-	for _, l := range limits {
-		if f, ok := c.forms[counterOf(prefix, subject, l)]; ok && f != l {
-			return // another form was sent since: its call may end the window
-		}
-	}
 	i, ok := c.index[h]
 	if !ok {
 		i = c.victim()
@@ -244,44 +214,6 @@ func (c *denyCache) victim() int {
 			return i
 		}
 		e.ref = false
-	}
-}
-
-// sent records the forms of the limits of a call about to count (sent to
-// Redis, writing), and forgets subject's denials when one of them counts
-// in a key whose remembered form differs (another Rate, Period or Burst
-// under the same name, another Rate or Burst for the same Period: a rules
-// reload in this process): the call may end the window early, or give
-// quota back, and a denial remembered under the old form could then
-// outlast Redis's. A denial whose call was sent before a call of another
-// form is not remembered (remember). The record is kept while it is
-// smaller than twice the cache's size, then rebuilt from the entries.
-func (c *denyCache) sent(prefix, subject string, limits []Limit) {
-	c.mu.Lock()
-	changed := false
-	if len(c.forms) >= 2*c.size+1024 {
-		c.forms = nil
-	}
-	if c.forms == nil {
-		c.forms = make(map[counterKey]Limit, len(c.slots))
-		for _, e := range c.slots {
-			if e.used {
-				for _, el := range e.limits {
-					c.forms[counterOf(e.prefix, e.subject, el)] = el
-				}
-			}
-		}
-	}
-	for _, l := range limits {
-		k := counterOf(prefix, subject, l)
-		if f, ok := c.forms[k]; ok && f != l {
-			changed = true
-		}
-		c.forms[k] = l
-	}
-	c.mu.Unlock()
-	if changed {
-		c.forget(prefix, subject)
 	}
 }
 

@@ -31,6 +31,9 @@ type giveBacks struct {
 	// and dropped (a With per request) are not kept alive.
 	denies []weak.Pointer[denyCache]
 	tables []weak.Pointer[leaseTable]
+	// hasTables: a lease table was registered (the calls of every
+	// Limiter sharing g then note their forms in them: flights)
+	hasTables atomic.Bool
 }
 
 // register adds a Limiter's deny cache and lease table (either may be nil)
@@ -43,6 +46,29 @@ func (g *giveBacks) register(d *denyCache, t *leaseTable) {
 	}
 	if t != nil {
 		g.tables = addWeak(g.tables, t)
+		g.hasTables.Store(true)
+	}
+}
+
+// flights notes a call about to count in limits' keys in every registered
+// lease table (leaseTable.begin: a Limiter without leases of its own may
+// share its counters with a With copy that has them), and returns the func
+// that removes the notes once the call has its answer; nil when no table
+// was registered.
+func (g *giveBacks) flights(prefix, subject string, limits []Limit) (end func()) {
+	if !g.hasTables.Load() {
+		return nil
+	}
+	g.mu.Lock()
+	ts := liveValues(g.tables)
+	g.mu.Unlock()
+	for _, t := range ts {
+		t.begin(prefix, subject, limits)
+	}
+	return func() {
+		for _, t := range ts {
+			t.end(prefix, subject, limits)
+		}
 	}
 }
 

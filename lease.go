@@ -77,9 +77,11 @@ type QuotaReturner interface {
 // A named limit counts in one key whatever its Rate, Period and Burst, so
 // a rule changed under the same name (a rules reload) counts in the key
 // its old form's leases were counted in, and a shorter Period ends their
-// window early. In this process the old form's leases are dropped before
-// the first call of another form goes to Redis (their units are lost, as
-// at a window's end). A process whose rules change after another's keeps
+// window early. In this process (the Limiter, its originals and its With
+// copies) the old form's leases are dropped before a call of another form
+// goes to Redis (their units are lost, as at a window's end), and none is
+// taken while such a call is on its way. A process whose rules change
+// after another's keeps
 // admitting its old form's leases meanwhile: around a rule change, up to
 // units−1 per process and subject may be admitted beyond what the new
 // form allows in its first window.
@@ -118,6 +120,9 @@ type leaseTable struct {
 	mu    sync.Mutex
 	m     map[leaseID]*quotaLease
 	sweep int // size at which the next insert drops ended leases
+	// flight: the forms of the calls on their way that count in each
+	// lease's key (see begin)
+	flight map[leaseID][]Limit
 }
 
 // leaseID names a lease by the counter its units were counted in: the
@@ -140,27 +145,61 @@ func leaseKey(prefix, subject string, limit Limit) leaseID {
 	return leaseID{prefix, subject, Limit{Period: limit.Period}}
 }
 
-// dropOtherForms drops subject's leases counted in the same keys as limits
-// under other forms (another Period, Rate or Burst under a named limit's
-// name, another Rate or Burst for an unnamed one's Period): a call about
-// to count in that key (on a rule changed in this process) may end the
-// window early, and the old form's units must not be admitted after. Their
-// units are lost, as a lease's whose window ends.
-func (t *leaseTable) dropOtherForms(prefix, subject string, limits []Limit) {
+// begin notes a call about to count in the keys of limits (sent to Redis,
+// writing) and drops subject's leases counted in those keys under other
+// forms (another Period, Rate or Burst under a named limit's name, another
+// Rate or Burst for an unnamed one's Period): the call may end the window
+// early (a shorter Period: a rules reload), and the old form's units must
+// not be admitted after; they are lost, as a lease's whose window ends. A
+// lease being taken meanwhile keeps nothing and admits only its taker's
+// call, and while the call is on its way no lease of another form is
+// taken (decideLeased sends such calls to Redis): end removes the note.
+func (t *leaseTable) begin(prefix, subject string, limits []Limit) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, l := range limits {
 		id := leaseKey(prefix, subject, l)
 		if ls := t.m[id]; ls != nil && ls.limit != l {
 			if ls.taking != nil {
-				// Being taken: nothing left meanwhile (its waiters wait
-				// for the taker), and its taker admits only its own call.
 				ls.left, ls.leftUntil, ls.stale = 0, time.Time{}, true
-				continue
+			} else {
+				delete(t.m, id)
 			}
-			delete(t.m, id)
+		}
+		if t.flight == nil {
+			t.flight = map[leaseID][]Limit{}
+		}
+		t.flight[id] = append(t.flight[id], l)
+	}
+}
+
+// end removes the note begin made for a call of limits.
+func (t *leaseTable) end(prefix, subject string, limits []Limit) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, l := range limits {
+		id := leaseKey(prefix, subject, l)
+		f := t.flight[id]
+		if i := slices.Index(f, l); i >= 0 {
+			f = slices.Delete(f, i, i+1)
+		}
+		if len(f) == 0 {
+			delete(t.flight, id)
+		} else {
+			t.flight[id] = f
 		}
 	}
+}
+
+// otherInFlight reports a call on its way that counts in id's key under
+// another form than limit; t.mu is held.
+func (t *leaseTable) otherInFlight(id leaseID, limit Limit) bool {
+	for _, l := range t.flight[id] {
+		if l != limit {
+			return true
+		}
+	}
+	return false
 }
 
 // quotaLease is one subject's lease under one limit: left units that may
@@ -217,6 +256,12 @@ func (l *Limiter) decideLeased(ctx context.Context, key string, cost int64, limi
 	id := leaseKey(l.keys.prefix, key, limit)
 	for {
 		t.mu.Lock()
+		if t.otherInFlight(id, limit) {
+			// another form of the limit is on its way (a rules reload):
+			// it may end the window a lease would be counted in
+			t.mu.Unlock()
+			return Result{}, nil, false
+		}
 		ls := t.m[id]
 		now := t.now()
 		switch {

