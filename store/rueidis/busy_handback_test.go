@@ -12,6 +12,7 @@ import (
 
 	"github.com/quotagate/limiter/internal/redistest"
 	"github.com/quotagate/limiter/store"
+	rueidisstore "github.com/quotagate/limiter/store/rueidis"
 )
 
 // TestWatchThenBusyServer: a Watch whose transaction has ended, then
@@ -115,5 +116,71 @@ func TestRueidisHandBackDuringBusyPanics(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "protocol bug") {
 		t.Errorf("the child (a hand-back during BUSY) did not panic with rueidis's protocol bug (exit: %v); the adapter's work-around may be lifted:\n%s", err, out)
+	}
+}
+
+// TestWatchWaitingIsWoken: with one dedicated connection in rueidis's pool
+// (BlockingPoolSize 1), a Watch waiting for it while another holds it gets
+// it when the other ends (the Store does not keep it for itself while a
+// Watch waits).
+func TestWatchWaitingIsWoken(t *testing.T) {
+	s := redistest.StartServer(t)
+	st := newStore(t, s.Addr(), func(o *rueidis.ClientOption) { o.BlockingPoolSize = 1 })
+	incr := func(ctx context.Context, key string, inside func()) error {
+		return st.Watch(ctx, []string{key}, func(tx store.Tx) error {
+			if inside != nil {
+				inside()
+			}
+			_, err := tx.Exec(ctx, store.Cmd{Name: "INCR", Args: []any{key}})
+			return err
+		})
+	}
+	for round := range 3 {
+		hold, in := make(chan struct{}), make(chan struct{})
+		aDone := make(chan error, 1)
+		go func() { aDone <- incr(context.Background(), "a", func() { close(in); <-hold }) }()
+		<-in
+		bDone := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			bDone <- incr(ctx, "b", nil)
+		}()
+		time.Sleep(100 * time.Millisecond) // B waits for the connection
+		close(hold)
+		if err := <-aDone; err != nil {
+			t.Fatalf("round %d: Watch A: %v", round, err)
+		}
+		if err := <-bDone; err != nil {
+			t.Errorf("round %d: Watch B, waiting while A held the only connection: %v", round, err)
+		}
+	}
+}
+
+// TestWatchConnsZero: WithWatchConns(0) keeps no dedicated connection, so
+// a client whose pool is small (BlockingPoolSize 1) still serves its own
+// blocking commands after a Watch.
+func TestWatchConnsZero(t *testing.T) {
+	s := redistest.StartServer(t)
+	opt := options(s.Addr())
+	opt.ForceSingleClient = true
+	opt.BlockingPoolSize = 1
+	c, err := rueidis.NewClient(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	st := rueidisstore.New(c, rueidisstore.WithWatchConns(0))
+	ctx := context.Background()
+	if err := st.Watch(ctx, []string{"k"}, func(tx store.Tx) error {
+		_, err := tx.Exec(ctx, store.Cmd{Name: "INCR", Args: []any{"k"}})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	bctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := c.Do(bctx, c.B().Blpop().Key("list").Timeout(0.1).Build()).Error(); !rueidis.IsRedisNil(err) {
+		t.Errorf("BLPOP (0.1 s) after a Watch, on a pool of 1: %v; want a nil reply", err)
 	}
 }

@@ -78,8 +78,13 @@
 // client's script holds it): the commands it sends on hand-back are all
 // refused, and it matches their replies wrongly. So a Store of a client
 // that is not a Cluster client never hands one back: it keeps up to 16
-// for the next Watch (for 30 s each) and closes the rest. Call Close
-// before closing the client, to close those it keeps. A Cluster client's
+// for the next Watch (for 30 s each; WithWatchConns) and closes the rest.
+// Kept connections hold slots of the client's BlockingPoolSize (1024 by
+// default), which its blocking commands share; none is kept while a Watch
+// waits for a slot. With a small pool, or several Stores on one client,
+// keep fewer (WithWatchConns(0): each Watch dials). Call Close before
+// closing the client, to close those it keeps (a kept connection outlives
+// the client otherwise, and a Watch on it still works). A Cluster client's
 // dedicated connections (pinned to one slot) still go back to rueidis,
 // except for 10 s after a node has answered BUSY; one handed back at the
 // very moment a script begins to hold a node meets that panic.

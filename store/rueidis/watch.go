@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	rd "github.com/redis/rueidis"
@@ -48,8 +49,9 @@ import (
 // BUSY fail with the server's error, which names BUSY.
 
 // maxIdle is the most dedicated connections a Store keeps for the next
-// Watch, and idleFor how long one is kept unused; one idle longer is
-// closed when the next Watch or hand-back meets it.
+// Watch by default (WithWatchConns), and idleFor how long one is kept
+// unused; one idle longer is closed when the next Watch or hand-back meets
+// it.
 const (
 	maxIdle = 16
 	idleFor = 30 * time.Second
@@ -57,9 +59,14 @@ const (
 
 // idleConns is a Store's dedicated connections kept for the next Watch.
 type idleConns struct {
-	mu     sync.Mutex
-	conns  []idleConn // the most recently parked last
-	closed bool
+	max int // the most kept
+	// waiting: Watches waiting for rueidis to give them a dedicated
+	// connection; a connection is not kept while one waits (it may be
+	// waiting for the pool slot a kept connection holds)
+	waiting atomic.Int32
+	mu      sync.Mutex
+	conns   []idleConn // the most recently parked last
+	closed  bool
 }
 
 type idleConn struct {
@@ -94,7 +101,7 @@ func (p *idleConns) park(dc rd.DedicatedClient, release func()) {
 		go drop(p.conns[0].dc, p.conns[0].release)
 		p.conns = p.conns[1:]
 	}
-	if !p.closed && len(p.conns) < maxIdle {
+	if !p.closed && len(p.conns) < p.max && p.waiting.Load() == 0 {
 		p.conns = append(p.conns, idleConn{dc, release, now})
 		p.mu.Unlock()
 		return
@@ -209,7 +216,17 @@ func (s *Store) watch(ctx context.Context, keys []string) (*tx, func(), error) {
 			dc, release, kept = s.idle.take()
 		}
 		if !kept {
-			dc, release = s.c.Dedicate()
+			// (noted as waiting before the last look at the kept ones: a
+			// Watch that ends meanwhile either finds it waiting and lets
+			// its connection go to rueidis, or kept it before that look)
+			s.idle.waiting.Add(1)
+			if !cluster && attempt == 0 {
+				dc, release, kept = s.idle.take()
+			}
+			if !kept {
+				dc, release = s.c.Dedicate()
+			}
+			s.idle.waiting.Add(-1)
 		}
 		t := &tx{dc: dc, s: s, cluster: cluster}
 		w := dc.B().Arbitrary("WATCH").Keys(keys[0])
