@@ -80,11 +80,14 @@ type QuotaReturner interface {
 // window early. In this process (the Limiter, its originals and its With
 // copies) the old form's leases are dropped before a call of another form
 // goes to Redis (their units are lost, as at a window's end), and none is
-// taken while such a call is on its way. A process whose rules change
-// after another's keeps
-// admitting its old form's leases meanwhile: around a rule change, up to
-// units−1 per process and subject may be admitted beyond what the new
-// form allows in its first window.
+// taken while such a call is on its way. Two cases escape this: a call
+// of the new form whose outcome is unknown (a timeout) may reach Redis
+// after it returned, and a With copy with leases made while such a call
+// was on its way does not know of it; a lease of the old form taken then
+// goes on admitting after that call ended its window. So does a process
+// whose rules change after another's, with the leases it holds. Around a
+// rule change, up to units−1 per lease table and subject may thus be
+// admitted beyond what the new form allows in its first window.
 //
 // units must be at least 2; the strategy must implement WindowQuota, or New
 // returns ErrInvalidOption. Choose units well below a limit's Rate divided
@@ -357,7 +360,20 @@ func (t *leaseTable) evict(keep int) {
 func (l *Limiter) takeLease(ctx context.Context, t *leaseTable, ls *quotaLease, key string, cost int64, limit Limit) (Result, error, bool) {
 	mark := l.backs.mark()
 	sent := t.now()
+	answered := false
+	defer func() {
+		if !answered {
+			// The strategy panicked: the lease's waiters must not wait
+			// for good; they decide in Redis themselves.
+			t.mu.Lock()
+			ls.left, ls.leftUntil = 0, time.Time{}
+			close(ls.taking.done)
+			ls.taking = nil
+			t.mu.Unlock()
+		}
+	}()
 	res, err := l.decideDirect(ctx, key, t.units, false, []Limit{limit})
+	answered = true
 	took := t.now().Sub(sent)
 	t.mu.Lock()
 	tk := ls.taking

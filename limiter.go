@@ -388,11 +388,12 @@ func (l *Limiter) decideDirect(ctx context.Context, key string, cost int64, dry 
 	}
 	var sent time.Time
 	var mark uint64
-	var end func()
 	if cost > 0 && !dry {
 		// leases of another form of these limits (a rules reload) are not
 		// used after this call, which may end their window early
-		end = l.backs.flights(l.keys.prefix, key, limits)
+		if end := l.backs.flights(l.keys.prefix, key, limits); end != nil {
+			defer end() // (a panicking strategy too)
+		}
 	}
 	if l.deny != nil {
 		sent, mark = l.deny.now(), l.backs.mark()
@@ -400,9 +401,6 @@ func (l *Limiter) decideDirect(ctx context.Context, key string, cost int64, dry 
 	ctx, cancel := l.withTimeout(ctx)
 	res, err := l.strategy.Decide(ctx, l.st, req)
 	cancel()
-	if end != nil {
-		end()
-	}
 	if err != nil {
 		// Not returned to the pool: work the call gave up on may still
 		// read the request (a store.Watcher's callback past the deadline).

@@ -242,3 +242,60 @@ func TestLeaseNotTakenWhileAnotherFormIsOnItsWay(t *testing.T) {
 		t.Errorf("%s admitted %d in the window that began after %s ended the old one; want at most 10", perMin, n, perSec)
 	}
 }
+
+// panicOnce panics in its first Decide once armed.
+type panicOnce struct {
+	strategy.FixedWindow
+	armed atomic.Bool
+}
+
+func (p *panicOnce) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	if p.armed.CompareAndSwap(true, false) {
+		panic("strategy bug")
+	}
+	return p.FixedWindow.Decide(ctx, st, req)
+}
+
+// recovering reports whether f panicked.
+func recovering(f func()) (panicked bool) {
+	defer func() { panicked = recover() != nil }()
+	f()
+	return false
+}
+
+// TestLeasesAfterAPanic: a strategy that panicked (the panic recovered, as
+// net/http does) leaves no lease state behind: the other form's call that
+// panicked does not stop leases for good, and a lease take that panicked
+// does not block the subject's next calls.
+func TestLeasesAfterAPanic(t *testing.T) {
+	ctx := context.Background()
+	perMin := limiter.Limit{Name: "q", Rate: 100, Period: time.Minute}
+	perSec := limiter.Limit{Name: "q", Rate: 100, Period: time.Second}
+	p := &panicOnce{FixedWindow: strategy.NewFixedWindow()}
+	lim, clock := limitertest.New(t, p, limiter.WithQuotaLease(5))
+	p.armed.Store(true)
+	if !recovering(func() { _, _ = lim.Allow(ctx, "s", perSec) }) {
+		t.Fatal("no panic")
+	}
+	clock.Advance(2 * time.Minute)
+	if r, err := lim.Allow(ctx, "s", perMin); err != nil || !r.Allowed || !r.Leased {
+		t.Errorf("%s after another form's call panicked = %+v, %v; want admitted from a lease", perMin, r, err)
+	}
+	p.armed.Store(true)
+	if !recovering(func() { _, _ = lim.Allow(ctx, "t", perMin) }) {
+		t.Fatal("no panic")
+	}
+	done := make(chan limiter.Result, 1)
+	go func() {
+		r, _ := lim.Allow(ctx, "t", perMin)
+		done <- r
+	}()
+	select {
+	case r := <-done:
+		if !r.Allowed {
+			t.Errorf("%s after a lease take panicked = %+v; want admitted", perMin, r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call after a lease take panicked still waits after 10 s (for good)")
+	}
+}
