@@ -60,9 +60,9 @@ const (
 // idleConns is a Store's dedicated connections kept for the next Watch.
 type idleConns struct {
 	max int // the most kept
-	// waiting: Watches waiting for rueidis to give them a dedicated
-	// connection; a connection is not kept while one waits (it may be
-	// waiting for the pool slot a kept connection holds)
+	// waiting: Watches waiting long for rueidis to give them a dedicated
+	// connection (dedicate); a connection is not kept while one waits (it
+	// may be waiting for the pool slot a kept connection holds)
 	waiting atomic.Int32
 	mu      sync.Mutex
 	conns   []idleConn // the most recently parked last
@@ -108,6 +108,45 @@ func (p *idleConns) park(dc rd.DedicatedClient, release func()) {
 	}
 	p.mu.Unlock()
 	go drop(dc, release)
+}
+
+// slowDedicate is how long a Watch waits for rueidis's Dedicate before it
+// counts as waiting for a slot of the client's pool (a dial takes less on
+// a machine that is not overloaded).
+const slowDedicate = 10 * time.Millisecond
+
+// dedicate returns a new dedicated connection from rueidis. One that takes
+// longer than slowDedicate may be waiting for a pool slot that a kept
+// connection holds (a small BlockingPoolSize): the Watch is then noted as
+// waiting, which makes the Store keep no connection meanwhile, and the
+// kept ones are closed, freeing their slots. (Noted first, looked at
+// after: a Watch that ends meanwhile either sees the note, or kept its
+// connection before the look.)
+func (s *Store) dedicate(cluster bool) (rd.DedicatedClient, func()) {
+	if cluster {
+		return s.c.Dedicate()
+	}
+	var noted atomic.Bool
+	timer := time.AfterFunc(slowDedicate, func() {
+		s.idle.waiting.Add(1)
+		noted.Store(true)
+		for {
+			dc, release, ok := s.idle.take()
+			if !ok {
+				return
+			}
+			drop(dc, release)
+		}
+	})
+	dc, release := s.c.Dedicate()
+	if !timer.Stop() {
+		// the note was or is being made: wait for it, then remove it
+		for !noted.Load() {
+			time.Sleep(time.Millisecond)
+		}
+		s.idle.waiting.Add(-1)
+	}
+	return dc, release
 }
 
 // close closes every kept connection; later ones are closed as they come.
@@ -216,17 +255,7 @@ func (s *Store) watch(ctx context.Context, keys []string) (*tx, func(), error) {
 			dc, release, kept = s.idle.take()
 		}
 		if !kept {
-			// (noted as waiting before the last look at the kept ones: a
-			// Watch that ends meanwhile either finds it waiting and lets
-			// its connection go to rueidis, or kept it before that look)
-			s.idle.waiting.Add(1)
-			if !cluster && attempt == 0 {
-				dc, release, kept = s.idle.take()
-			}
-			if !kept {
-				dc, release = s.c.Dedicate()
-			}
-			s.idle.waiting.Add(-1)
+			dc, release = s.dedicate(cluster)
 		}
 		t := &tx{dc: dc, s: s, cluster: cluster}
 		w := dc.B().Arbitrary("WATCH").Keys(keys[0])
