@@ -176,8 +176,7 @@ func rueidisSingle(o connOptions) conformance.Dialer {
 		if err != nil {
 			return nil, nil, err
 		}
-		st := rueidisstore.New(c)
-		return st, func() { st.Close(); c.Close() }, nil
+		return rueidisstore.New(c), c.Close, nil
 	}
 }
 
@@ -187,7 +186,6 @@ func rueidisCluster(o connOptions) conformance.ClusterDialer {
 		if err != nil {
 			return nil, nil, err
 		}
-		st := rueidisstore.New(c)
-		return st, func() { st.Close(); c.Close() }, nil
+		return rueidisstore.New(c), c.Close, nil
 	}
 }

@@ -45,8 +45,7 @@ func dial(_ context.Context, addr string) (store.Store, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	st := rueidisstore.New(c)
-	return st, func() { st.Close(); c.Close() }, nil
+	return rueidisstore.New(c), c.Close, nil
 }
 
 // TestConformance runs the store checks and every check of every strategy
@@ -79,8 +78,7 @@ func dialCluster(_ context.Context, addrs []string) (store.Store, func(), error)
 	if err != nil {
 		return nil, nil, err
 	}
-	st := rueidisstore.New(c)
-	return st, func() { st.Close(); c.Close() }, nil
+	return rueidisstore.New(c), c.Close, nil
 }
 
 // TestConformanceTLS runs the core and fault checks on a TLS-only server.
@@ -96,8 +94,7 @@ func dialTLS(cfg *tls.Config) conformance.Dialer {
 		if err != nil {
 			return nil, nil, err
 		}
-		st := rueidisstore.New(c)
-		return st, func() { st.Close(); c.Close() }, nil
+		return rueidisstore.New(c), c.Close, nil
 	}
 }
 

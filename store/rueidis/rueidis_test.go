@@ -36,9 +36,7 @@ func newStore(t testing.TB, addr string, edit func(*rueidis.ClientOption)) *ruei
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	st := rueidisstore.New(c)
-	t.Cleanup(st.Close) // (run first)
-	return st
+	return rueidisstore.New(c)
 }
 
 // backends runs f on miniredis and on a redis-server (skipped without one,
@@ -298,8 +296,7 @@ func TestDefaultsLostReplyAndRedisDown(t *testing.T) {
 		if err != nil {
 			return nil, nil, err
 		}
-		st := rueidisstore.New(c)
-		return st, func() { st.Close(); c.Close() }, nil
+		return rueidisstore.New(c), c.Close, nil
 	}
 	for _, name := range []string{"lost-reply-counted-once", "redis-down-or-blackholed"} {
 		ch, ok := conformance.CheckByName(name)

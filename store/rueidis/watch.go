@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	rd "github.com/redis/rueidis"
@@ -31,149 +29,14 @@ import (
 // the context's deadline and lets the dial finish in the background.
 //
 // A server held by another client's long script answers BUSY. rueidis
-// (v1.0.79) sends UNSUBSCRIBE, PUNSUBSCRIBE, SUNSUBSCRIBE (each with a
-// PING) and DISCARD on a dedicated connection handed back to its pool,
-// and panics, ending the process, when the server answers them with BUSY
-// errors ("protocol bug, message handled out of order": it matches the
-// replies to its commands wrongly). A hand-back runs whenever it is
-// scheduled, so no check of the server before it closes that window. So a
-// Store of a client that is not a Cluster client never hands a live
-// dedicated connection back: Watch keeps up to maxIdle of them itself for
-// the next Watch (which also spares the server those commands at each
-// transaction), and closes the others (a closed connection is dropped by
-// rueidis, sending nothing). A Cluster client's dedicated connection is
-// pinned to one slot and cannot serve the next Watch's keys: it is handed
-// back, and the race stays open there (in the instant a script begins to
-// hold a node); once a node has answered BUSY, Watch closes its dedicated
-// connections instead, for 10 s after the last BUSY it saw. Calls during
-// BUSY fail with the server's error, which names BUSY.
-
-// maxIdle is the most dedicated connections a Store keeps for the next
-// Watch by default (WithWatchConns), and idleFor how long one is kept
-// unused; one idle longer is closed when the next Watch or hand-back meets
-// it.
-const (
-	maxIdle = 16
-	idleFor = 30 * time.Second
-)
-
-// idleConns is a Store's dedicated connections kept for the next Watch.
-type idleConns struct {
-	max int // the most kept
-	// waiting: Watches waiting long for rueidis to give them a dedicated
-	// connection (dedicate); a connection is not kept while one waits (it
-	// may be waiting for the pool slot a kept connection holds)
-	waiting atomic.Int32
-	mu      sync.Mutex
-	conns   []idleConn // the most recently parked last
-	closed  bool
-}
-
-type idleConn struct {
-	dc      rd.DedicatedClient
-	release func()
-	at      time.Time
-}
-
-// take returns the most recently parked connection still young enough,
-// closing those that are not.
-func (p *idleConns) take() (rd.DedicatedClient, func(), bool) {
-	now := time.Now()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for len(p.conns) > 0 {
-		c := p.conns[len(p.conns)-1]
-		p.conns = p.conns[:len(p.conns)-1]
-		if now.Sub(c.at) < idleFor {
-			return c.dc, c.release, true
-		}
-		go drop(c.dc, c.release)
-	}
-	return nil, nil, false
-}
-
-// park keeps an un-watched, healthy connection for the next Watch, or
-// closes it when the Store keeps enough (or was closed).
-func (p *idleConns) park(dc rd.DedicatedClient, release func()) {
-	now := time.Now()
-	p.mu.Lock()
-	for len(p.conns) > 0 && now.Sub(p.conns[0].at) >= idleFor {
-		go drop(p.conns[0].dc, p.conns[0].release)
-		p.conns = p.conns[1:]
-	}
-	if !p.closed && len(p.conns) < p.max && p.waiting.Load() == 0 {
-		p.conns = append(p.conns, idleConn{dc, release, now})
-		p.mu.Unlock()
-		return
-	}
-	p.mu.Unlock()
-	go drop(dc, release)
-}
-
-// slowDedicate is how long a Watch waits for rueidis's Dedicate before it
-// counts as waiting for a slot of the client's pool (a dial takes less on
-// a machine that is not overloaded).
-const slowDedicate = 10 * time.Millisecond
-
-// dedicate returns a new dedicated connection from rueidis. One that takes
-// longer than slowDedicate may be waiting for a pool slot that a kept
-// connection holds (a small BlockingPoolSize): the Watch is then noted as
-// waiting, which makes the Store keep no connection meanwhile, and the
-// kept ones are closed, freeing their slots. (Noted first, looked at
-// after: a Watch that ends meanwhile either sees the note, or kept its
-// connection before the look.)
-func (s *Store) dedicate(cluster bool) (rd.DedicatedClient, func()) {
-	if cluster {
-		return s.c.Dedicate()
-	}
-	var noted atomic.Bool
-	timer := time.AfterFunc(slowDedicate, func() {
-		s.idle.waiting.Add(1)
-		noted.Store(true)
-		for {
-			dc, release, ok := s.idle.take()
-			if !ok {
-				return
-			}
-			drop(dc, release)
-		}
-	})
-	dc, release := s.c.Dedicate()
-	if !timer.Stop() {
-		// the note was or is being made: wait for it, then remove it
-		for !noted.Load() {
-			time.Sleep(time.Millisecond)
-		}
-		s.idle.waiting.Add(-1)
-	}
-	return dc, release
-}
-
-// close closes every kept connection; later ones are closed as they come.
-func (p *idleConns) close() {
-	p.mu.Lock()
-	conns := p.conns
-	p.conns, p.closed = nil, true
-	p.mu.Unlock()
-	for _, c := range conns {
-		drop(c.dc, c.release)
-	}
-}
-
-// drop closes a dedicated connection and lets rueidis forget it: a closed
-// connection is not pooled, and nothing is sent on it.
-func drop(dc rd.DedicatedClient, release func()) {
-	dc.Close()
-	release()
-}
-
-// Close closes the dedicated connections the Store keeps for Watch (those
-// in use are closed as their transactions end). Call it before closing the
-// rueidis client, which does not know of them; a Store used after Close
-// still works, without keeping any.
-func (s *Store) Close() {
-	s.idle.close()
-}
+// (v1.0.79) sends UNSUBSCRIBE on a dedicated connection handed back to its
+// pool, and panics, ending the process, when the server answers that with
+// a BUSY error. So once the server has answered BUSY, Watch closes its
+// dedicated connections instead of handing them back, for 10 s after the
+// last BUSY it saw: during a BUSY spell each Watch dials a connection of
+// its own. A connection handed back in the very instant a script begins
+// to hold the server can still meet it; that race is rueidis's to close.
+// Calls during BUSY fail with the server's error, which names BUSY.
 
 // unwatchTimeout bounds an UNWATCH sent after the caller has gone (its
 // context done), in the background. A connection that does not answer in
@@ -246,18 +109,9 @@ func (s *Store) Watch(ctx context.Context, keys []string, fn func(store.Tx) erro
 // handed back or is being closed.
 func (s *Store) watch(ctx context.Context, keys []string) (*tx, func(), error) {
 	var err error
-	cluster := s.c.Mode() == rd.ClientModeCluster
 	for attempt := 0; attempt < 2; attempt++ {
-		var dc rd.DedicatedClient
-		var release func()
-		kept := false
-		if !cluster && attempt == 0 {
-			dc, release, kept = s.idle.take()
-		}
-		if !kept {
-			dc, release = s.dedicate(cluster)
-		}
-		t := &tx{dc: dc, s: s, cluster: cluster}
+		dc, release := s.c.Dedicate()
+		t := &tx{dc: dc, s: s, cluster: s.c.Mode() == rd.ClientModeCluster}
 		w := dc.B().Arbitrary("WATCH").Keys(keys[0])
 		for _, k := range keys[1:] {
 			w = w.Args(k)
@@ -310,9 +164,6 @@ type tx struct {
 	slot    uint16
 	// s is the Store, told when the server answers BUSY.
 	s *Store
-	// errored: the server answered an error (READONLY after a failover,
-	// NOPERM, ...): the connection is not kept for the next Watch.
-	errored bool
 }
 
 // sawError notes a reply that is the server's error. BUSY (another
@@ -324,7 +175,6 @@ type tx struct {
 // connection is closed, not handed back, and so is every dedicated
 // connection of the Store for busyHold.
 func (t *tx) sawError(err error) {
-	t.errored = true
 	if re, ok := rd.IsRedisErr(err); ok && (re.Error() == "BUSY" || strings.HasPrefix(re.Error(), "BUSY ")) {
 		t.broken = true
 		t.s.busyUntil.Store(time.Now().Add(busyHold).UnixNano())
@@ -352,43 +202,31 @@ func (t *tx) finish(ctx context.Context, release func()) {
 	// connection before pooling it again) and waits for its own timeouts
 	// when the connection was cut: it always runs in the background, so
 	// a decision that is complete returns at once.
-	// handBack: a healthy, un-watched connection, kept for the next Watch
-	// (a client that is not a Cluster client's: see the notes above) or
-	// handed back to rueidis
-	handBack := func() {
-		if !t.cluster && !t.errored {
-			t.s.idle.park(t.dc, release)
-			return
-		}
-		if !t.cluster {
-			go drop(t.dc, release)
-			return
-		}
-		go release()
-	}
 	switch {
 	case t.broken:
 	case time.Now().UnixNano() < t.s.busyUntil.Load():
 		// The server said BUSY lately: see sawError.
 	case !t.watched:
-		handBack()
+		go release()
 		return
 	case ctx.Err() == nil:
 		if t.unwatch(ctx) {
-			handBack()
+			go release()
 			return
 		}
 	default:
 		go func() {
-			if t.unwatch(context.Background()) {
-				handBack()
-				return
+			if !t.unwatch(context.Background()) {
+				t.dc.Close()
 			}
-			drop(t.dc, release)
+			release()
 		}()
 		return
 	}
-	go drop(t.dc, release) // a closed connection is dropped, not pooled
+	go func() {
+		t.dc.Close() // a closed connection is dropped, not pooled
+		release()
+	}()
 }
 
 // unwatch sends UNWATCH and reports whether the server answered it. A PING
