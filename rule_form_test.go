@@ -82,17 +82,22 @@ func TestDenyCacheOtherFormBound(t *testing.T) {
 	}
 }
 
-// gatedWindow holds the first Decide of cost 5 (a lease being taken)
-// until released, as a slow round trip would.
-type gatedWindow struct {
+// gated holds the first Decide that hold picks, once armed, until
+// released: a slow round trip.
+type gated struct {
 	strategy.FixedWindow
+	hold    func(limiter.Request) bool
 	armed   atomic.Bool
 	entered chan struct{}
 	release chan struct{}
 }
 
-func (g *gatedWindow) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
-	if req.Cost == 5 && g.armed.CompareAndSwap(true, false) {
+func newGated(hold func(limiter.Request) bool) *gated {
+	return &gated{FixedWindow: strategy.NewFixedWindow(), hold: hold, entered: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (g *gated) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	if g.hold(req) && g.armed.CompareAndSwap(true, false) {
 		close(g.entered)
 		<-g.release
 	}
@@ -107,7 +112,7 @@ func TestLeaseTakenWhileAnotherFormCounts(t *testing.T) {
 	ctx := context.Background()
 	perMin := limiter.Limit{Name: "q", Rate: 10, Period: time.Minute}
 	perSec := limiter.Limit{Name: "q", Rate: 10, Period: time.Second}
-	g := &gatedWindow{FixedWindow: strategy.NewFixedWindow(), entered: make(chan struct{}), release: make(chan struct{})}
+	g := newGated(func(req limiter.Request) bool { return req.Cost == 5 }) // a lease being taken
 	lim, clock := limitertest.New(t, g, limiter.WithQuotaLease(5))
 	if r, err := lim.Allow(ctx, "s", perMin); err != nil || !r.Allowed || !r.Leased {
 		t.Fatalf("first = %+v, %v; want admitted from a lease", r, err)
@@ -196,23 +201,6 @@ func TestLeaseOfAnotherFormThroughACopy(t *testing.T) {
 	}
 }
 
-// gatedSecond holds the first Decide of a 1 s limit until released: a
-// call of the new form on its way to Redis.
-type gatedSecond struct {
-	strategy.FixedWindow
-	armed   atomic.Bool
-	entered chan struct{}
-	release chan struct{}
-}
-
-func (g *gatedSecond) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
-	if req.Limits[0].Period == time.Second && g.armed.CompareAndSwap(true, false) {
-		close(g.entered)
-		<-g.release
-	}
-	return g.FixedWindow.Decide(ctx, st, req)
-}
-
 // TestLeaseNotTakenWhileAnotherFormIsOnItsWay: a lease of the old form
 // taken while a call of the new form is on its way would be counted in a
 // window that call then ends; no lease is taken meanwhile.
@@ -220,7 +208,7 @@ func TestLeaseNotTakenWhileAnotherFormIsOnItsWay(t *testing.T) {
 	ctx := context.Background()
 	perMin := limiter.Limit{Name: "q", Rate: 10, Period: time.Minute}
 	perSec := limiter.Limit{Name: "q", Rate: 10, Period: time.Second}
-	g := &gatedSecond{FixedWindow: strategy.NewFixedWindow(), entered: make(chan struct{}), release: make(chan struct{})}
+	g := newGated(func(req limiter.Request) bool { return req.Limits[0].Period == time.Second }) // the new form's call
 	lim, clock := limitertest.New(t, g, limiter.WithQuotaLease(5))
 	g.armed.Store(true)
 	done := make(chan error, 1)
