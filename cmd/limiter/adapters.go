@@ -176,7 +176,8 @@ func rueidisSingle(o connOptions) conformance.Dialer {
 		if err != nil {
 			return nil, nil, err
 		}
-		return rueidisstore.New(c), c.Close, nil
+		st := rueidisstore.New(c)
+		return st, func() { st.Close(); c.Close() }, nil
 	}
 }
 
@@ -186,6 +187,7 @@ func rueidisCluster(o connOptions) conformance.ClusterDialer {
 		if err != nil {
 			return nil, nil, err
 		}
-		return rueidisstore.New(c), c.Close, nil
+		st := rueidisstore.New(c)
+		return st, func() { st.Close(); c.Close() }, nil
 	}
 }

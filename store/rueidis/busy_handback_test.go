@@ -12,11 +12,17 @@ import (
 
 	"github.com/quotagate/limiter/internal/redistest"
 	"github.com/quotagate/limiter/store"
+	rueidisstore "github.com/quotagate/limiter/store/rueidis"
 )
 
-// TestWatchThenBusyServer: Watches, then another client's script holds
-// the server (BUSY): the calls during BUSY fail with the server's error,
-// the process lives, and the next Watch after it works.
+// TestWatchThenBusyServer: a Watch whose transaction has ended, then
+// another client's script holds the server (BUSY) before the dedicated
+// connection went back to rueidis's pool. rueidis v1.0.79 panics on such
+// a hand-back (the UNSUBSCRIBE, PING and DISCARD it sends are all refused,
+// and it matches their replies wrongly), ending the process: the adapter
+// never hands a single server's dedicated connection back. The calls
+// during BUSY fail with the server's error; the process lives, and the
+// next Watch after it works.
 func TestWatchThenBusyServer(t *testing.T) {
 	s := redistest.StartServer(t)
 	st := newStore(t, s.Addr(), nil)
@@ -47,13 +53,43 @@ func TestWatchThenBusyServer(t *testing.T) {
 	}
 }
 
+// TestWatchHandsNoConnectionBack: the adapter keeps a single server's
+// dedicated connections itself (see TestWatchThenBusyServer): after
+// Watches, no connection shows the commands rueidis sends on a hand-back
+// (UNSUBSCRIBE ... DISCARD) as its last.
+func TestWatchHandsNoConnectionBack(t *testing.T) {
+	s := redistest.StartServer(t)
+	st := newStore(t, s.Addr(), nil)
+	ctx := context.Background()
+	for range 5 {
+		if err := st.Watch(ctx, []string{"k"}, func(tx store.Tx) error {
+			_, err := tx.Exec(ctx, store.Cmd{Name: "INCR", Args: []any{"k"}})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // (a hand-back runs in the background)
+	rs, err := st.Do(ctx, store.Cmd{Name: "CLIENT", Args: []any{"LIST"}})
+	if err != nil || rs[0].Err != nil {
+		t.Fatal(err, rs)
+	}
+	list, _ := store.String(rs[0].Val)
+	for _, line := range strings.Split(list, "\n") {
+		for _, cmd := range []string{"cmd=discard", "cmd=unsubscribe", "cmd=punsubscribe", "cmd=sunsubscribe"} {
+			if strings.Contains(line+" ", cmd+" ") {
+				t.Errorf("a connection was handed back to rueidis (its last command %s): %s", cmd, line)
+			}
+		}
+	}
+}
+
 // TestRueidisHandBackDuringBusyPanics is a canary for the rueidis bug the
 // adapter works around: a dedicated connection handed back to the pool of
 // rueidis v1.0.79 while the server answers BUSY makes it panic ("protocol
 // bug, message handled out of order"), ending the process. It runs in a
 // child process. When it fails, the rueidis in go.mod no longer panics,
-// and the adapter's 10 s of closing its dedicated connections after a
-// BUSY (watch.go) is no longer needed.
+// and the adapter may hand its connections back again (watch.go).
 func TestRueidisHandBackDuringBusyPanics(t *testing.T) {
 	if addr := os.Getenv("LIMITER_RUEIDIS_HANDBACK_ADDR"); addr != "" {
 		// the child: its server is the parent's, which stops it
@@ -85,7 +121,8 @@ func TestRueidisHandBackDuringBusyPanics(t *testing.T) {
 
 // TestWatchWaitingIsWoken: with one dedicated connection in rueidis's pool
 // (BlockingPoolSize 1), a Watch waiting for it while another holds it gets
-// it when the other ends.
+// it when the other ends (the Store does not keep it for itself while a
+// Watch waits).
 func TestWatchWaitingIsWoken(t *testing.T) {
 	s := redistest.StartServer(t)
 	st := newStore(t, s.Addr(), func(o *rueidis.ClientOption) { o.BlockingPoolSize = 1 })
@@ -117,5 +154,33 @@ func TestWatchWaitingIsWoken(t *testing.T) {
 		if err := <-bDone; err != nil {
 			t.Errorf("round %d: Watch B, waiting while A held the only connection: %v", round, err)
 		}
+	}
+}
+
+// TestWatchConnsZero: WithWatchConns(0) keeps no dedicated connection, so
+// a client whose pool is small (BlockingPoolSize 1) still serves its own
+// blocking commands after a Watch.
+func TestWatchConnsZero(t *testing.T) {
+	s := redistest.StartServer(t)
+	opt := options(s.Addr())
+	opt.ForceSingleClient = true
+	opt.BlockingPoolSize = 1
+	c, err := rueidis.NewClient(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	st := rueidisstore.New(c, rueidisstore.WithWatchConns(0))
+	ctx := context.Background()
+	if err := st.Watch(ctx, []string{"k"}, func(tx store.Tx) error {
+		_, err := tx.Exec(ctx, store.Cmd{Name: "INCR", Args: []any{"k"}})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	bctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := c.Do(bctx, c.B().Blpop().Key("list").Timeout(0.1).Build()).Error(); !rueidis.IsRedisNil(err) {
+		t.Errorf("BLPOP (0.1 s) after a Watch, on a pool of 1: %v; want a nil reply", err)
 	}
 }

@@ -45,7 +45,8 @@ func dial(_ context.Context, addr string) (store.Store, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return rueidisstore.New(c), c.Close, nil
+	st := rueidisstore.New(c)
+	return st, func() { st.Close(); c.Close() }, nil
 }
 
 // TestConformance runs the store checks and every check of every strategy
@@ -78,7 +79,8 @@ func dialCluster(_ context.Context, addrs []string) (store.Store, func(), error)
 	if err != nil {
 		return nil, nil, err
 	}
-	return rueidisstore.New(c), c.Close, nil
+	st := rueidisstore.New(c)
+	return st, func() { st.Close(); c.Close() }, nil
 }
 
 // TestConformanceTLS runs the core and fault checks on a TLS-only server.
@@ -94,7 +96,8 @@ func dialTLS(cfg *tls.Config) conformance.Dialer {
 		if err != nil {
 			return nil, nil, err
 		}
-		return rueidisstore.New(c), c.Close, nil
+		st := rueidisstore.New(c)
+		return st, func() { st.Close(); c.Close() }, nil
 	}
 }
 

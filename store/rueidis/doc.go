@@ -14,6 +14,8 @@
 //		Dialer: net.Dialer{KeepAlive: -1, KeepAliveConfig: net.KeepAliveConfig{Enable: true}},
 //	})
 //	st := rueidisstore.New(c) // import this package as rueidisstore, say
+//	defer c.Close()
+//	defer st.Close() // before the client: see Watch below
 //	lim, err := limiter.New(st, strategy.NewFixedWindow(), limiter.WithTimeout(200*time.Millisecond))
 //
 // None of them is needed for the guarantees below; they make failures and
@@ -67,7 +69,25 @@
 // leave the refresh off where a lost reply must be told apart.
 //
 // Watch pins a dedicated connection; a nil EXEC reply is store.ErrTxAborted,
-// and no connection goes back to rueidis's pool still watching keys. Tx.Do and
-// Tx.Exec refuse MULTI, EXEC and DISCARD (and, on a Cluster, keys outside the
+// and no connection is used again still watching keys. Tx.Do and Tx.Exec
+// refuse MULTI, EXEC and DISCARD (and, on a Cluster, keys outside the
 // watched keys' slot). Calls during BUSY fail with the server's BUSY error.
+//
+// rueidis v1.0.79 panics, ending the process, when a dedicated connection
+// handed back to its pool meets a server that answers BUSY (another
+// client's script holds it): the commands it sends on hand-back are all
+// refused, and it matches their replies wrongly. So a Store of a client
+// that is not a Cluster client never hands one back: it keeps those it
+// has finished with for the next Watch (unused for 30 s, one is closed;
+// at most as many as were in use at once, and at most 1024 or
+// WithWatchConns), and a Watch waiting for rueidis to make one takes the
+// first another Watch finishes with. Kept connections hold slots of the
+// client's BlockingPoolSize (1024 by default), which its blocking commands
+// (BLPOP, XREAD BLOCK) share: with a small pool, keep fewer
+// (WithWatchConns(0): each Watch dials). Call Close before closing the
+// client, to close those it keeps (a kept connection outlives the client
+// otherwise, and a Watch on it still works). A Cluster client's dedicated
+// connections (pinned to one slot) still go back to rueidis, except for
+// 10 s after a node has answered BUSY; one handed back at the very moment
+// a script begins to hold a node meets that panic.
 package rueidis

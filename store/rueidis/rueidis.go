@@ -131,6 +131,9 @@ type Store struct {
 	busyUntil atomic.Int64
 	// proxy: WithShardingProxy was given.
 	proxy bool
+	// idle holds dedicated connections Watch has finished with, for the
+	// next Watch (see watch.go): a client that is not a Cluster client's.
+	idle idleConns
 }
 
 var (
@@ -154,6 +157,18 @@ func WithShardingProxy() Option {
 	return func(s *Store) { s.proxy = true }
 }
 
+// WithWatchConns sets the most dedicated connections Watch keeps for the
+// next Watch, on a client that is not a Cluster client (1024 by default,
+// rueidis's default BlockingPoolSize; 0 keeps none, and each Watch dials
+// one). A Store keeps no more than its Watches used at once, and closes
+// one unused for 30 s. Kept connections count against the client's
+// BlockingPoolSize, which its blocking commands (BLPOP, XREAD BLOCK) and
+// Dedicate share: with a small pool, keep fewer. See Watch for why they
+// are not handed back to the pool.
+func WithWatchConns(n int) Option {
+	return func(s *Store) { s.idle.max = max(n, 0) }
+}
+
 // New returns a Store on c, or nil when c is nil (limiter.New then reports
 // limiter.ErrNilStore).
 func New(c rd.Client, opts ...Option) *Store {
@@ -161,6 +176,7 @@ func New(c rd.Client, opts ...Option) *Store {
 		return nil
 	}
 	s := &Store{c: c}
+	s.idle.max = maxIdle
 	for _, o := range opts {
 		if o != nil { // an option chosen conditionally and left unset
 			o(s)

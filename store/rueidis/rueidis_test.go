@@ -36,7 +36,9 @@ func newStore(t testing.TB, addr string, edit func(*rueidis.ClientOption)) *ruei
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	return rueidisstore.New(c)
+	st := rueidisstore.New(c)
+	t.Cleanup(st.Close) // (run first)
+	return st
 }
 
 // backends runs f on miniredis and on a redis-server (skipped without one,
@@ -296,7 +298,8 @@ func TestDefaultsLostReplyAndRedisDown(t *testing.T) {
 		if err != nil {
 			return nil, nil, err
 		}
-		return rueidisstore.New(c), c.Close, nil
+		st := rueidisstore.New(c)
+		return st, func() { st.Close(); c.Close() }, nil
 	}
 	for _, name := range []string{"lost-reply-counted-once", "redis-down-or-blackholed"} {
 		ch, ok := conformance.CheckByName(name)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	rd "github.com/redis/rueidis"
@@ -29,14 +30,165 @@ import (
 // the context's deadline and lets the dial finish in the background.
 //
 // A server held by another client's long script answers BUSY. rueidis
-// (v1.0.79) sends UNSUBSCRIBE on a dedicated connection handed back to its
-// pool, and panics, ending the process, when the server answers that with
-// a BUSY error. So once the server has answered BUSY, Watch closes its
-// dedicated connections instead of handing them back, for 10 s after the
-// last BUSY it saw: during a BUSY spell each Watch dials a connection of
-// its own. A connection handed back in the very instant a script begins
-// to hold the server can still meet it; that race is rueidis's to close.
-// Calls during BUSY fail with the server's error, which names BUSY.
+// (v1.0.79) sends UNSUBSCRIBE, PUNSUBSCRIBE, SUNSUBSCRIBE (each with a
+// PING) and DISCARD on a dedicated connection handed back to its pool,
+// and panics, ending the process, when the server answers them with BUSY
+// errors ("protocol bug, message handled out of order": it matches the
+// replies to its commands wrongly). A hand-back runs whenever it is
+// scheduled, so no check of the server before it closes that window. So a
+// Store of a client that is not a Cluster client never hands a live
+// dedicated connection back: Watch keeps them itself for the next Watch
+// (which also spares the server those commands at each transaction), up
+// to maxIdle, and closes the others (a closed connection is dropped by
+// rueidis, sending nothing). A Cluster client's dedicated connection is
+// pinned to one slot and cannot serve the next Watch's keys: it is handed
+// back, and the race stays open there (in the instant a script begins to
+// hold a node); once a node has answered BUSY, Watch closes its dedicated
+// connections instead, for 10 s after the last BUSY it saw. Calls during
+// BUSY fail with the server's error, which names BUSY.
+
+// maxIdle is the most dedicated connections a Store keeps for the next
+// Watch by default (WithWatchConns): as many as rueidis's pool would keep,
+// its default BlockingPoolSize. A Store keeps no more than were in use at
+// once. idleFor is how long one is kept unused; one idle longer is closed
+// when the next Watch or hand-back meets it.
+const (
+	maxIdle = rd.DefaultPoolSize
+	idleFor = 30 * time.Second
+)
+
+// idleConns is a Store's dedicated connections kept for the next Watch,
+// and the Watches waiting for one. A Watch that finds none kept waits for
+// the next connection either rueidis makes (it asks for one when fewer are
+// being made than Watches wait) or another Watch finishes with, whichever
+// comes first: connections the Store keeps (which hold slots of rueidis's
+// pool) never keep a Watch waiting for a slot of a full pool, and a
+// connection rueidis makes for a Watch served meanwhile is not lost.
+type idleConns struct {
+	max     int // the most kept
+	mu      sync.Mutex
+	conns   []idleConn      // the most recently parked last
+	waiters []chan idleConn // Watches waiting, the longest waiting first
+	dialing int             // connections being made by rueidis
+	closed  bool
+}
+
+type idleConn struct {
+	dc      rd.DedicatedClient
+	release func()
+	at      time.Time
+}
+
+// get returns the most recently parked connection still young enough
+// (closing those that are not), or else registers the caller as waiting:
+// park gives it the next connection on ch, and dial tells the caller to
+// ask rueidis for a new one (then given through made).
+func (p *idleConns) get() (c idleConn, ch chan idleConn, dial bool) {
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for len(p.conns) > 0 {
+		c := p.conns[len(p.conns)-1]
+		p.conns = p.conns[:len(p.conns)-1]
+		if now.Sub(c.at) < idleFor {
+			return c, nil, false
+		}
+		go drop(c.dc, c.release)
+	}
+	ch = make(chan idleConn, 1)
+	p.waiters = append(p.waiters, ch)
+	if p.dialing < len(p.waiters) {
+		p.dialing++
+		dial = true
+	}
+	return idleConn{}, ch, dial
+}
+
+// park gives an un-watched, healthy connection to the Watch that has waited
+// longest for one, or keeps it for the next Watch, or closes it when the
+// Store keeps enough (or was closed).
+func (p *idleConns) park(dc rd.DedicatedClient, release func()) {
+	p.mu.Lock()
+	p.parkLocked(dc, release)
+}
+
+// made parks a connection rueidis made for a waiting Watch (get's dial).
+func (p *idleConns) made(dc rd.DedicatedClient, release func()) {
+	p.mu.Lock()
+	p.dialing--
+	p.parkLocked(dc, release)
+}
+
+// parkLocked is park with p.mu held; it unlocks p.mu.
+func (p *idleConns) parkLocked(dc rd.DedicatedClient, release func()) {
+	now := time.Now()
+	if len(p.waiters) > 0 {
+		w := p.waiters[0]
+		p.waiters = p.waiters[1:]
+		w <- idleConn{dc, release, now} // (buffered for one, and given one)
+		p.mu.Unlock()
+		return
+	}
+	for len(p.conns) > 0 && now.Sub(p.conns[0].at) >= idleFor {
+		go drop(p.conns[0].dc, p.conns[0].release)
+		p.conns = p.conns[1:]
+	}
+	if !p.closed && len(p.conns) < p.max {
+		p.conns = append(p.conns, idleConn{dc, release, now})
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	go drop(dc, release)
+}
+
+// conn returns a dedicated connection for a Watch. A Cluster client's
+// comes from rueidis (it is pinned to the slot of its first command); a
+// single server's is one the Store kept, or the first one made or handed
+// back after (see idleConns).
+func (s *Store) conn(cluster bool) (rd.DedicatedClient, func()) {
+	if cluster || s.idle.max == 0 {
+		return s.c.Dedicate()
+	}
+	c, ch, dial := s.idle.get()
+	if ch == nil {
+		return c.dc, c.release
+	}
+	if dial {
+		go func() {
+			dc, release := s.c.Dedicate()
+			s.idle.made(dc, release)
+		}()
+	}
+	c = <-ch
+	return c.dc, c.release
+}
+
+// close closes every kept connection; later ones are closed as they come.
+func (p *idleConns) close() {
+	p.mu.Lock()
+	conns := p.conns
+	p.conns, p.closed = nil, true
+	p.mu.Unlock()
+	for _, c := range conns {
+		drop(c.dc, c.release)
+	}
+}
+
+// drop closes a dedicated connection and lets rueidis forget it: a closed
+// connection is not pooled, and nothing is sent on it.
+func drop(dc rd.DedicatedClient, release func()) {
+	dc.Close()
+	release()
+}
+
+// Close closes the dedicated connections the Store keeps for Watch (those
+// in use are closed as their transactions end). Call it before closing the
+// rueidis client, which does not know of them; a Store used after Close
+// still works, without keeping any.
+func (s *Store) Close() {
+	s.idle.close()
+}
 
 // unwatchTimeout bounds an UNWATCH sent after the caller has gone (its
 // context done), in the background. A connection that does not answer in
@@ -109,9 +261,24 @@ func (s *Store) Watch(ctx context.Context, keys []string, fn func(store.Tx) erro
 // handed back or is being closed.
 func (s *Store) watch(ctx context.Context, keys []string) (*tx, func(), error) {
 	var err error
+	cluster := s.c.Mode() == rd.ClientModeCluster
 	for attempt := 0; attempt < 2; attempt++ {
-		dc, release := s.c.Dedicate()
-		t := &tx{dc: dc, s: s, cluster: s.c.Mode() == rd.ClientModeCluster}
+		// (a connection that failed may have been a kept one the server
+		// closed: the second attempt is on a new one)
+		var dc rd.DedicatedClient
+		var release func()
+		if attempt == 0 {
+			dc, release = s.conn(cluster)
+		} else {
+			dc, release = s.c.Dedicate()
+		}
+		if err := ctx.Err(); err != nil {
+			// the caller is gone while the connection was made: nothing sent
+			t := &tx{dc: dc, s: s, cluster: cluster}
+			t.finish(ctx, release)
+			return nil, nil, fmt.Errorf("rueidis: WATCH: %w", err)
+		}
+		t := &tx{dc: dc, s: s, cluster: cluster}
 		w := dc.B().Arbitrary("WATCH").Keys(keys[0])
 		for _, k := range keys[1:] {
 			w = w.Args(k)
@@ -164,6 +331,9 @@ type tx struct {
 	slot    uint16
 	// s is the Store, told when the server answers BUSY.
 	s *Store
+	// errored: the server answered an error (READONLY after a failover,
+	// NOPERM, ...): the connection is not kept for the next Watch.
+	errored bool
 }
 
 // sawError notes a reply that is the server's error. BUSY (another
@@ -175,6 +345,10 @@ type tx struct {
 // connection is closed, not handed back, and so is every dedicated
 // connection of the Store for busyHold.
 func (t *tx) sawError(err error) {
+	if rd.IsRedisNil(err) {
+		return // a nil reply (GET of no key, an aborted EXEC): no error
+	}
+	t.errored = true
 	if re, ok := rd.IsRedisErr(err); ok && (re.Error() == "BUSY" || strings.HasPrefix(re.Error(), "BUSY ")) {
 		t.broken = true
 		t.s.busyUntil.Store(time.Now().Add(busyHold).UnixNano())
@@ -202,31 +376,43 @@ func (t *tx) finish(ctx context.Context, release func()) {
 	// connection before pooling it again) and waits for its own timeouts
 	// when the connection was cut: it always runs in the background, so
 	// a decision that is complete returns at once.
+	// handBack: a healthy, un-watched connection, kept for the next Watch
+	// (a client that is not a Cluster client's: see the notes above) or
+	// handed back to rueidis
+	handBack := func() {
+		if !t.cluster && !t.errored {
+			t.s.idle.park(t.dc, release)
+			return
+		}
+		if !t.cluster {
+			go drop(t.dc, release)
+			return
+		}
+		go release()
+	}
 	switch {
 	case t.broken:
 	case time.Now().UnixNano() < t.s.busyUntil.Load():
 		// The server said BUSY lately: see sawError.
 	case !t.watched:
-		go release()
+		handBack()
 		return
 	case ctx.Err() == nil:
 		if t.unwatch(ctx) {
-			go release()
+			handBack()
 			return
 		}
 	default:
 		go func() {
-			if !t.unwatch(context.Background()) {
-				t.dc.Close()
+			if t.unwatch(context.Background()) {
+				handBack()
+				return
 			}
-			release()
+			drop(t.dc, release)
 		}()
 		return
 	}
-	go func() {
-		t.dc.Close() // a closed connection is dropped, not pooled
-		release()
-	}()
+	go drop(t.dc, release) // a closed connection is dropped, not pooled
 }
 
 // unwatch sends UNWATCH and reports whether the server answered it. A PING

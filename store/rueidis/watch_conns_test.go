@@ -1,0 +1,143 @@
+package rueidis_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/quotagate/limiter/internal/redistest"
+	"github.com/quotagate/limiter/store"
+	rueidisstore "github.com/quotagate/limiter/store/rueidis"
+)
+
+// connectionsReceived reads the server's count of connections accepted.
+func connectionsReceived(t *testing.T, st *rueidisstore.Store) int {
+	t.Helper()
+	rs, err := st.Do(context.Background(), store.Cmd{Name: "INFO", Args: []any{"stats"}})
+	if err != nil || rs[0].Err != nil {
+		t.Fatal(err, rs)
+	}
+	info, _ := store.String(rs[0].Val)
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "total_connections_received:"); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no total_connections_received in INFO stats: %q", info)
+	return 0
+}
+
+// watchIncr runs one Watch that INCRs key in MULTI/EXEC.
+func watchIncr(ctx context.Context, st *rueidisstore.Store, key string) error {
+	return st.Watch(ctx, []string{key}, func(tx store.Tx) error {
+		if _, err := tx.Do(ctx, store.Cmd{Name: "GET", Args: []any{key}}); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, store.Cmd{Name: "INCR", Args: []any{key}})
+		return err
+	})
+}
+
+// hammerWatch runs callers goroutines of n Watches each, on keys of their
+// own, and returns the first error.
+func hammerWatch(st *rueidisstore.Store, callers, n int) error {
+	var wg sync.WaitGroup
+	errs := make([]error, callers)
+	for g := range callers {
+		wg.Go(func() {
+			for i := range n {
+				// a timeout that fits a loaded 2-core machine
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				err := watchIncr(ctx, st, fmt.Sprintf("w%d", g))
+				cancel()
+				if err != nil {
+					errs[g] = fmt.Errorf("caller %d, Watch %d: %w", g, i, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestWatchReusesConnections: a Store keeps the dedicated connections its
+// Watches finished with for the next ones (it hands none back to rueidis,
+// see TestWatchThenBusyServer), as many as were in use at once, so that
+// 32 callers making 25 Watches each open about 32 connections, not one per
+// Watch. (Kept up to a fixed 16, the other 16 callers dialed for each of
+// their Watches: on a loaded machine over TLS, the dials stalled the
+// transactions past their deadlines.)
+func TestWatchReusesConnections(t *testing.T) {
+	s := redistest.StartServer(t)
+	st := newStore(t, s.Addr(), nil)
+	const callers, n = 32, 25
+	// what one dedicated connection costs the server in connections
+	// (rueidis may open more than one for it)
+	before := connectionsReceived(t, st)
+	if err := watchIncr(context.Background(), st, "first"); err != nil {
+		t.Fatal(err)
+	}
+	per := connectionsReceived(t, st) - before
+	before += per
+	if err := hammerWatch(st, callers, n); err != nil {
+		t.Fatal(err)
+	}
+	made := connectionsReceived(t, st) - before
+	// one per caller at most (the first Watch's among them), and a few
+	// for the Watches whose connection was being made while another's
+	// was handed on
+	if want := (callers + 8) * per; made > want {
+		t.Errorf("%d callers making %d Watches each opened %d connections (%d per dedicated connection); want at most %d (one per caller, and a few)", callers, n, made, per, want)
+	}
+	t.Logf("%d callers × %d Watches: %d connections, %d per dedicated connection", callers, n, made, per)
+}
+
+// TestWatchOnASmallPool: 8 callers on a client whose pool has 2 dedicated
+// connections (BlockingPoolSize 2) all finish their Watches: a Watch
+// waiting for rueidis to make a connection (which waits for a slot the
+// Store's kept connections hold) takes the first one another Watch
+// finishes with. And the Watches asking rueidis for a connection are no
+// more than the callers waiting: those served meanwhile do not leave one
+// more goroutine blocked in rueidis for each handed-on connection.
+func TestWatchOnASmallPool(t *testing.T) {
+	s := redistest.StartServer(t)
+	st := newStore(t, s.Addr(), func(o *rueidis.ClientOption) { o.BlockingPoolSize = 2 })
+	const callers, n = 8, 20
+	if err := hammerWatch(st, callers, n); err != nil {
+		t.Fatal(err)
+	}
+	first := runtime.NumGoroutine()
+	for round := range 3 {
+		if err := hammerWatch(st, callers, n); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+	}
+	// (goroutines ending in the background settle)
+	var now int
+	for range 50 {
+		if now = runtime.NumGoroutine(); now <= first+2 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if now > first+2 {
+		t.Errorf("goroutines after 3 more rounds of %d callers × %d Watches: %d, after the first round %d; want no more (one blocked in rueidis per handed-on connection?)", callers, n, now, first)
+	}
+}
