@@ -205,8 +205,9 @@ var errTxState = errors.New("rueidis: MULTI, EXEC and DISCARD are issued by Tx.E
 
 // Watch implements store.Watcher on a dedicated rueidis connection
 // (Client.Dedicate). On every way out of Watch — fn's error, a panic in fn,
-// a failed WATCH, a lost connection, the context — the connection goes back
-// to rueidis un-watched, or is closed when that cannot be ensured, so the
+// a failed WATCH, a lost connection, the context — the connection is kept
+// for the next Watch (a single server's) or goes back to rueidis (a
+// Cluster's) un-watched, or is closed when that cannot be ensured, so the
 // next user of the connection never inherits a WATCH.
 //
 // Watch returns when ctx is done even if rueidis is still making the
