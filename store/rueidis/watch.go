@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	rd "github.com/redis/rueidis"
@@ -82,15 +83,20 @@ type idleConn struct {
 // get returns the most recently parked connection still young enough
 // (closing those that are not), or else registers the caller as waiting:
 // park gives it the next connection on ch, and dial tells the caller to
-// ask rueidis for a new one (then given through made).
-func (p *idleConns) get() (c idleConn, ch chan idleConn, dial bool) {
+// ask rueidis for a new one (then given through made). fresh: the caller
+// needs a connection that was not kept (one kept failed: the server may
+// have closed them all, restarting or timing them out), and every kept
+// one is closed, freeing its slot of rueidis's pool for the new one.
+// (No connection is kept while a Watch waits: park gives it to the
+// Watch. So a Watch never waits for a slot a kept connection holds.)
+func (p *idleConns) get(fresh bool) (c idleConn, ch chan idleConn, dial bool) {
 	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for len(p.conns) > 0 {
 		c := p.conns[len(p.conns)-1]
 		p.conns = p.conns[:len(p.conns)-1]
-		if now.Sub(c.at) < idleFor {
+		if !fresh && now.Sub(c.at) < idleFor {
 			return c, nil, false
 		}
 		go drop(c.dc, c.release)
@@ -144,13 +150,16 @@ func (p *idleConns) parkLocked(dc rd.DedicatedClient, release func()) {
 
 // conn returns a dedicated connection for a Watch. A Cluster client's
 // comes from rueidis (it is pinned to the slot of its first command); a
-// single server's is one the Store kept, or the first one made or handed
-// back after (see idleConns).
-func (s *Store) conn(cluster bool) (rd.DedicatedClient, func()) {
+// single server's is one the Store kept (unless fresh), or the first one
+// made or handed back after (see idleConns). A Watch asking rueidis
+// directly could wait behind the Store's own requests for a slot of a
+// full pool, whose connections, made for Watches served meanwhile, the
+// Store would keep.
+func (s *Store) conn(cluster, fresh bool) (rd.DedicatedClient, func()) {
 	if cluster || s.idle.max == 0 {
 		return s.c.Dedicate()
 	}
-	c, ch, dial := s.idle.get()
+	c, ch, dial := s.idle.get(fresh)
 	if ch == nil {
 		return c.dc, c.release
 	}
@@ -198,6 +207,10 @@ const unwatchTimeout = 2 * time.Second
 // busyHold is how long after a BUSY reply Watch keeps closing its
 // dedicated connections instead of handing them back to rueidis.
 const busyHold = 10 * time.Second
+
+// errTxDone is returned for a command sent through a Tx after its Watch
+// has returned (nothing is sent: the connection may be another Watch's).
+var errTxDone = errors.New("rueidis: Tx used after its Watch returned")
 
 // errTxState is returned for a command that would change the transaction
 // state of the pinned connection behind Watch's back.
@@ -266,13 +279,7 @@ func (s *Store) watch(ctx context.Context, keys []string) (*tx, func(), error) {
 	for attempt := 0; attempt < 2; attempt++ {
 		// (a connection that failed may have been a kept one the server
 		// closed: the second attempt is on a new one)
-		var dc rd.DedicatedClient
-		var release func()
-		if attempt == 0 {
-			dc, release = s.conn(cluster)
-		} else {
-			dc, release = s.c.Dedicate()
-		}
+		dc, release := s.conn(cluster, attempt > 0)
 		if err := ctx.Err(); err != nil {
 			// the caller is gone while the connection was made: nothing sent
 			t := &tx{dc: dc, s: s, cluster: cluster}
@@ -332,6 +339,9 @@ type tx struct {
 	slot    uint16
 	// s is the Store, told when the server answers BUSY.
 	s *Store
+	// done: Watch has finished with the connection (which may serve
+	// another Watch now): the Tx refuses to send.
+	done atomic.Bool
 	// errored: the server answered an error (READONLY after a failover,
 	// NOPERM, ...): the connection is not kept for the next Watch.
 	errored bool
@@ -373,6 +383,7 @@ var _ store.Tx = (*tx)(nil)
 // done, or a connection must be closed (rueidis's Close waits up to a
 // second for a silent server), the rest happens in the background.
 func (t *tx) finish(ctx context.Context, release func()) {
+	t.done.Store(true)
 	// release itself talks to the server (rueidis resets a dedicated
 	// connection before pooling it again) and waits for its own timeouts
 	// when the connection was cut: it always runs in the background, so
@@ -515,6 +526,9 @@ func (t *tx) Exec(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error)
 func (t *tx) build(ctx context.Context, cmds []store.Cmd, multi bool) ([]rd.Completed, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("rueidis: %w", err) // nothing sent
+	}
+	if t.done.Load() {
+		return nil, errTxDone
 	}
 	n := len(cmds)
 	if multi {

@@ -2,6 +2,7 @@ package rueidis_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"strconv"
@@ -139,5 +140,111 @@ func TestWatchOnASmallPool(t *testing.T) {
 	}
 	if now > first+2 {
 		t.Errorf("goroutines after 3 more rounds of %d callers × %d Watches: %d, after the first round %d; want no more (one blocked in rueidis per handed-on connection?)", callers, n, now, first)
+	}
+}
+
+// TestWatchAfterItsKeptConnectionDied: the connection a Store kept is
+// killed on the server (an idle timeout, CLIENT KILL); the next Watch's
+// WATCH fails on it and is tried again on a new connection, which a pool
+// of one slot (BlockingPoolSize 1) must give it. The retry asked rueidis
+// for one directly, behind the Store's own request still queued for the
+// pool (made for a Watch served meanwhile): that one was kept, holding the
+// only slot, and the retry waited forever.
+func TestWatchAfterItsKeptConnectionDied(t *testing.T) {
+	s := redistest.StartServer(t)
+	st := newStore(t, s.Addr(), func(o *rueidis.ClientOption) { o.BlockingPoolSize = 1 })
+	incr := func(ctx context.Context, key string, inside func(tx store.Tx)) error {
+		return st.Watch(ctx, []string{key}, func(tx store.Tx) error {
+			if inside != nil {
+				inside(tx)
+			}
+			_, err := tx.Exec(ctx, store.Cmd{Name: "INCR", Args: []any{key}})
+			return err
+		})
+	}
+	// A holds the only connection while B waits for one (asking rueidis,
+	// whose pool is full), then A's connection goes to B.
+	hold, in := make(chan struct{}), make(chan struct{})
+	var id string
+	aDone := make(chan error, 1)
+	go func() {
+		aDone <- incr(context.Background(), "a", func(tx store.Tx) { id = clientID(t, tx); close(in); <-hold })
+	}()
+	<-in
+	bDone := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		bDone <- incr(ctx, "b", nil)
+	}()
+	time.Sleep(200 * time.Millisecond)
+	close(hold)
+	if err := <-aDone; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-bDone; err != nil {
+		t.Fatal(err)
+	}
+	if r := do1(t, st, "CLIENT", "KILL", "ID", id); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := incr(ctx, "c", nil); err != nil {
+		t.Errorf("Watch after its kept connection was killed, on a pool of 1: %v; want success (WATCH tried again on a new connection)", err)
+	}
+}
+
+// TestWatchAfterARestartOnASmallPool: the same after a restart of the
+// server, which closes every kept connection, with 8 callers on a pool of
+// two slots.
+func TestWatchAfterARestartOnASmallPool(t *testing.T) {
+	s := redistest.StartServer(t)
+	st := newStore(t, s.Addr(), func(o *rueidis.ClientOption) { o.BlockingPoolSize = 2 })
+	for round := range 3 {
+		if err := hammerWatch(st, 8, 10); err != nil {
+			t.Fatalf("round %d, before the restart: %v", round, err)
+		}
+		if err := s.Restart(); err != nil {
+			t.Fatal(err)
+		}
+		if err := hammerWatch(st, 8, 10); err != nil {
+			t.Fatalf("round %d, after the restart: %v", round, err)
+		}
+	}
+}
+
+// TestStaleTxSendsNothing: a Tx kept past its Watch (against the Tx
+// contract) sends nothing: its connection, kept by the Store, may be
+// another Watch's by then, whose WATCH the stale EXEC would clear, and
+// that Watch would then miss another client's change.
+func TestStaleTxSendsNothing(t *testing.T) {
+	s := redistest.StartServer(t)
+	st := newStore(t, s.Addr(), nil)
+	ctx := context.Background()
+	var stale store.Tx
+	if err := st.Watch(ctx, []string{"first"}, func(tx store.Tx) error {
+		stale = tx
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	do1(t, st, "SET", "k", "1")
+	err := st.Watch(ctx, []string{"k"}, func(tx store.Tx) error {
+		if _, err := tx.Do(ctx, store.Cmd{Name: "GET", Args: []any{"k"}}); err != nil {
+			return err
+		}
+		do1(t, st, "SET", "k", "changed") // another client
+		if rs, err := stale.Exec(ctx, store.Cmd{Name: "INCR", Args: []any{"other"}}); err == nil {
+			t.Errorf("Exec of a Tx whose Watch returned: %v, no error; want it refused", rs)
+		}
+		_, err := tx.Exec(ctx, store.Cmd{Name: "SET", Args: []any{"k", "mine"}})
+		return err
+	})
+	if !errors.Is(err, store.ErrTxAborted) {
+		t.Errorf("Watch whose key another client changed: %v; want ErrTxAborted (k is now %v)", err, do1(t, st, "GET", "k").Val)
+	}
+	if v := do1(t, st, "GET", "other"); !errors.Is(v.Err, store.ErrNil) {
+		t.Errorf("key the stale Tx's Exec would have set: %v, %v; want none", v.Val, v.Err)
 	}
 }
