@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -68,9 +69,9 @@ const (
 type idleConns struct {
 	max     int // the most kept
 	mu      sync.Mutex
-	conns   []idleConn      // the most recently parked last
-	waiters []chan idleConn // Watches waiting, the longest waiting first
-	dialing int             // connections being made by rueidis
+	conns   []idleConn // the most recently parked last
+	waiters []waiter   // Watches waiting, the longest waiting first
+	dialing int        // connections being made by rueidis
 	closed  bool
 }
 
@@ -80,15 +81,23 @@ type idleConn struct {
 	at      time.Time
 }
 
+// waiter is a Watch waiting for a connection, given on ch. fresh: it
+// takes only one rueidis has just made (see get).
+type waiter struct {
+	ch    chan idleConn
+	fresh bool
+}
+
 // get returns the most recently parked connection still young enough
 // (closing those that are not), or else registers the caller as waiting:
-// park gives it the next connection on ch, and dial tells the caller to
-// ask rueidis for a new one (then given through made). fresh: the caller
-// needs a connection that was not kept (one kept failed: the server may
-// have closed them all, restarting or timing them out), and every kept
-// one is closed, freeing its slot of rueidis's pool for the new one.
-// (No connection is kept while a Watch waits: park gives it to the
-// Watch. So a Watch never waits for a slot a kept connection holds.)
+// park or made gives it the next connection on ch, and dial tells the
+// caller to ask rueidis for a new one (then given through made). fresh:
+// the caller needs a connection that was never used (one kept failed: the
+// server may have closed them all, restarting or timing them out, and
+// those other Watches hold too); every kept one is closed, freeing its
+// slot of rueidis's pool for the new one. (No connection is kept while a
+// Watch waits: park gives it to the Watch, or closes it while a fresh one
+// waits. So a Watch never waits for a slot a kept connection holds.)
 func (p *idleConns) get(fresh bool) (c idleConn, ch chan idleConn, dial bool) {
 	now := time.Now()
 	p.mu.Lock()
@@ -102,7 +111,7 @@ func (p *idleConns) get(fresh bool) (c idleConn, ch chan idleConn, dial bool) {
 		go drop(c.dc, c.release)
 	}
 	ch = make(chan idleConn, 1)
-	p.waiters = append(p.waiters, ch)
+	p.waiters = append(p.waiters, waiter{ch, fresh})
 	if p.dialing < len(p.waiters) {
 		p.dialing++
 		dial = true
@@ -110,28 +119,42 @@ func (p *idleConns) get(fresh bool) (c idleConn, ch chan idleConn, dial bool) {
 	return idleConn{}, ch, dial
 }
 
-// park gives an un-watched, healthy connection to the Watch that has waited
-// longest for one, or keeps it for the next Watch, or closes it when the
-// Store keeps enough (or was closed).
+// park gives an un-watched, healthy connection a Watch finished with to
+// the Watch that has waited longest for one (but for a fresh one: it may
+// be as dead as the one that Watch's WATCH failed on), or keeps it for the
+// next Watch, or closes it when the Store keeps enough (or was closed), or
+// while a fresh Watch waits (whose new connection may need its slot).
 func (p *idleConns) park(dc rd.DedicatedClient, release func()) {
 	p.mu.Lock()
-	p.parkLocked(dc, release)
+	p.parkLocked(dc, release, false)
 }
 
-// made parks a connection rueidis made for a waiting Watch (get's dial).
+// made gives a connection rueidis made for a waiting Watch (get's dial) to
+// the fresh Watch that has waited longest, else to the Watch that has
+// waited longest, else keeps it as park does.
 func (p *idleConns) made(dc rd.DedicatedClient, release func()) {
 	p.mu.Lock()
 	p.dialing--
-	p.parkLocked(dc, release)
+	p.parkLocked(dc, release, true)
 }
 
-// parkLocked is park with p.mu held; it unlocks p.mu.
-func (p *idleConns) parkLocked(dc rd.DedicatedClient, release func()) {
+// parkLocked is park (new: made) with p.mu held; it unlocks p.mu.
+func (p *idleConns) parkLocked(dc rd.DedicatedClient, release func(), new bool) {
 	now := time.Now()
-	if len(p.waiters) > 0 {
-		w := p.waiters[0]
-		p.waiters = p.waiters[1:]
-		w <- idleConn{dc, release, now} // (buffered for one, and given one)
+	var pick int
+	if new {
+		// the fresh Watch waiting longest, else the Watch waiting longest
+		pick = slices.IndexFunc(p.waiters, func(w waiter) bool { return w.fresh })
+		if pick < 0 && len(p.waiters) > 0 {
+			pick = 0
+		}
+	} else {
+		pick = slices.IndexFunc(p.waiters, func(w waiter) bool { return !w.fresh })
+	}
+	if pick >= 0 {
+		w := p.waiters[pick]
+		p.waiters = slices.Delete(p.waiters, pick, pick+1)
+		w.ch <- idleConn{dc, release, now} // (buffered for one, and given one)
 		p.mu.Unlock()
 		return
 	}
@@ -139,7 +162,7 @@ func (p *idleConns) parkLocked(dc rd.DedicatedClient, release func()) {
 		go drop(p.conns[0].dc, p.conns[0].release)
 		p.conns = p.conns[1:]
 	}
-	if !p.closed && len(p.conns) < p.max {
+	if !p.closed && len(p.conns) < p.max && len(p.waiters) == 0 {
 		p.conns = append(p.conns, idleConn{dc, release, now})
 		p.mu.Unlock()
 		return

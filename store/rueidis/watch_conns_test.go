@@ -2,12 +2,15 @@ package rueidis_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -246,5 +249,84 @@ func TestStaleTxSendsNothing(t *testing.T) {
 	}
 	if v := do1(t, st, "GET", "other"); !errors.Is(v.Err, store.ErrNil) {
 		t.Errorf("key the stale Tx's Exec would have set: %v, %v; want none", v.Val, v.Err)
+	}
+}
+
+// TestWatchRetryTakesANewConnection: the server has closed the Store's
+// connections (as a restart would; here CLIENT KILL of each). Watch B's
+// WATCH fails on a kept one and is tried again; meanwhile Watch A, whose
+// EXEC ran before the close, returns its (closed) connection. The retry
+// must wait for a new connection, not take A's: it took it, its WATCH
+// failed again, and B failed. (New connections are held back for a
+// moment, as on a loaded machine or a slow TLS handshake.)
+func TestWatchRetryTakesANewConnection(t *testing.T) {
+	s := redistest.StartServer(t)
+	var gate atomic.Bool
+	open := make(chan struct{})
+	var once sync.Once
+	opened := func() { once.Do(func() { close(open) }) }
+	t.Cleanup(opened)
+	st := newStore(t, s.Addr(), func(o *rueidis.ClientOption) {
+		o.DialCtxFn = func(ctx context.Context, dst string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
+			if gate.Load() {
+				<-open
+			}
+			return d.DialContext(ctx, "tcp", dst)
+		}
+	})
+	ctx := context.Background()
+	incr := func(ctx context.Context, key string, after func(tx store.Tx)) error {
+		return st.Watch(ctx, []string{key}, func(tx store.Tx) error {
+			_, err := tx.Exec(ctx, store.Cmd{Name: "INCR", Args: []any{key}})
+			if err == nil && after != nil {
+				after(tx)
+			}
+			return err
+		})
+	}
+	// Two Watches at once: the Store keeps two connections.
+	var ids [2]string
+	var both, wg sync.WaitGroup
+	both.Add(2)
+	for i := range 2 {
+		wg.Go(func() {
+			if err := incr(ctx, "k", func(tx store.Tx) { ids[i] = clientID(t, tx); both.Done(); both.Wait() }); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if ids[0] == ids[1] {
+		t.Fatalf("both Watches on connection %s", ids[0])
+	}
+	// A takes one kept connection and holds it after its EXEC.
+	hold, in := make(chan struct{}), make(chan struct{})
+	aDone := make(chan error, 1)
+	go func() {
+		aDone <- incr(ctx, "a", func(store.Tx) { close(in); <-hold })
+	}()
+	<-in
+	for _, id := range ids {
+		if r := do1(t, st, "CLIENT", "KILL", "ID", id); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	gate.Store(true)
+	bDone := make(chan error, 1)
+	go func() {
+		bctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		bDone <- incr(bctx, "b", nil)
+	}()
+	time.Sleep(300 * time.Millisecond) // B's WATCH failed on the other kept one: it waits
+	close(hold)                        // A returns its closed connection
+	if err := <-aDone; err != nil {
+		t.Fatalf("Watch A (its EXEC ran before the close): %v", err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	opened()
+	if err := <-bDone; err != nil {
+		t.Errorf("Watch B, tried again while Watch A returned its closed connection: %v; want success on a new connection", err)
 	}
 }
