@@ -284,13 +284,14 @@ func TestWatchRetryTakesANewConnection(t *testing.T) {
 			return err
 		})
 	}
-	// Two Watches at once: the Store keeps two connections.
+	// Two Watches at once, on keys of their own (one would abort the
+	// other): the Store keeps two connections.
 	var ids [2]string
 	var both, wg sync.WaitGroup
 	both.Add(2)
 	for i := range 2 {
 		wg.Go(func() {
-			if err := incr(ctx, "k", func(tx store.Tx) { ids[i] = clientID(t, tx); both.Done(); both.Wait() }); err != nil {
+			if err := incr(ctx, fmt.Sprintf("k%d", i), func(tx store.Tx) { ids[i] = clientID(t, tx); both.Done(); both.Wait() }); err != nil {
 				t.Error(err)
 			}
 		})
