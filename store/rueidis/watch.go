@@ -227,8 +227,8 @@ func (s *Store) Close() {
 // time is closed instead of going back to the pool.
 const unwatchTimeout = 2 * time.Second
 
-// busyHold is how long after a BUSY reply Watch keeps closing its
-// dedicated connections instead of handing them back to rueidis.
+// busyHold is how long after a BUSY reply Watch keeps closing a Cluster
+// client's dedicated connections instead of handing them back to rueidis.
 const busyHold = 10 * time.Second
 
 // errTxDone is returned for a command sent through a Tx after its Watch
@@ -377,7 +377,8 @@ type tx struct {
 // expects a push message, and rueidis panics ("protocol bug, message
 // handled out of order"), killing the process. So after a BUSY the
 // connection is closed, not handed back, and so is every dedicated
-// connection of the Store for busyHold.
+// connection of a Cluster client's Store for busyHold (a single server's
+// are kept, never handed back).
 func (t *tx) sawError(err error) {
 	if rd.IsRedisNil(err) {
 		return // a nil reply (GET of no key, an aborted EXEC): no error
@@ -427,8 +428,9 @@ func (t *tx) finish(ctx context.Context, release func()) {
 	}
 	switch {
 	case t.broken:
-	case time.Now().UnixNano() < t.s.busyUntil.Load():
-		// The server said BUSY lately: see sawError.
+	case t.cluster && time.Now().UnixNano() < t.s.busyUntil.Load():
+		// A node said BUSY lately: see sawError. (A single server's
+		// connections are kept, never handed back: nothing to fear.)
 	case !t.watched:
 		handBack()
 		return

@@ -42,9 +42,13 @@ func connectionsReceived(t *testing.T, st *rueidisstore.Store) int {
 	return 0
 }
 
-// watchIncr runs one Watch that INCRs key in MULTI/EXEC.
-func watchIncr(ctx context.Context, st *rueidisstore.Store, key string) error {
+// watchIncr runs one Watch that GETs key and INCRs it in MULTI/EXEC,
+// calling inside (when not nil) first.
+func watchIncr(ctx context.Context, st *rueidisstore.Store, key string, inside func(store.Tx)) error {
 	return st.Watch(ctx, []string{key}, func(tx store.Tx) error {
+		if inside != nil {
+			inside(tx)
+		}
 		if _, err := tx.Do(ctx, store.Cmd{Name: "GET", Args: []any{key}}); err != nil {
 			return err
 		}
@@ -63,7 +67,7 @@ func hammerWatch(st *rueidisstore.Store, callers, n int) error {
 			for i := range n {
 				// a timeout that fits a loaded 2-core machine
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				err := watchIncr(ctx, st, fmt.Sprintf("w%d", g))
+				err := watchIncr(ctx, st, fmt.Sprintf("w%d", g), nil)
 				cancel()
 				if err != nil {
 					errs[g] = fmt.Errorf("caller %d, Watch %d: %w", g, i, err)
@@ -95,7 +99,7 @@ func TestWatchReusesConnections(t *testing.T) {
 	// what one dedicated connection costs the server in connections
 	// (rueidis may open more than one for it)
 	before := connectionsReceived(t, st)
-	if err := watchIncr(context.Background(), st, "first"); err != nil {
+	if err := watchIncr(context.Background(), st, "first", nil); err != nil {
 		t.Fatal(err)
 	}
 	per := connectionsReceived(t, st) - before
@@ -157,13 +161,7 @@ func TestWatchAfterItsKeptConnectionDied(t *testing.T) {
 	s := redistest.StartServer(t)
 	st := newStore(t, s.Addr(), func(o *rueidis.ClientOption) { o.BlockingPoolSize = 1 })
 	incr := func(ctx context.Context, key string, inside func(tx store.Tx)) error {
-		return st.Watch(ctx, []string{key}, func(tx store.Tx) error {
-			if inside != nil {
-				inside(tx)
-			}
-			_, err := tx.Exec(ctx, store.Cmd{Name: "INCR", Args: []any{key}})
-			return err
-		})
+		return watchIncr(ctx, st, key, inside)
 	}
 	// A holds the only connection while B waits for one (asking rueidis,
 	// whose pool is full), then A's connection goes to B.
