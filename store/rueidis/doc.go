@@ -76,18 +76,25 @@
 // rueidis v1.0.79 panics, ending the process, when a dedicated connection
 // handed back to its pool meets a server that answers BUSY (another
 // client's script holds it): the commands it sends on hand-back are all
-// refused, and it matches their replies wrongly. So a Store of a client
-// that is not a Cluster client never hands one back: it keeps those it
-// has finished with for the next Watch (unused for 30 s, one is closed;
-// at most as many as were in use at once, and at most 1024 or
-// WithWatchConns), and a Watch waiting for rueidis to make one takes the
-// first another Watch finishes with. Kept connections hold slots of the
-// client's BlockingPoolSize (1024 by default), which its blocking commands
-// (BLPOP, XREAD BLOCK) share: with a small pool, keep fewer
-// (WithWatchConns(0): each Watch dials). Call Close before closing the
-// client, to close those it keeps (a kept connection outlives the client
-// otherwise, and a Watch on it still works). A Cluster client's dedicated
-// connections (pinned to one slot) still go back to rueidis, except for
-// 10 s after a node has answered BUSY; one handed back at the very moment
-// a script begins to hold a node meets that panic.
+// refused, and it matches their replies wrongly. So a Store never hands
+// one back: it keeps those it has finished with for the next Watch, per
+// server (unused for 30 s, one is closed; at most as many as were in use
+// at once, and at most 1024 or WithWatchConns), and a Watch waiting for
+// rueidis to make one takes the first another Watch finishes with. Kept
+// connections hold slots of the client's BlockingPoolSize (1024 by
+// default, per node), which its blocking commands (BLPOP, XREAD BLOCK)
+// share: with a small pool, keep fewer (WithWatchConns(0): each Watch
+// dials). Call Close before closing the client, to close those it keeps
+// (a kept connection outlives the client otherwise, and a Watch on it
+// still works).
+//
+// On a Cluster, Watch takes its connections from each node's client
+// (Client.Nodes), not the Cluster client's dedicated ones, which are
+// pinned to one slot, and learns which node serves a slot from the MOVED
+// a node answers to a WATCH of a key it does not serve: the first Watch of
+// a slot may take one more round trip, and a Watch after a slot moved
+// follows the MOVED. A WATCH answered with ASK (a slot being migrated)
+// fails with that error, as any Watch on a Cluster client does. A Watch
+// whose node rueidis does not know yet goes through the Cluster client's
+// own dedicated connection, which is closed afterwards.
 package rueidis

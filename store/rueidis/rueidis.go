@@ -7,7 +7,6 @@ import (
 	"net"
 	"strconv"
 	"sync"
-	"sync/atomic"
 
 	rd "github.com/redis/rueidis"
 
@@ -125,15 +124,13 @@ import (
 type Store struct {
 	c     rd.Client
 	texts argcache.Cache[string] // the text of recent integer arguments
-	// busyUntil is when, in Unix nanoseconds, the server last said BUSY
-	// plus busyHold: until then Watch closes its dedicated connections
-	// instead of handing them back (see tx.finish).
-	busyUntil atomic.Int64
 	// proxy: WithShardingProxy was given.
 	proxy bool
 	// idle holds dedicated connections Watch has finished with, for the
 	// next Watch (see watch.go): a client that is not a Cluster client's.
 	idle idleConns
+	// nodes holds them per node for a Cluster client (nil otherwise).
+	nodes *clusterConns
 }
 
 var (
@@ -158,7 +155,7 @@ func WithShardingProxy() Option {
 }
 
 // WithWatchConns sets the most dedicated connections Watch keeps for the
-// next Watch, on a client that is not a Cluster client (1024 by default,
+// next Watch, per server (on a Cluster, per node: 1024 by default,
 // rueidis's default BlockingPoolSize; 0 keeps none, and each Watch dials
 // one). A Store keeps no more than its Watches used at once, and closes
 // one unused for 30 s. Kept connections count against the client's
@@ -181,6 +178,10 @@ func New(c rd.Client, opts ...Option) *Store {
 		if o != nil { // an option chosen conditionally and left unset
 			o(s)
 		}
+	}
+	s.idle.dedicate = c.Dedicate
+	if c.Mode() == rd.ClientModeCluster {
+		s.nodes = newClusterConns(c, s.idle.max)
 	}
 	return s
 }

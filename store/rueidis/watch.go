@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -37,17 +38,23 @@ import (
 // and panics, ending the process, when the server answers them with BUSY
 // errors ("protocol bug, message handled out of order": it matches the
 // replies to its commands wrongly). A hand-back runs whenever it is
-// scheduled, so no check of the server before it closes that window. So a
-// Store of a client that is not a Cluster client never hands a live
-// dedicated connection back: Watch keeps them itself for the next Watch
-// (which also spares the server those commands at each transaction), up
-// to maxIdle, and closes the others (a closed connection is dropped by
-// rueidis, sending nothing). A Cluster client's dedicated connection is
-// pinned to one slot and cannot serve the next Watch's keys: it is handed
-// back, and the race stays open there (in the instant a script begins to
-// hold a node); once a node has answered BUSY, Watch closes its dedicated
-// connections instead, for 10 s after the last BUSY it saw. Calls during
-// BUSY fail with the server's error, which names BUSY.
+// scheduled, so no check of the server before it closes that window. So
+// the Store never hands a live dedicated connection back: Watch keeps them
+// itself for the next Watch (which also spares the server those commands
+// at each transaction), up to maxIdle, and closes the others (a closed
+// connection is dropped by rueidis, sending nothing). Calls during BUSY
+// fail with the server's error, which names BUSY.
+//
+// On a Cluster, a dedicated connection of the Cluster client is pinned to
+// the slot of its first command and could not serve the next Watch's
+// keys. So Watch takes its connections from each node's own client
+// (Client.Nodes), which are not pinned, keeps them per node, and learns
+// which node owns a slot from the MOVED a node answers to a WATCH of a
+// key it does not serve (a slot not learned yet is tried on any node:
+// one more round trip, once per slot). A WATCH refused with MOVED watched
+// nothing, and the connection is kept. A node rueidis does not know of
+// yet (a MOVED to a new node) is reached through the Cluster client's
+// own dedicated connection, which is closed afterwards, never handed back.
 
 // maxIdle is the most dedicated connections a Store keeps for the next
 // Watch by default (WithWatchConns): as many as rueidis's pool would keep,
@@ -67,12 +74,16 @@ const (
 // pool) never keep a Watch waiting for a slot of a full pool, and a
 // connection rueidis makes for a Watch served meanwhile is not lost.
 type idleConns struct {
-	max     int // the most kept
-	mu      sync.Mutex
-	conns   []idleConn // the most recently parked last
-	waiters []waiter   // Watches waiting, the longest waiting first
-	dialing int        // connections being made by rueidis
-	closed  bool
+	max  int    // the most kept
+	addr string // a Cluster node's address
+	// dedicate makes a dedicated connection (the client's Dedicate, or a
+	// Cluster node's).
+	dedicate func() (rd.DedicatedClient, func())
+	mu       sync.Mutex
+	conns    []idleConn // the most recently parked last
+	waiters  []waiter   // Watches waiting, the longest waiting first
+	dialing  int        // connections being made by rueidis
+	closed   bool
 }
 
 type idleConn struct {
@@ -171,25 +182,23 @@ func (p *idleConns) parkLocked(dc rd.DedicatedClient, release func(), new bool) 
 	go drop(dc, release)
 }
 
-// conn returns a dedicated connection for a Watch. A Cluster client's
-// comes from rueidis (it is pinned to the slot of its first command); a
-// single server's is one the Store kept (unless fresh), or the first one
-// made or handed back after (see idleConns). A Watch asking rueidis
-// directly could wait behind the Store's own requests for a slot of a
-// full pool, whose connections, made for Watches served meanwhile, the
-// Store would keep.
-func (s *Store) conn(cluster, fresh bool) (rd.DedicatedClient, func()) {
-	if cluster || s.idle.max == 0 {
-		return s.c.Dedicate()
+// conn returns a dedicated connection for a Watch: one kept (unless
+// fresh), or the first one made or handed back after (see idleConns). A
+// Watch asking rueidis directly could wait behind the Store's own
+// requests for a slot of a full pool, whose connections, made for Watches
+// served meanwhile, the Store would keep.
+func (p *idleConns) conn(fresh bool) (rd.DedicatedClient, func()) {
+	if p.max == 0 {
+		return p.dedicate()
 	}
-	c, ch, dial := s.idle.get(fresh)
+	c, ch, dial := p.get(fresh)
 	if ch == nil {
 		return c.dc, c.release
 	}
 	if dial {
 		go func() {
-			dc, release := s.c.Dedicate()
-			s.idle.made(dc, release)
+			dc, release := p.dedicate()
+			p.made(dc, release)
 		}()
 	}
 	c = <-ch
@@ -220,16 +229,15 @@ func drop(dc rd.DedicatedClient, release func()) {
 // still works, without keeping any.
 func (s *Store) Close() {
 	s.idle.close()
+	if s.nodes != nil {
+		s.nodes.close()
+	}
 }
 
 // unwatchTimeout bounds an UNWATCH sent after the caller has gone (its
 // context done), in the background. A connection that does not answer in
 // time is closed instead of going back to the pool.
 const unwatchTimeout = 2 * time.Second
-
-// busyHold is how long after a BUSY reply Watch keeps closing a Cluster
-// client's dedicated connections instead of handing them back to rueidis.
-const busyHold = 10 * time.Second
 
 // errTxDone is returned for a command sent through a Tx after its Watch
 // has returned (nothing is sent: the connection may be another Watch's).
@@ -239,12 +247,11 @@ var errTxDone = errors.New("rueidis: Tx used after its Watch returned")
 // state of the pinned connection behind Watch's back.
 var errTxState = errors.New("rueidis: MULTI, EXEC and DISCARD are issued by Tx.Exec only")
 
-// Watch implements store.Watcher on a dedicated rueidis connection
-// (Client.Dedicate). On every way out of Watch — fn's error, a panic in fn,
-// a failed WATCH, a lost connection, the context — the connection is kept
-// for the next Watch (a single server's) or goes back to rueidis (a
-// Cluster's) un-watched, or is closed when that cannot be ensured, so the
-// next user of the connection never inherits a WATCH.
+// Watch implements store.Watcher on a dedicated rueidis connection. On
+// every way out of Watch — fn's error, a panic in fn, a failed WATCH, a
+// lost connection, the context — the connection is kept for the next
+// Watch un-watched, or is closed when that cannot be ensured, so the next
+// user of the connection never inherits a WATCH.
 //
 // Watch returns when ctx is done even if rueidis is still making the
 // dedicated connection (a single-server client dials it without the
@@ -291,26 +298,90 @@ func (s *Store) Watch(ctx context.Context, keys []string, fn func(store.Tx) erro
 	}
 }
 
-// watch pins a dedicated connection and WATCHes keys on it. A pooled
+// watch pins a dedicated connection and WATCHes keys on it: a single
+// server's, or on a Cluster the connection of the node that owns the
+// keys' slot (see the notes above).
+func (s *Store) watch(ctx context.Context, keys []string) (*tx, func(), error) {
+	if s.nodes == nil {
+		t, release, _, err := s.watchOn(ctx, keys, &s.idle, false)
+		return t, release, err
+	}
+	kc := s.c.B().Arbitrary("EXISTS").Keys(keys[0]).Build() // (only its slot is used)
+	slot := kc.Slot()
+	var (
+		tried []string // nodes tried for a slot not learned yet
+		moved string   // the node the last MOVED named
+		err   error
+	)
+	for range maxRedirects {
+		var p *idleConns
+		guess := false
+		switch {
+		case moved != "":
+			p = s.nodes.pool(moved) // nil: a node rueidis does not know yet
+		default:
+			if p = s.nodes.owner(slot); p == nil {
+				p, guess = s.nodes.guess(tried), true
+			}
+		}
+		var t *tx
+		var release func()
+		t, release, moved, err = s.watchOn(ctx, keys, p, true)
+		switch {
+		case err == nil:
+			if p != nil {
+				s.nodes.learn(slot, p)
+			}
+			return t, release, nil
+		case moved != "":
+			s.nodes.forgetOwner(slot)
+			continue
+		case p != nil && !isRedisErr(err) && ctx.Err() == nil:
+			// the node did not answer (twice: see watchOn): its client may
+			// be one rueidis has replaced; and it may not own the slot any
+			// more (a failover)
+			s.nodes.forget(p)
+			if guess {
+				tried = append(tried, p.addr)
+				continue
+			}
+		}
+		return nil, nil, err
+	}
+	return nil, nil, err
+}
+
+// maxRedirects bounds the nodes a Cluster Watch tries for its keys: a
+// WATCH refused with MOVED, or a node tried for a slot not learned yet
+// that did not answer.
+const maxRedirects = 5
+
+// watchOn pins a connection from p (nil: a dedicated connection of the
+// Cluster client, closed when done) and WATCHes keys on it. A pooled
 // connection the server has closed (a restart, a failover, an idle
 // timeout) fails its first round trip; WATCH changes nothing, so it is
-// tried once more on a new connection. On error the connection has been
-// handed back or is being closed.
-func (s *Store) watch(ctx context.Context, keys []string) (*tx, func(), error) {
+// tried once more on a new one. A WATCH refused with MOVED returns the
+// node it names, and an error. On error the connection is kept again or
+// is being closed.
+func (s *Store) watchOn(ctx context.Context, keys []string, p *idleConns, cluster bool) (*tx, func(), string, error) {
 	var err error
-	cluster := s.c.Mode() == rd.ClientModeCluster
 	for attempt := 0; attempt < 2; attempt++ {
 		// (a connection that failed may have been a kept one the server
 		// closed: the second attempt is on a new one)
-		dc, release := s.conn(cluster, attempt > 0)
+		var dc rd.DedicatedClient
+		var release func()
+		if p != nil {
+			dc, release = p.conn(attempt > 0)
+		} else {
+			dc, release = s.c.Dedicate()
+		}
+		t := &tx{dc: dc, s: s, kept: p, cluster: cluster}
 		if err := ctx.Err(); err != nil {
 			// the caller is gone while the connection was made: nothing sent
-			t := &tx{dc: dc, s: s, cluster: cluster}
 			t.finish(ctx, release)
-			return nil, nil, fmt.Errorf("rueidis: WATCH: %w", err)
+			return nil, nil, "", fmt.Errorf("rueidis: WATCH: %w", err)
 		}
-		t := &tx{dc: dc, s: s, cluster: cluster}
-		w := dc.B().Arbitrary("WATCH").Keys(keys[0])
+		w := s.c.B().Arbitrary("WATCH").Keys(keys[0])
 		for _, k := range keys[1:] {
 			w = w.Args(k)
 		}
@@ -320,12 +391,23 @@ func (s *Store) watch(ctx context.Context, keys []string) (*tx, func(), error) {
 		r := dc.Do(ctx, wc)
 		if err = r.NonRedisError(); err == nil {
 			if err = r.Error(); err == nil {
-				return t, release, nil
+				return t, release, "", nil
 			}
-			t.sawError(err)
 			err = fmt.Errorf("rueidis: WATCH: %w", err) // the server's refusal
+			if re, ok := rd.IsRedisErr(r.Error()); ok && cluster {
+				addr, moved := re.IsMoved()
+				if _, ask := re.IsAsk(); moved || ask {
+					// refused before it ran: nothing is watched, and the
+					// connection is as good as before (an ASK, a slot
+					// being migrated, is the Watch's error)
+					t.watched = false
+					t.finish(ctx, release)
+					return nil, nil, addr, err
+				}
+			}
+			t.sawError(r.Error())
 			t.finish(ctx, release)
-			return nil, nil, err
+			return nil, nil, "", err
 		}
 		t.broken = true
 		if notSent(err) {
@@ -338,7 +420,13 @@ func (s *Store) watch(ctx context.Context, keys []string) (*tx, func(), error) {
 			break
 		}
 	}
-	return nil, nil, err
+	return nil, nil, "", err
+}
+
+// isRedisErr reports whether err holds the server's error reply.
+func isRedisErr(err error) bool {
+	var re *rd.RedisError
+	return errors.As(err, &re)
 }
 
 // run calls fn with the watched connection and always leaves the
@@ -356,11 +444,14 @@ type tx struct {
 	watched bool
 	// broken: a round trip failed, so the connection's state is unknown.
 	broken bool
-	// cluster: the connection is a Cluster node's, pinned to the slot of
-	// the watched keys; commands with keys in another slot are refused.
+	// cluster: the connection is a Cluster node's; commands with keys in
+	// another slot than the watched keys' are refused.
 	cluster bool
 	slot    uint16
-	// s is the Store, told when the server answers BUSY.
+	// kept is where a healthy connection is kept for the next Watch when
+	// done; nil: it is closed (a Cluster client's own dedicated connection).
+	kept *idleConns
+	// s is the Store, whose client builds the commands.
 	s *Store
 	// done: Watch has finished with the connection (which may serve
 	// another Watch now): the Tx refuses to send.
@@ -370,23 +461,13 @@ type tx struct {
 	errored bool
 }
 
-// sawError notes a reply that is the server's error. BUSY (another
-// client's script holds the server) breaks the connection for rueidis:
-// handing a dedicated connection back makes rueidis send UNSUBSCRIBE on
-// it, which the server then answers with a BUSY error where rueidis
-// expects a push message, and rueidis panics ("protocol bug, message
-// handled out of order"), killing the process. So after a BUSY the
-// connection is closed, not handed back, and so is every dedicated
-// connection of a Cluster client's Store for busyHold (a single server's
-// are kept, never handed back).
+// sawError notes a reply that is the server's error (READONLY after a
+// failover, NOPERM, BUSY, ...): the connection is closed when done rather
+// than kept, in case the error says something of it. A nil reply (GET of
+// no key, an aborted EXEC) is no error.
 func (t *tx) sawError(err error) {
-	if rd.IsRedisNil(err) {
-		return // a nil reply (GET of no key, an aborted EXEC): no error
-	}
-	t.errored = true
-	if re, ok := rd.IsRedisErr(err); ok && (re.Error() == "BUSY" || strings.HasPrefix(re.Error(), "BUSY ")) {
-		t.broken = true
-		t.s.busyUntil.Store(time.Now().Add(busyHold).UnixNano())
+	if !rd.IsRedisNil(err) {
+		t.errored = true
 	}
 }
 
@@ -408,29 +489,19 @@ var _ store.Tx = (*tx)(nil)
 // second for a silent server), the rest happens in the background.
 func (t *tx) finish(ctx context.Context, release func()) {
 	t.done.Store(true)
-	// release itself talks to the server (rueidis resets a dedicated
-	// connection before pooling it again) and waits for its own timeouts
-	// when the connection was cut: it always runs in the background, so
-	// a decision that is complete returns at once.
 	// handBack: a healthy, un-watched connection, kept for the next Watch
-	// (a client that is not a Cluster client's: see the notes above) or
-	// handed back to rueidis
+	// (never handed back to rueidis: see the notes above). Closing runs in
+	// the background (rueidis's Close waits for its own timeouts when the
+	// connection was cut), so a decision that is complete returns at once.
 	handBack := func() {
-		if !t.cluster && !t.errored {
-			t.s.idle.park(t.dc, release)
+		if t.kept != nil && !t.errored {
+			t.kept.park(t.dc, release)
 			return
 		}
-		if !t.cluster {
-			go drop(t.dc, release)
-			return
-		}
-		go release()
+		go drop(t.dc, release)
 	}
 	switch {
 	case t.broken:
-	case t.cluster && time.Now().UnixNano() < t.s.busyUntil.Load():
-		// A node said BUSY lately: see sawError. (A single server's
-		// connections are kept, never handed back: nothing to fear.)
 	case !t.watched:
 		handBack()
 		return
@@ -452,16 +523,13 @@ func (t *tx) finish(ctx context.Context, release func()) {
 	go drop(t.dc, release) // a closed connection is dropped, not pooled
 }
 
-// unwatch sends UNWATCH and reports whether the server answered it. A PING
-// goes with it, in the same round trip: UNWATCH (like WATCH) is answered
-// even while a script holds the server, PING is not, so a BUSY server is
-// noticed before the connection is handed back (see sawError).
+// unwatch sends UNWATCH and reports whether the server answered it.
 func (t *tx) unwatch(ctx context.Context) bool {
 	uctx, cancel := context.WithTimeout(ctx, unwatchTimeout)
 	defer cancel()
-	rs := t.dc.DoMulti(uctx, t.dc.B().Unwatch().Build(), t.dc.B().Ping().Build())
-	t.sawErrors(rs)
-	if err := rs[0].Error(); err != nil {
+	r := t.dc.Do(uctx, t.dc.B().Unwatch().Build())
+	if err := r.Error(); err != nil {
+		t.sawError(err)
 		t.broken = true
 		return false
 	}
@@ -571,7 +639,7 @@ func (t *tx) build(ctx context.Context, cmds []store.Cmd, multi bool) ([]rd.Comp
 		case "MULTI", "EXEC", "DISCARD":
 			return nil, errTxState
 		}
-		b, hasKey := build(t.dc.B(), c)
+		b, hasKey := build(t.s.c.B(), c) // (a Cluster's computes the slot)
 		if t.cluster && hasKey && b.Slot() != t.slot {
 			return nil, fmt.Errorf("rueidis: %s: its key is not in the watched keys' Cluster slot", c.Name)
 		}
@@ -581,4 +649,126 @@ func (t *tx) build(ctx context.Context, cmds []store.Cmd, multi bool) ([]rd.Comp
 		built = append(built, t.dc.B().Exec().Build())
 	}
 	return built, nil
+}
+
+// clusterConns is a Cluster client's Store's dedicated connections, kept
+// per node (see the notes above), and the node it learned owns each slot.
+// A node is named by its address as rueidis and MOVED name it.
+type clusterConns struct {
+	c      rd.Client
+	max    int // the most kept per node
+	mu     sync.RWMutex
+	nodes  map[string]*idleConns
+	owners map[uint16]*idleConns
+	closed bool
+}
+
+func newClusterConns(c rd.Client, max int) *clusterConns {
+	return &clusterConns{c: c, max: max, nodes: map[string]*idleConns{}, owners: map[uint16]*idleConns{}}
+}
+
+// pool returns the connections of the node at addr, or nil when the
+// client does not know of such a node.
+func (cc *clusterConns) pool(addr string) *idleConns {
+	cc.mu.RLock()
+	p := cc.nodes[addr]
+	cc.mu.RUnlock()
+	if p != nil {
+		return p
+	}
+	n, ok := cc.c.Nodes()[addr]
+	if !ok {
+		return nil
+	}
+	return cc.add(addr, n)
+}
+
+// add returns the pool of the node at addr, made with n when there is
+// none.
+func (cc *clusterConns) add(addr string, n rd.Client) *idleConns {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	p := cc.nodes[addr]
+	if p == nil {
+		p = &idleConns{max: cc.max, addr: addr, dedicate: n.Dedicate, closed: cc.closed}
+		cc.nodes[addr] = p
+	}
+	return p
+}
+
+// owner returns the pool of the node learned to own slot, or nil.
+func (cc *clusterConns) owner(slot uint16) *idleConns {
+	cc.mu.RLock()
+	defer cc.mu.RUnlock()
+	return cc.owners[slot]
+}
+
+// guess returns the pool of a node whose address is not in tried, for a
+// slot whose owner is not known (the node answers MOVED if it is not the
+// owner), or nil when there is none left.
+func (cc *clusterConns) guess(tried []string) *idleConns {
+	nodes := cc.c.Nodes()
+	addrs := make([]string, 0, len(nodes))
+	for addr := range nodes {
+		if !slices.Contains(tried, addr) {
+			addrs = append(addrs, addr)
+		}
+	}
+	if len(addrs) == 0 {
+		return nil
+	}
+	addr := addrs[rand.IntN(len(addrs))]
+	return cc.add(addr, nodes[addr])
+}
+
+// learn notes that the node of p owns slot.
+func (cc *clusterConns) learn(slot uint16, p *idleConns) {
+	cc.mu.RLock()
+	known := cc.owners[slot] == p
+	cc.mu.RUnlock()
+	if !known {
+		cc.mu.Lock()
+		cc.owners[slot] = p
+		cc.mu.Unlock()
+	}
+}
+
+// forgetOwner forgets which node owns slot.
+func (cc *clusterConns) forgetOwner(slot uint16) {
+	cc.mu.Lock()
+	delete(cc.owners, slot)
+	cc.mu.Unlock()
+}
+
+// forget forgets the node of p (a node that did not answer: the next
+// Watch on it takes a new client of it from rueidis, and learns again
+// which slots it owns) and closes the connections kept for it.
+func (cc *clusterConns) forget(p *idleConns) {
+	cc.mu.Lock()
+	for addr, q := range cc.nodes {
+		if q == p {
+			delete(cc.nodes, addr)
+		}
+	}
+	for slot, q := range cc.owners {
+		if q == p {
+			delete(cc.owners, slot)
+		}
+	}
+	cc.mu.Unlock()
+	p.close()
+}
+
+// close closes every node's kept connections; later ones are closed as
+// they come.
+func (cc *clusterConns) close() {
+	cc.mu.Lock()
+	cc.closed = true
+	nodes := cc.nodes
+	cc.nodes = map[string]*idleConns{}
+	cc.owners = map[uint16]*idleConns{}
+	cc.mu.Unlock()
+	for _, p := range nodes {
+		p.close()
+	}
 }

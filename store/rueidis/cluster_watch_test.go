@@ -1,0 +1,201 @@
+package rueidis_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/quotagate/limiter/internal/redistest"
+	"github.com/quotagate/limiter/store"
+	rueidisstore "github.com/quotagate/limiter/store/rueidis"
+)
+
+// newClusterStore connects a Store with the documented options to the
+// Cluster of addrs and closes it when the test ends.
+func newClusterStore(t *testing.T, addrs []string) *rueidisstore.Store {
+	t.Helper()
+	opt := options(addrs[0])
+	opt.InitAddress = addrs
+	opt.Dialer.Timeout = dialTimeout
+	c, err := rueidis.NewClient(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	st := rueidisstore.New(c)
+	t.Cleanup(st.Close) // (run first)
+	return st
+}
+
+// infoField reads one numeric field of a section of INFO (0 when absent:
+// INFO commandstats and errorstats list only what happened).
+func infoField(t *testing.T, st store.Store, section, field, sub string) int {
+	t.Helper()
+	info, _ := store.String(do1(t, st, "INFO", section).Val)
+	for _, line := range strings.Split(info, "\n") {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), field+":")
+		if !ok {
+			continue
+		}
+		if sub == "" {
+			n, err := strconv.Atoi(rest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		for _, kv := range strings.Split(rest, ",") {
+			if v, ok := strings.CutPrefix(kv, sub+"="); ok {
+				n, err := strconv.Atoi(v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+// TestClusterWatchKeepsConnectionsPerNode: on a Cluster, Watch hands no
+// dedicated connection back to rueidis either (whose hand-back panics the
+// process when it meets a node's BUSY, see TestWatchThenBusyServer): no
+// node ever receives the commands rueidis sends on a hand-back (UNSUBSCRIBE
+// ... DISCARD). It keeps them per node instead, so 4 callers making 40
+// Watches each over 40 keys open about 4 connections per node, and it
+// learns each slot's node: at most one MOVED per key (its first Watch may
+// try another node), not one per Watch. Every INCR is counted once.
+func TestClusterWatchKeepsConnectionsPerNode(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	addrs := cl.Addrs()
+	nodes := make([]*rueidisstore.Store, len(addrs))
+	conns := make([]int, len(addrs))
+	for i, a := range addrs {
+		nodes[i] = newStore(t, a, nil)
+	}
+	st := newClusterStore(t, addrs)
+	for i, n := range nodes {
+		do1(t, n, "CONFIG", "RESETSTAT")
+		conns[i] = infoField(t, n, "stats", "total_connections_received", "")
+	}
+	const callers, keysEach, rounds = 4, 10, 4
+	var wg sync.WaitGroup
+	errs := make([]error, callers)
+	for g := range callers {
+		wg.Go(func() {
+			for i := range keysEach * rounds {
+				// a timeout that fits a loaded 2-core machine
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				err := watchIncr(ctx, st, fmt.Sprintf("cw%d-%d", g, i%keysEach), nil)
+				cancel()
+				if err != nil {
+					errs[g] = fmt.Errorf("caller %d, Watch %d: %w", g, i, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for g := range callers {
+		for k := range keysEach {
+			key := fmt.Sprintf("cw%d-%d", g, k)
+			rs, err := st.Do(context.Background(), store.Cmd{Name: "GET", Args: []any{key}})
+			if err != nil || rs[0].Err != nil || rs[0].Val != "4" {
+				t.Errorf("GET %s = %v, %v; want 4 (one INCR per Watch)", key, rs, err)
+			}
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // (a hand-back runs in the background)
+	moved, dialed := 0, 0
+	for i, n := range nodes {
+		for _, cmd := range []string{"discard", "unsubscribe", "punsubscribe", "sunsubscribe"} {
+			if c := infoField(t, n, "commandstats", "cmdstat_"+cmd, "calls"); c != 0 {
+				t.Errorf("node %s received %d %s: a dedicated connection was handed back to rueidis", addrs[i], c, strings.ToUpper(cmd))
+			}
+		}
+		moved += infoField(t, n, "errorstats", "errorstat_MOVED", "count")
+		dialed += infoField(t, n, "stats", "total_connections_received", "") - conns[i]
+	}
+	if keys := callers * keysEach; moved > keys {
+		t.Errorf("%d MOVED for %d Watches on %d keys; want at most one per key (a slot's node is learned)", moved, callers*keysEach*rounds, keys)
+	}
+	// one per caller and node, and the client's own, with room for a
+	// connection closed by a slow machine
+	if limit := (callers + 2) * len(addrs); dialed > limit {
+		t.Errorf("%d connections made for %d Watches by %d callers on %d nodes; want at most %d (kept for the next Watch)", dialed, callers*keysEach*rounds, callers, len(addrs), limit)
+	}
+	t.Logf("%d Watches: %d connections made, %d MOVED", callers*keysEach*rounds, dialed, moved)
+}
+
+// TestClusterWatchFollowsMovedSlot: a Watch whose key's slot has moved to
+// another node since the Store learned its node follows the MOVED the old
+// node answers to the WATCH, on a connection of the new node, and counts
+// once. (A Cluster client's dedicated connection, pinned to the slot map
+// rueidis read before the move, returned the MOVED as the Watch's error.)
+func TestClusterWatchFollowsMovedSlot(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	addrs := cl.Addrs()
+	nodes := make([]*rueidisstore.Store, len(addrs))
+	for i, a := range addrs {
+		nodes[i] = newStore(t, a, nil)
+	}
+	st := newClusterStore(t, addrs)
+	ctx := context.Background()
+	const key = "moving"
+	for i := range 2 {
+		if err := watchIncr(ctx, st, key, nil); err != nil {
+			t.Fatalf("Watch %d before the move: %v", i, err)
+		}
+	}
+	from := -1
+	for i, n := range nodes {
+		if r := do1(t, n, "GET", key); r.Err == nil {
+			from = i
+		}
+	}
+	if from < 0 {
+		t.Fatalf("no node serves %s", key)
+	}
+	to := (from + 1) % len(addrs)
+	slot := do1(t, nodes[from], "CLUSTER", "KEYSLOT", key).Val
+	id := func(i int) any { return do1(t, nodes[i], "CLUSTER", "MYID").Val }
+	host, port, _ := strings.Cut(addrs[to], ":")
+	for _, step := range []struct {
+		node int
+		args []any
+	}{
+		{to, []any{"CLUSTER", "SETSLOT", slot, "IMPORTING", id(from)}},
+		{from, []any{"CLUSTER", "SETSLOT", slot, "MIGRATING", id(to)}},
+		{from, []any{"MIGRATE", host, port, key, 0, 5000}},
+		{to, []any{"CLUSTER", "SETSLOT", slot, "NODE", id(to)}},
+		{from, []any{"CLUSTER", "SETSLOT", slot, "NODE", id(to)}},
+		{3 - from - to, []any{"CLUSTER", "SETSLOT", slot, "NODE", id(to)}},
+	} {
+		if r := do1(t, nodes[step.node], step.args[0].(string), step.args[1:]...); r.Err != nil {
+			t.Fatalf("%v on %s: %v", step.args, addrs[step.node], r.Err)
+		}
+	}
+	movedBefore := infoField(t, nodes[from], "errorstats", "errorstat_MOVED", "count")
+	for i := range 3 {
+		if err := watchIncr(ctx, st, key, nil); err != nil {
+			t.Fatalf("Watch %d after the move: %v", i, err)
+		}
+	}
+	if r := do1(t, nodes[to], "GET", key); r.Err != nil || r.Val != "5" {
+		t.Errorf("GET %s on the new node = %v, %v; want 5", key, r.Val, r.Err)
+	}
+	if n := infoField(t, nodes[from], "errorstats", "errorstat_MOVED", "count") - movedBefore; n != 1 {
+		t.Errorf("the old node answered %d MOVED to the 3 Watches after the move; want 1 (the new node is learned)", n)
+	}
+}
