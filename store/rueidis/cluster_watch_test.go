@@ -5,11 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/redis/rueidis"
 
 	"github.com/quotagate/limiter/internal/redistest"
 	"github.com/quotagate/limiter/store"
@@ -23,14 +20,7 @@ func newClusterStore(t *testing.T, addrs []string) *rueidisstore.Store {
 	opt := options(addrs[0])
 	opt.InitAddress = addrs
 	opt.Dialer.Timeout = dialTimeout
-	c, err := rueidis.NewClient(opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	st := rueidisstore.New(c)
-	t.Cleanup(st.Close) // (run first)
-	return st
+	return storeFor(t, opt)
 }
 
 // infoField reads one numeric field of a section of INFO (0 when absent:
@@ -85,27 +75,8 @@ func TestClusterWatchKeepsConnectionsPerNode(t *testing.T) {
 		conns[i] = infoField(t, n, "stats", "total_connections_received", "")
 	}
 	const callers, keysEach, rounds = 4, 10, 4
-	var wg sync.WaitGroup
-	errs := make([]error, callers)
-	for g := range callers {
-		wg.Go(func() {
-			for i := range keysEach * rounds {
-				// a timeout that fits a loaded 2-core machine
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				err := watchIncr(ctx, st, fmt.Sprintf("cw%d-%d", g, i%keysEach), nil)
-				cancel()
-				if err != nil {
-					errs[g] = fmt.Errorf("caller %d, Watch %d: %w", g, i, err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
+	if err := hammerWatchKeys(st, callers, keysEach*rounds, func(g, i int) string { return fmt.Sprintf("cw%d-%d", g, i%keysEach) }); err != nil {
+		t.Fatal(err)
 	}
 	for g := range callers {
 		for k := range keysEach {

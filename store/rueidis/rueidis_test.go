@@ -31,6 +31,12 @@ func newStore(t testing.TB, addr string, edit func(*rueidis.ClientOption)) *ruei
 	if edit != nil {
 		edit(&opt)
 	}
+	return storeFor(t, opt)
+}
+
+// storeFor connects a Store with opt and closes it when the test ends.
+func storeFor(t testing.TB, opt rueidis.ClientOption) *rueidisstore.Store {
+	t.Helper()
 	c, err := rueidis.NewClient(opt)
 	if err != nil {
 		t.Fatal(err)

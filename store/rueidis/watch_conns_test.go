@@ -60,6 +60,11 @@ func watchIncr(ctx context.Context, st *rueidisstore.Store, key string, inside f
 // hammerWatch runs callers goroutines of n Watches each, on keys of their
 // own, and returns the first error.
 func hammerWatch(st *rueidisstore.Store, callers, n int) error {
+	return hammerWatchKeys(st, callers, n, func(g, _ int) string { return fmt.Sprintf("w%d", g) })
+}
+
+// hammerWatchKeys is hammerWatch with caller g's Watch i on key(g, i).
+func hammerWatchKeys(st *rueidisstore.Store, callers, n int, key func(g, i int) string) error {
 	var wg sync.WaitGroup
 	errs := make([]error, callers)
 	for g := range callers {
@@ -67,7 +72,7 @@ func hammerWatch(st *rueidisstore.Store, callers, n int) error {
 			for i := range n {
 				// a timeout that fits a loaded 2-core machine
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				err := watchIncr(ctx, st, fmt.Sprintf("w%d", g), nil)
+				err := watchIncr(ctx, st, key(g, i), nil)
 				cancel()
 				if err != nil {
 					errs[g] = fmt.Errorf("caller %d, Watch %d: %w", g, i, err)
