@@ -94,7 +94,7 @@
 // a node answers to a WATCH of a key it does not serve: the first Watch of
 // a slot may take one more round trip, and a Watch after a slot moved
 // follows the MOVED. A WATCH answered with ASK (a slot being migrated)
-// fails with that error, as any Watch on a Cluster client does. A Watch
-// whose node rueidis does not know yet goes through the Cluster client's
-// own dedicated connection, which is closed afterwards.
+// fails with that error, as any Watch on a Cluster client does. A MOVED
+// to a node that joined after the client read the slots makes rueidis
+// learn the node (a read of the key through the client follows it).
 package rueidis

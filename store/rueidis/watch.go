@@ -52,9 +52,12 @@ import (
 // which node owns a slot from the MOVED a node answers to a WATCH of a
 // key it does not serve (a slot not learned yet is tried on any node:
 // one more round trip, once per slot). A WATCH refused with MOVED watched
-// nothing, and the connection is kept. A node rueidis does not know of
-// yet (a MOVED to a new node) is reached through the Cluster client's
-// own dedicated connection, which is closed afterwards, never handed back.
+// nothing, and the connection is kept. A MOVED to a node rueidis does
+// not know yet (one that joined after rueidis read the slots) is followed
+// by a read of the key through the Cluster client, which makes rueidis
+// follow it too and add the node; should it still not know the node, the
+// Watch goes through the Cluster client's own dedicated connection, which
+// is closed afterwards, never handed back.
 
 // maxIdle is the most dedicated connections a Store keeps for the next
 // Watch by default (WithWatchConns): as many as rueidis's pool would keep,
@@ -318,7 +321,15 @@ func (s *Store) watch(ctx context.Context, keys []string) (*tx, func(), error) {
 		guess := false
 		switch {
 		case moved != "":
-			p = s.nodes.pool(moved) // nil: a node rueidis does not know yet
+			if p = s.nodes.pool(moved); p == nil {
+				// A node rueidis does not know yet (it joined after rueidis
+				// read the slots): a read of the key through the Cluster
+				// client makes rueidis follow the MOVED to it, and so know
+				// it, whose slot map would otherwise still name the old
+				// node until its next refresh.
+				s.c.Do(ctx, s.c.B().Exists().Key(keys[0]).Build())
+				p = s.nodes.pool(moved)
+			}
 		default:
 			if p = s.nodes.owner(slot); p == nil {
 				p, guess = s.nodes.guess(tried), true
@@ -721,14 +732,17 @@ func (cc *clusterConns) guess(tried []string) *idleConns {
 	return cc.add(addr, nodes[addr])
 }
 
-// learn notes that the node of p owns slot.
+// learn notes that the node of p owns slot (unless p was forgotten
+// meanwhile).
 func (cc *clusterConns) learn(slot uint16, p *idleConns) {
 	cc.mu.RLock()
 	known := cc.owners[slot] == p
 	cc.mu.RUnlock()
 	if !known {
 		cc.mu.Lock()
-		cc.owners[slot] = p
+		if cc.nodes[p.addr] == p {
+			cc.owners[slot] = p
+		}
 		cc.mu.Unlock()
 	}
 }
