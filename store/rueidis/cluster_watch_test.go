@@ -236,3 +236,64 @@ func moveSlot(t *testing.T, nodes []*rueidisstore.Store, addrs []string, from, t
 		}
 	}
 }
+
+// TestClusterWatchThenBusyNode: while another client's script holds one
+// node (BUSY), Watches of its keys fail with the server's error and count
+// nothing, Watches of another node's keys go on, and once the script ends
+// the first node's work again; the process lives (rueidis panics when a
+// dedicated connection is handed back to it during BUSY, which the Store
+// never does: TestClusterWatchKeepsConnectionsPerNode).
+func TestClusterWatchThenBusyNode(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	addrs := cl.Addrs()
+	st := newClusterStore(t, addrs)
+	ctx := context.Background()
+	// a key served by the first node, and one by another
+	keys := [2]string{}
+	first := newStore(t, addrs[0], nil)
+	for i := 0; keys[0] == "" || keys[1] == ""; i++ {
+		if i == 1000 {
+			t.Fatalf("no key of the first node and another among busy0..999: %v", keys)
+		}
+		k := fmt.Sprintf("busy%d", i)
+		r := do1(t, first, "EXISTS", k)
+		switch {
+		case r.Err == nil && keys[0] == "":
+			keys[0] = k
+		case r.Err != nil && keys[1] == "":
+			keys[1] = k
+		}
+	}
+	for range 3 {
+		for _, k := range keys {
+			if err := watchIncr(ctx, st, k, nil); err != nil {
+				t.Fatalf("Watch %s: %v", k, err)
+			}
+		}
+	}
+	end := redistest.Busy(t, addrs[0])
+	other := 0
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		if err := watchIncr(wctx, st, keys[0], nil); err == nil || !strings.Contains(err.Error(), "BUSY") {
+			t.Errorf("Watch of %s on the node a script holds = %v; want the server's BUSY error", keys[0], err)
+		}
+		if err := watchIncr(wctx, st, keys[1], nil); err != nil {
+			t.Errorf("Watch of %s on another node while the first is BUSY: %v", keys[1], err)
+		} else {
+			other++
+		}
+		cancel()
+	}
+	end()
+	for i := range 3 {
+		if err := watchIncr(ctx, st, keys[0], nil); err != nil {
+			t.Fatalf("Watch %d of %s after the script ended: %v", i, keys[0], err)
+		}
+	}
+	for k, want := range map[string]string{keys[0]: "6", keys[1]: fmt.Sprint(3 + other)} {
+		if rs, err := st.Do(ctx, store.Cmd{Name: "GET", Args: []any{k}}); err != nil || rs[0].Err != nil || rs[0].Val != want {
+			t.Errorf("GET %s = %v, %v; want %s", k, rs, err, want)
+		}
+	}
+}
