@@ -62,8 +62,7 @@ import (
 // maxIdle is the most dedicated connections a Store keeps for the next
 // Watch by default (WithWatchConns): as many as rueidis's pool would keep,
 // its default BlockingPoolSize. A Store keeps no more than were in use at
-// once. idleFor is how long one is kept unused; one idle longer is closed
-// when the next Watch or hand-back meets it.
+// once. idleFor is how long one is kept unused before it is closed.
 const (
 	maxIdle = rd.DefaultPoolSize
 	idleFor = 30 * time.Second
@@ -87,6 +86,21 @@ type idleConns struct {
 	waiters  []waiter   // Watches waiting, the longest waiting first
 	dialing  int        // connections being made by rueidis
 	closed   bool
+	// sweep closes the connections kept unused for idleFor (nil while
+	// none is kept): a Store whose Watches stopped (a quiet service, a
+	// Cluster node that no longer serves their keys) does not keep them
+	// open for good.
+	sweep *time.Timer
+	// keep, when set, is idleFor for this pool (tests).
+	keep time.Duration
+}
+
+// idleFor is how long p keeps a connection unused.
+func (p *idleConns) idleFor() time.Duration {
+	if p.keep > 0 {
+		return p.keep
+	}
+	return idleFor
 }
 
 type idleConn struct {
@@ -119,7 +133,7 @@ func (p *idleConns) get(fresh bool) (c idleConn, ch chan idleConn, dial bool) {
 	for len(p.conns) > 0 {
 		c := p.conns[len(p.conns)-1]
 		p.conns = p.conns[:len(p.conns)-1]
-		if !fresh && now.Sub(c.at) < idleFor {
+		if !fresh && now.Sub(c.at) < p.idleFor() {
 			return c, nil, false
 		}
 		go drop(c.dc, c.release)
@@ -172,17 +186,41 @@ func (p *idleConns) parkLocked(dc rd.DedicatedClient, release func(), new bool) 
 		p.mu.Unlock()
 		return
 	}
-	for len(p.conns) > 0 && now.Sub(p.conns[0].at) >= idleFor {
-		go drop(p.conns[0].dc, p.conns[0].release)
-		p.conns = p.conns[1:]
-	}
+	p.dropIdleLocked(now)
 	if !p.closed && len(p.conns) < p.max && len(p.waiters) == 0 {
 		p.conns = append(p.conns, idleConn{dc, release, now})
+		if p.sweep == nil {
+			p.sweep = time.AfterFunc(p.idleFor(), p.expire)
+		}
 		p.mu.Unlock()
 		return
 	}
 	p.mu.Unlock()
 	go drop(dc, release)
+}
+
+// dropIdleLocked closes the connections kept unused for idleFor at now
+// (the oldest are first); p.mu is held.
+func (p *idleConns) dropIdleLocked(now time.Time) {
+	for len(p.conns) > 0 && now.Sub(p.conns[0].at) >= p.idleFor() {
+		go drop(p.conns[0].dc, p.conns[0].release)
+		p.conns[0] = idleConn{}
+		p.conns = p.conns[1:]
+	}
+}
+
+// expire is sweep's: it closes the connections kept unused for idleFor,
+// and comes back when the oldest of the others is.
+func (p *idleConns) expire() {
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.dropIdleLocked(now)
+	if len(p.conns) == 0 || p.sweep == nil {
+		p.sweep = nil
+		return
+	}
+	p.sweep.Reset(p.idleFor() - now.Sub(p.conns[0].at))
 }
 
 // conn returns a dedicated connection for a Watch: one kept (unless
@@ -213,6 +251,10 @@ func (p *idleConns) close() {
 	p.mu.Lock()
 	conns := p.conns
 	p.conns, p.closed = nil, true
+	if p.sweep != nil {
+		p.sweep.Stop()
+		p.sweep = nil
+	}
 	p.mu.Unlock()
 	for _, c := range conns {
 		drop(c.dc, c.release)
