@@ -297,3 +297,70 @@ func TestClusterWatchThenBusyNode(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterWatchWaitsForASplitSlot: a WATCH of two keys of one slot that
+// a migration has split between two nodes (one moved, one not yet) is
+// refused with TRYAGAIN, which ran nothing; Watch sends it again after a
+// pause until the migration has moved the other key (300 ms later), then
+// follows the MOVED, and the transaction counts once. (It failed with the
+// TRYAGAIN, which the redigo and go-redis adapters wait out.)
+func TestClusterWatchWaitsForASplitSlot(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	addrs := cl.Addrs()
+	st := newClusterStore(t, addrs)
+	ctx := context.Background()
+	keys := []string{"{split}a", "{split}b"}
+	nodes := make([]*rueidisstore.Store, len(addrs))
+	from := -1
+	for i, a := range addrs {
+		nodes[i] = newStore(t, a, nil)
+		if r := do1(t, nodes[i], "EXISTS", keys[0]); r.Err == nil {
+			from = i
+		}
+	}
+	for _, k := range keys {
+		do1(t, nodes[from], "SET", k, 1)
+	}
+	to := (from + 1) % len(addrs)
+	slot := do1(t, nodes[from], "CLUSTER", "KEYSLOT", keys[0]).Val
+	id := func(i int) any { return do1(t, nodes[i], "CLUSTER", "MYID").Val }
+	host, port, _ := strings.Cut(addrs[to], ":")
+	step := func(n int, args ...any) {
+		t.Helper()
+		if r := do1(t, nodes[n], args[0].(string), args[1:]...); r.Err != nil {
+			t.Fatalf("%v on %s: %v", args, addrs[n], r.Err)
+		}
+	}
+	step(to, "CLUSTER", "SETSLOT", slot, "IMPORTING", id(from))
+	step(from, "CLUSTER", "SETSLOT", slot, "MIGRATING", id(to))
+	step(from, "MIGRATE", host, port, keys[0], 0, 5000)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		time.Sleep(300 * time.Millisecond)
+		step(from, "MIGRATE", host, port, keys[1], 0, 5000)
+		for i := range nodes {
+			step(i, "CLUSTER", "SETSLOT", slot, "NODE", id(to))
+		}
+	}()
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second) // (TryAgainPause waits within it)
+	defer cancel()
+	start := time.Now()
+	err := st.Watch(wctx, keys, func(tx store.Tx) error {
+		_, err := tx.Exec(wctx, store.Cmd{Name: "INCR", Args: []any{keys[0]}}, store.Cmd{Name: "INCR", Args: []any{keys[1]}})
+		return err
+	})
+	took := time.Since(start)
+	<-done
+	if err != nil {
+		t.Fatalf("Watch of keys split by a migration: %v (after %v)", err, took)
+	}
+	for _, k := range keys {
+		if r := do1(t, nodes[to], "GET", k); r.Err != nil || r.Val != "2" {
+			t.Errorf("GET %s on the new node = %v, %v; want 2", k, r.Val, r.Err)
+		}
+	}
+	if took < 250*time.Millisecond {
+		t.Errorf("Watch returned after %v, before the migration ended (300 ms): it did not meet the TRYAGAIN", took)
+	}
+}

@@ -93,8 +93,10 @@
 // pinned to one slot, and learns which node serves a slot from the MOVED
 // a node answers to a WATCH of a key it does not serve: the first Watch of
 // a slot may take one more round trip, and a Watch after a slot moved
-// follows the MOVED. A WATCH answered with ASK (a slot being migrated)
-// fails with that error, as any Watch on a Cluster client does. A MOVED
+// follows the MOVED. A WATCH of keys a slot's migration has split between
+// two nodes (TRYAGAIN, which ran nothing) is sent again after a pause (as
+// store.Script does) until the rest has moved; one answered with ASK (the
+// key has moved, the slot not yet) fails with that error. A MOVED
 // to a node that joined after the client read the slots makes rueidis
 // learn the node (a read of the key through the client follows it).
 package rueidis

@@ -358,7 +358,7 @@ func (s *Store) watch(ctx context.Context, keys []string) (*tx, func(), error) {
 		moved string   // the node the last MOVED named
 		err   error
 	)
-	for range maxRedirects {
+	for redirects, tries := 0, 0; redirects < maxRedirects; redirects++ {
 		var p *idleConns
 		guess := false
 		switch {
@@ -389,6 +389,18 @@ func (s *Store) watch(ctx context.Context, keys []string) (*tx, func(), error) {
 		case moved != "":
 			s.nodes.forgetOwner(slot)
 			continue
+		case errors.Is(err, store.ErrTryAgain):
+			// the watched keys are split by a slot's migration: the
+			// WATCH ran nothing; sent again to the node, which owns the
+			// slot till the migration ends, after a pause
+			if p != nil {
+				s.nodes.learn(slot, p)
+			}
+			if tries++; store.TryAgainPause(ctx, tries) {
+				redirects--
+				continue
+			}
+			return nil, nil, err
 		case p != nil && !isRedisErr(err) && ctx.Err() == nil:
 			// the node did not answer (twice: see watchOn): its client may
 			// be one rueidis has replaced; and it may not own the slot any
@@ -449,12 +461,16 @@ func (s *Store) watchOn(ctx context.Context, keys []string, p *idleConns, cluste
 			err = fmt.Errorf("rueidis: WATCH: %w", err) // the server's refusal
 			if re, ok := rd.IsRedisErr(r.Error()); ok && cluster {
 				addr, moved := re.IsMoved()
-				if _, ask := re.IsAsk(); moved || ask {
+				if _, ask := re.IsAsk(); moved || ask || re.IsTryAgain() {
 					// refused before it ran: nothing is watched, and the
-					// connection is as good as before (an ASK, a slot
-					// being migrated, is the Watch's error)
+					// connection is as good as before (an ASK, a key a
+					// slot's migration has moved, is the Watch's error;
+					// TRYAGAIN, keys it has split, store.ErrTryAgain)
 					t.watched = false
 					t.finish(ctx, release)
+					if re.IsTryAgain() {
+						err = fmt.Errorf("rueidis: WATCH: %w: %w", store.ErrTryAgain, re)
+					}
 					return nil, nil, addr, err
 				}
 			}
