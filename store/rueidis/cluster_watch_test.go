@@ -211,30 +211,79 @@ func addNode(t *testing.T, addrs []string) string {
 // every node of it.
 func moveSlot(t *testing.T, nodes []*rueidisstore.Store, addrs []string, from, to int, key string) {
 	t.Helper()
-	slot := do1(t, nodes[from], "CLUSTER", "KEYSLOT", key).Val
-	id := func(i int) any { return do1(t, nodes[i], "CLUSTER", "MYID").Val }
-	host, port, _ := strings.Cut(addrs[to], ":")
-	type step struct {
-		node int
-		args []any
+	m := startMove(t, nodes, addrs, from, to, key)
+	if err := m.migrate(key); err != nil {
+		t.Fatal(err)
 	}
-	steps := []step{
-		{to, []any{"CLUSTER", "SETSLOT", slot, "IMPORTING", id(from)}},
-		{from, []any{"CLUSTER", "SETSLOT", slot, "MIGRATING", id(to)}},
-		{from, []any{"MIGRATE", host, port, key, 0, 5000}},
-		{to, []any{"CLUSTER", "SETSLOT", slot, "NODE", id(to)}},
-		{from, []any{"CLUSTER", "SETSLOT", slot, "NODE", id(to)}},
+	if err := m.finish(); err != nil {
+		t.Fatal(err)
 	}
-	for i := range nodes {
-		if i != from && i != to {
-			steps = append(steps, step{i, []any{"CLUSTER", "SETSLOT", slot, "NODE", id(to)}})
+}
+
+// slotMove is a slot's migration from node from to node to, in the steps
+// a resharding takes: startMove marks the slot importing and migrating,
+// migrate moves one key, finish gives the slot to the target on every
+// node. migrate and finish return errors, to be called from any goroutine.
+type slotMove struct {
+	nodes      []*rueidisstore.Store
+	addrs      []string
+	from, to   int
+	slot       any
+	target     string // the target's id
+	host, port string
+}
+
+// startMove starts the migration of key's slot from node from to node to.
+func startMove(t *testing.T, nodes []*rueidisstore.Store, addrs []string, from, to int, key string) *slotMove {
+	t.Helper()
+	m := &slotMove{nodes: nodes, addrs: addrs, from: from, to: to}
+	m.slot = do1(t, nodes[from], "CLUSTER", "KEYSLOT", key).Val
+	m.target, _ = store.String(do1(t, nodes[to], "CLUSTER", "MYID").Val)
+	source, _ := store.String(do1(t, nodes[from], "CLUSTER", "MYID").Val)
+	m.host, m.port, _ = strings.Cut(addrs[to], ":")
+	for _, err := range []error{
+		m.do(to, "CLUSTER", "SETSLOT", m.slot, "IMPORTING", source),
+		m.do(from, "CLUSTER", "SETSLOT", m.slot, "MIGRATING", m.target),
+	} {
+		if err != nil {
+			t.Fatal(err)
 		}
 	}
-	for _, s := range steps {
-		if r := do1(t, nodes[s.node], s.args[0].(string), s.args[1:]...); r.Err != nil {
-			t.Fatalf("%v on %s: %v", s.args, addrs[s.node], r.Err)
+	return m
+}
+
+// migrate moves key to the target.
+func (m *slotMove) migrate(key string) error {
+	return m.do(m.from, "MIGRATE", m.host, m.port, key, 0, 5000)
+}
+
+// finish gives the slot to the target: on the target, the source, then
+// the others.
+func (m *slotMove) finish() error {
+	order := []int{m.to, m.from}
+	for i := range m.nodes {
+		if i != m.from && i != m.to {
+			order = append(order, i)
 		}
 	}
+	for _, i := range order {
+		if err := m.do(i, "CLUSTER", "SETSLOT", m.slot, "NODE", m.target); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// do sends one command to node n and returns its error or the server's.
+func (m *slotMove) do(n int, args ...any) error {
+	rs, err := m.nodes[n].Do(context.Background(), store.Cmd{Name: args[0].(string), Args: args[1:]})
+	if err == nil {
+		err = rs[0].Err
+	}
+	if err != nil {
+		return fmt.Errorf("%v on %s: %w", args, m.addrs[n], err)
+	}
+	return nil
 }
 
 // TestClusterWatchThenBusyNode: while another client's script holds one
@@ -321,27 +370,18 @@ func TestClusterWatchWaitsForASplitSlot(t *testing.T) {
 	for _, k := range keys {
 		do1(t, nodes[from], "SET", k, 1)
 	}
-	to := (from + 1) % len(addrs)
-	slot := do1(t, nodes[from], "CLUSTER", "KEYSLOT", keys[0]).Val
-	id := func(i int) any { return do1(t, nodes[i], "CLUSTER", "MYID").Val }
-	host, port, _ := strings.Cut(addrs[to], ":")
-	step := func(n int, args ...any) {
-		t.Helper()
-		if r := do1(t, nodes[n], args[0].(string), args[1:]...); r.Err != nil {
-			t.Fatalf("%v on %s: %v", args, addrs[n], r.Err)
-		}
+	m := startMove(t, nodes, addrs, from, (from+1)%len(addrs), keys[0])
+	if err := m.migrate(keys[0]); err != nil {
+		t.Fatal(err)
 	}
-	step(to, "CLUSTER", "SETSLOT", slot, "IMPORTING", id(from))
-	step(from, "CLUSTER", "SETSLOT", slot, "MIGRATING", id(to))
-	step(from, "MIGRATE", host, port, keys[0], 0, 5000)
-	done := make(chan struct{})
+	moved := make(chan error, 1)
 	go func() {
-		defer close(done)
 		time.Sleep(300 * time.Millisecond)
-		step(from, "MIGRATE", host, port, keys[1], 0, 5000)
-		for i := range nodes {
-			step(i, "CLUSTER", "SETSLOT", slot, "NODE", id(to))
+		err := m.migrate(keys[1])
+		if err == nil {
+			err = m.finish()
 		}
+		moved <- err
 	}()
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second) // (TryAgainPause waits within it)
 	defer cancel()
@@ -351,12 +391,14 @@ func TestClusterWatchWaitsForASplitSlot(t *testing.T) {
 		return err
 	})
 	took := time.Since(start)
-	<-done
+	if err := <-moved; err != nil {
+		t.Fatalf("the rest of the migration: %v", err)
+	}
 	if err != nil {
 		t.Fatalf("Watch of keys split by a migration: %v (after %v)", err, took)
 	}
 	for _, k := range keys {
-		if r := do1(t, nodes[to], "GET", k); r.Err != nil || r.Val != "2" {
+		if r := do1(t, nodes[m.to], "GET", k); r.Err != nil || r.Val != "2" {
 			t.Errorf("GET %s on the new node = %v, %v; want 2", k, r.Val, r.Err)
 		}
 	}
