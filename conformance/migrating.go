@@ -17,33 +17,65 @@ import (
 // MigratingSlot proves, on a Redis Cluster of its own (three masters started
 // for t, skipping without redis-server and redis-cli unless
 // REQUIRE_REDIS=1), that decisions go on exactly while a slot moves from one
-// node to another, as it does when a Cluster is resharded: a FixedWindow
-// Limiter at 5 per hour under FailOpen, whose store from cluster read the
+// node to another, as it does when a Cluster is resharded, for each way the
+// library's strategies reach Redis: a script (FixedWindow), MULTI/EXEC
+// transactions (Bucketed) and WATCH with MULTI/EXEC (Optimistic). For each,
+// a Limiter at 5 per hour under FailOpen, whose store from cluster read the
 // slot map before the move, decides by Redis (never Degraded, never an
 // error) and admits exactly 5 of 8 calls while the slot is being migrated
 // (the source answers ASK for a key it does not hold), 2 of 4 calls once the
 // slot and a subject's 3 counted calls have moved to another node (MOVED),
 // and denies that subject, and admits fresh ones, in an AllowMany sent while
-// the first slot still migrates; and that calls on a subject with two limits
-// whose keys the migration of its slot has split between the nodes (the
-// source answers TRYAGAIN until the second key moves, 300 ms later) wait for
-// the move and are decided: 3 of 5 calls admitted with 2 counted before, at
-// 5 per hour; and, for a subject with 1 left, an AllowMany whose first ask
+// the first slot still migrates; calls on a subject with two limits whose
+// keys the migration of its slot has split between the nodes (the source
+// answers TRYAGAIN until the second key moves, 300 ms later) wait for the
+// move and are decided: 3 of 5 calls admitted with 2 counted before, at 5
+// per hour; for a subject with 1 left, an AllowMany whose first ask
 // (TRYAGAIN) is admitted and whose second, on the subject's moved key alone
 // (ASK), is denied: the asks of one subject in their order, never the second
-// first; and that a Reset of a subject whose keys are split deletes them once
-// the move is done (the subject has its 5 back). A store that does not follow a redirection it may not re-send, and
+// first; and a Reset of a subject whose keys are split deletes them once
+// the move is done (the subject has its 5 back).
+//
+// A store that does not follow a redirection it may not re-send, and
 // reports it as an error or an unknown outcome, admits calls uncounted under
 // FailOpen (denies them under FailClosed); so does one that does not report
-// TRYAGAIN as store.ErrTryAgain, on which Script, AllowMany and Reset send
-// the call again after a pause. node connects a single-node store of the same adapter
-// to a master, to move the slots. It is not in StoreChecks because it
-// changes the Cluster's slots: it never runs on a Cluster it did not start.
+// TRYAGAIN as store.ErrTryAgain, on which Script, AllowMany, Reset and
+// Bucketed send the call again after a pause; and a store.Watcher that does
+// not follow an ASK to the slot's target, with ASKING before the WATCH, the
+// reads and the transaction. node connects a single-node store of the same
+// adapter to a master, to move the slots. It is not in StoreChecks because
+// it changes the Cluster's slots: it never runs on a Cluster it did not
+// start.
 func MigratingSlot(t testing.TB, cluster ClusterDialer, node Dialer) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	addrs, nodes := ownCluster(ctx, t, node)
+	st, closeSt, err := cluster(ctx, addrs)
+	if err != nil {
+		t.Fatalf("dial cluster: %v", err)
+	}
+	defer closeSt()
+	for _, s := range []struct {
+		name, prefix string
+		strategy     limiter.Strategy
+	}{
+		{"FixedWindow", "ct", strategy.NewFixedWindow()},
+		{"Bucketed", "cb", strategy.NewBucketed()},
+		{"Optimistic", "co", strategy.NewOptimistic()},
+	} {
+		migrating(ctx, t, addrs, nodes, st, s.name, s.prefix, s.strategy)
+		if t.Failed() {
+			return
+		}
+	}
+}
+
+// migrating is MigratingSlot's run of one strategy, its subjects' keys
+// under prefix, on the Cluster of nodes (at addrs) through st. It leaves no
+// slot in migration.
+func migrating(ctx context.Context, t testing.TB, addrs []string, nodes []store.Store, st store.Store, name, prefix string, strat limiter.Strategy) {
+	t.Helper()
 	one := func(n store.Store, args ...any) store.Reply {
 		r := nodeDo(ctx, t, n, args...)
 		if r.Err != nil {
@@ -58,7 +90,7 @@ func MigratingSlot(t testing.TB, cluster ClusterDialer, node Dialer) {
 	l := limiter.PerHour(5)
 	// slotOf returns the slot of subject's key and the index of its node.
 	slotOf := func(subject string) (int64, int) {
-		key, err := limiter.Key("ct", subject, l)
+		key, err := limiter.Key(prefix, subject, l)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,12 +111,7 @@ func MigratingSlot(t testing.TB, cluster ClusterDialer, node Dialer) {
 		t.Fatalf("slot %d: its node %s is not among the masters %v", slot, id, ids)
 		return 0, 0
 	}
-	st, closeSt, err := cluster(ctx, addrs)
-	if err != nil {
-		t.Fatalf("dial cluster: %v", err)
-	}
-	defer closeSt()
-	lim, err := limiter.New(st, strategy.NewFixedWindow(), limiter.WithPrefix("ct"), limiter.WithFailMode(limiter.FailOpen))
+	lim, err := limiter.New(st, strat, limiter.WithPrefix(prefix), limiter.WithFailMode(limiter.FailOpen))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +126,7 @@ func MigratingSlot(t testing.TB, cluster ClusterDialer, node Dialer) {
 		for i := range n {
 			r, err := lim.Allow(ctx, subject, limits...)
 			if err != nil || r.Degraded {
-				t.Errorf("%s: call %d of %s at %v = %+v, %v; want decided by Redis", phase, i+1, subject, limits, r, err)
+				t.Errorf("%s: %s: call %d of %s at %v = %+v, %v; want decided by Redis", name, phase, i+1, subject, limits, r, err)
 				return
 			}
 			if r.Allowed {
@@ -107,23 +134,23 @@ func MigratingSlot(t testing.TB, cluster ClusterDialer, node Dialer) {
 			}
 		}
 		if admitted != want {
-			t.Errorf("%s: %d of %d calls of %s at %v admitted; want %d", phase, admitted, n, subject, limits, want)
+			t.Errorf("%s: %s: %d of %d calls of %s at %v admitted; want %d", name, phase, admitted, n, subject, limits, want)
 		}
 	}
 	// Counted before anything moves: the client reads the slot map.
-	decide("before the moves", "moved", 3, 3)
+	decide("before the moves", prefix+"-moved", 3, 3)
 
 	// A slot in migration, the subject's key on neither node yet: the
 	// source answers ASK, the target counts.
-	slot, from := slotOf("asked")
+	slot, from := slotOf(prefix + "-asked")
 	to := (from + 1) % len(nodes)
 	one(nodes[to], "CLUSTER", "SETSLOT", slot, "IMPORTING", ids[from])
 	one(nodes[from], "CLUSTER", "SETSLOT", slot, "MIGRATING", ids[to])
-	decide(fmt.Sprintf("slot %d migrating from node %d to node %d (ASK)", slot, from, to), "asked", 8, 5)
+	decide(fmt.Sprintf("slot %d migrating from node %d to node %d (ASK)", slot, from, to), prefix+"-asked", 8, 5)
 
 	// A slot moved with its keys: the client's map names the old node,
 	// which answers MOVED.
-	mslot, mfrom := slotOf("moved")
+	mslot, mfrom := slotOf(prefix + "-moved")
 	mto := (mfrom + 1) % len(nodes)
 	if mslot == slot {
 		t.Fatalf("the subjects share slot %d", slot)
@@ -140,17 +167,17 @@ func MigratingSlot(t testing.TB, cluster ClusterDialer, node Dialer) {
 	for _, n := range nodes {
 		one(n, "CLUSTER", "SETSLOT", mslot, "NODE", ids[mto])
 	}
-	decide(fmt.Sprintf("slot %d moved from node %d to node %d (MOVED)", mslot, mfrom, mto), "moved", 4, 2)
+	decide(fmt.Sprintf("slot %d moved from node %d to node %d (MOVED)", mslot, mfrom, mto), prefix+"-moved", 4, 2)
 
 	// A batch beside the slot still in migration: the subject at its
 	// limit is denied, fresh ones admitted, all by Redis.
-	asks := []limiter.Ask{{Key: "asked", Limits: []limiter.Limit{l}}}
+	asks := []limiter.Ask{{Key: prefix + "-asked", Limits: []limiter.Limit{l}}}
 	for i := range 6 {
-		asks = append(asks, limiter.Ask{Key: fmt.Sprintf("fresh-%d", i), Limits: []limiter.Limit{l}})
+		asks = append(asks, limiter.Ask{Key: fmt.Sprintf("%s-fresh-%d", prefix, i), Limits: []limiter.Limit{l}})
 	}
 	for i, d := range lim.AllowMany(ctx, asks) {
 		if d.Err != nil || d.Result.Degraded || d.Result.Allowed != (i > 0) {
-			t.Errorf("AllowMany while slot %d migrates: %s at %s = %+v, %v; want decided by Redis: %s", slot, asks[i].Key, l, d.Result, d.Err, map[bool]string{true: "admitted", false: "denied (5 of 5 used)"}[i > 0])
+			t.Errorf("%s: AllowMany while slot %d migrates: %s at %s = %+v, %v; want decided by Redis: %s", name, slot, asks[i].Key, l, d.Result, d.Err, map[bool]string{true: "admitted", false: "denied (5 of 5 used)"}[i > 0])
 		}
 	}
 
@@ -161,7 +188,7 @@ func MigratingSlot(t testing.TB, cluster ClusterDialer, node Dialer) {
 	// wait for the move and are decided then, in their order.
 	day := limiter.PerDay(50)
 	hourKey := func(subject string) string {
-		k, err := limiter.Key("ct", subject, l)
+		k, err := limiter.Key(prefix, subject, l)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -177,11 +204,18 @@ func MigratingSlot(t testing.TB, cluster ClusterDialer, node Dialer) {
 		if sslot == slot || sslot == mslot {
 			t.Fatalf("the subjects share slot %d", sslot)
 		}
-		hk := hourKey(subject)
 		keys, _ := one(nodes[sfrom], "CLUSTER", "GETKEYSINSLOT", sslot, 100).Val.([]any)
-		if len(keys) != 2 || !slices.Contains(keys, any(hk)) {
-			t.Fatalf("CLUSTER GETKEYSINSLOT %d = %v; want the 2 keys of %s, %s among them", sslot, keys, subject, hk)
+		// (the hour's key, or for a strategy that names each window,
+		// its window's key)
+		base := hourKey(subject)
+		i := slices.IndexFunc(keys, func(k any) bool {
+			s, _ := k.(string)
+			return s == base || strings.HasPrefix(s, base+":")
+		})
+		if len(keys) != 2 || i < 0 {
+			t.Fatalf("%s: CLUSTER GETKEYSINSLOT %d = %v; want the 2 keys of %s, %s among them", name, sslot, keys, subject, base)
 		}
+		hk := keys[i]
 		host, port, _ := strings.Cut(addrs[sto], ":")
 		one(nodes[sto], "CLUSTER", "SETSLOT", sslot, "IMPORTING", ids[sfrom])
 		one(nodes[sfrom], "CLUSTER", "SETSLOT", sslot, "MIGRATING", ids[sto])
@@ -221,36 +255,41 @@ func MigratingSlot(t testing.TB, cluster ClusterDialer, node Dialer) {
 		}
 	}
 	// One by one: 2 counted before, 3 of 5 during the split.
-	decide("before the split", "split", 2, 2, l, day)
-	phase, moved := split("split")
-	decide(phase, "split", 5, 3, l, day)
+	decide("before the split", prefix+"-split", 2, 2, l, day)
+	phase, moved := split(prefix + "-split")
+	decide(phase, prefix+"-split", 5, 3, l, day)
 	wait(moved)
 
 	// In an AllowMany: the subject has 1 of 5 left; its first ask (both
 	// keys: TRYAGAIN) takes it, its second (the hour key alone: ASK,
 	// which the client may follow at once) is denied; a fresh subject is
 	// admitted.
-	decide("before the split", "split-many", 4, 4, l, day)
-	phase, moved = split("split-many")
+	decide("before the split", prefix+"-split-many", 4, 4, l, day)
+	phase, moved = split(prefix + "-split-many")
 	asks = []limiter.Ask{
-		{Key: "split-many", Limits: []limiter.Limit{l, day}},
-		{Key: "split-many", Limits: []limiter.Limit{l}},
-		{Key: "fresh-split", Limits: []limiter.Limit{l, day}},
+		{Key: prefix + "-split-many", Limits: []limiter.Limit{l, day}},
+		{Key: prefix + "-split-many", Limits: []limiter.Limit{l}},
+		{Key: prefix + "-fresh-split", Limits: []limiter.Limit{l, day}},
 	}
 	for i, d := range lim.AllowMany(ctx, asks) {
 		if want := i != 1; d.Err != nil || d.Result.Degraded || d.Result.Allowed != want {
-			t.Errorf("AllowMany while %s: ask %d, %s at %v = %+v, %v; want %s by Redis", phase, i+1, asks[i].Key, asks[i].Limits, d.Result, d.Err, map[bool]string{true: "admitted", false: "denied (5 of 5 used by the ask before it)"}[want])
+			t.Errorf("%s: AllowMany while %s: ask %d, %s at %v = %+v, %v; want %s by Redis", name, phase, i+1, asks[i].Key, asks[i].Limits, d.Result, d.Err, map[bool]string{true: "admitted", false: "denied (5 of 5 used by the ask before it)"}[want])
 		}
 	}
 	wait(moved)
 
 	// A Reset: its DEL of the subject's two keys is refused (TRYAGAIN)
 	// until the move, and deletes them then; the subject has its 5 back.
-	decide("before the split", "split-reset", 5, 5, l, day)
-	phase, moved = split("split-reset")
-	if err := lim.Reset(ctx, "split-reset", l, day); err != nil {
-		t.Errorf("Reset while %s: %v; want the keys deleted once the slot has moved", phase, err)
+	decide("before the split", prefix+"-split-reset", 5, 5, l, day)
+	phase, moved = split(prefix + "-split-reset")
+	if err := lim.Reset(ctx, prefix+"-split-reset", l, day); err != nil {
+		t.Errorf("%s: Reset while %s: %v; want the keys deleted once the slot has moved", name, phase, err)
 	}
 	wait(moved)
-	decide("after a Reset during the split", "split-reset", 6, 5, l, day)
+	decide("after a Reset during the split", prefix+"-split-reset", 6, 5, l, day)
+
+	// The first slot's migration ends: its keys are on the target.
+	for _, n := range nodes {
+		one(n, "CLUSTER", "SETSLOT", slot, "NODE", ids[to])
+	}
 }

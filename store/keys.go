@@ -105,3 +105,21 @@ func Group(cmds []Cmd, key func(Cmd) string) [][]int {
 	}
 	return groups
 }
+
+// IsTx reports cmds of the form MULTI, commands, EXEC, with no other
+// transaction command (MULTI, EXEC, DISCARD, WATCH, UNWATCH) among the
+// commands: one transaction, which an adapter keeps on one connection and,
+// on a Cluster, redirects as a whole.
+func IsTx(cmds []Cmd) bool {
+	n := len(cmds)
+	if n < 3 || !strings.EqualFold(cmds[0].Name, "MULTI") || !strings.EqualFold(cmds[n-1].Name, "EXEC") {
+		return false
+	}
+	for _, c := range cmds[1 : n-1] {
+		switch strings.ToUpper(c.Name) {
+		case "MULTI", "EXEC", "DISCARD", "WATCH", "UNWATCH":
+			return false
+		}
+	}
+	return true
+}

@@ -756,9 +756,15 @@ func (bs *buckets) appendTakeBack(cmds []store.Cmd, b *Bucketed, req limiter.Req
 // error wraps store.ErrUnknownOutcome when the commands may have run: a
 // round trip's (as the store says), a refused MULTI (an ACL without it:
 // the server ran each command on its own), replies that do not match the
-// commands; a command refused when queued aborts EXEC: nothing ran.
+// commands; a command refused when queued aborts EXEC: nothing ran. A
+// transaction a Cluster node refused with TRYAGAIN (its keys split by a
+// slot's migration: nothing ran) is sent again after store.TryAgainPause,
+// while that allows.
 func execVals(ctx context.Context, st store.Store, cmds []store.Cmd) ([]any, error) {
 	rs, err := st.Do(ctx, cmds...)
+	for try := 1; refusedTryAgain(rs, err) && store.TryAgainPause(ctx, try); try++ {
+		rs, err = st.Do(ctx, cmds...)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("strategy: bucketed: %w", err)
 	}
@@ -785,6 +791,25 @@ func execVals(ctx context.Context, st store.Store, cmds []store.Cmd) ([]any, err
 		return nil, fmt.Errorf("strategy: bucketed: EXEC: %w: %w", store.ErrUnknownOutcome, err)
 	}
 	return vals, nil
+}
+
+// refusedTryAgain reports a MULTI ... EXEC call that did not run because a
+// Cluster node refused it with TRYAGAIN: the call's error says so, or MULTI
+// was accepted, EXEC refused (the server discarded the transaction) and
+// TRYAGAIN is EXEC's error or a queued command's.
+func refusedTryAgain(rs []store.Reply, err error) bool {
+	if err != nil {
+		return errors.Is(err, store.ErrTryAgain)
+	}
+	if len(rs) < 2 || rs[0].Err != nil || rs[len(rs)-1].Err == nil {
+		return false
+	}
+	for _, r := range rs[1:] {
+		if errors.Is(r.Err, store.ErrTryAgain) {
+			return true
+		}
+	}
+	return false
 }
 
 // execReply is execVals that fails when any queued command failed.

@@ -138,7 +138,7 @@ func (o *Optimistic) Decide(ctx context.Context, st store.Store, req limiter.Req
 	if !ok {
 		return limiter.Result{}, fmt.Errorf("store %T: %w", st, ErrNoWatcher)
 	}
-	for attempt := 1; ; attempt++ {
+	for attempt, tries := 1, 0; ; attempt++ {
 		var res limiter.Result
 		err := w.Watch(ctx, req.Keys, func(tx store.Tx) error {
 			var err error
@@ -147,6 +147,15 @@ func (o *Optimistic) Decide(ctx context.Context, st store.Store, req limiter.Req
 		})
 		if err == nil {
 			return res, nil
+		}
+		if errors.Is(err, store.ErrTryAgain) {
+			// a Cluster node refused the WATCH or the transaction, keys
+			// a slot's migration has split: nothing ran; sent again
+			// once the migration has moved the rest
+			if tries++; store.TryAgainPause(ctx, tries) {
+				attempt--
+				continue
+			}
 		}
 		if !errors.Is(err, store.ErrTxAborted) {
 			return limiter.Result{}, fmt.Errorf("strategy: optimistic: %w", err)

@@ -301,8 +301,17 @@ type guard struct {
 	// it is written as -1 (the server refuses the command before running
 	// it) rather than failing the write, which would fail the whole batch.
 	shared bool
-	val    any
-	buf    [20]byte
+	// clusterTx: the command is queued in a ClusterClient's transaction,
+	// which go-redis writes again only when the node refused the whole
+	// transaction, nothing run (MOVED, ASK or TRYAGAIN for a command it
+	// would not queue, then EXECABORT; CLUSTERDOWN; a write that failed
+	// before EXEC was whole), and never after a reply was lost: it treats
+	// a failed read as fatal, as a transaction may have run. The refusals
+	// of the queued commands are not given to the commands, so a guard
+	// cannot see them: a write after the first is let through.
+	clusterTx bool
+	val       any
+	buf       [20]byte
 	// cmd is the command the guard is an argument of, when known: a
 	// write after the first is let through when the command's reply is a
 	// refusal that ran nothing (see ranNothing) read after the last write.
@@ -345,6 +354,9 @@ func (g *guard) MarshalBinary() ([]byte, error) {
 				return sealedNumKeys, nil
 			}
 			return nil, errSealed
+		}
+		if g.clusterTx {
+			return g.bytes(), nil
 		}
 		if g.cmd != nil {
 			if err := g.cmd.Err(); ranNothing(err) && err.Error() != g.refused {
@@ -615,7 +627,7 @@ func (s *Store) send(ctx context.Context, call *evalCall, cmd *redis.Cmd) error 
 // master); its replies are the server's: OK, QUEUED per command, then
 // EXEC's array, in which a command's error reply is an error value.
 func (s *Store) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
-	if isTx(cmds) {
+	if store.IsTx(cmds) {
 		return s.doTx(ctx, cmds)
 	}
 	return s.doPipe(ctx, s.c.Pipeline(), cmds)
@@ -645,27 +657,18 @@ func (s *Store) txPipeline(inner []store.Cmd) redis.Pipeliner {
 	return s.c.TxPipeline()
 }
 
-// isTx reports cmds of the form MULTI, commands, EXEC, with no other
-// transaction command among them.
-func isTx(cmds []store.Cmd) bool {
-	n := len(cmds)
-	if n < 3 || !strings.EqualFold(cmds[0].Name, "MULTI") || !strings.EqualFold(cmds[n-1].Name, "EXEC") {
-		return false
-	}
-	for _, c := range cmds[1 : n-1] {
-		switch strings.ToUpper(c.Name) {
-		case "MULTI", "EXEC", "DISCARD", "WATCH", "UNWATCH":
-			return false
-		}
-	}
-	return true
-}
-
 // doTx runs a MULTI ... EXEC call through TxPipeline.
 func (s *Store) doTx(ctx context.Context, cmds []store.Cmd) ([]store.Reply, error) {
 	inner := cmds[1 : len(cmds)-1]
 	p := s.txPipeline(inner)
 	gcmds, guards := queue(ctx, p, inner, s.ap != nil)
+	if _, ok := s.c.(*redis.ClusterClient); ok {
+		for _, g := range guards {
+			if g != nil {
+				g.clusterTx = true
+			}
+		}
+	}
 	var execErr error
 	if err := s.bounded(ctx, func() bool { return sealAll(guards, inner) }, func() { _, execErr = p.Exec(ctx) }); err != nil {
 		return nil, fmt.Errorf("goredis: %w", err)
@@ -679,7 +682,9 @@ func (s *Store) doTx(ctx context.Context, cmds []store.Cmd) ([]store.Reply, erro
 	}
 	out := make([]store.Reply, len(cmds))
 	out[0].Val = "OK"
-	refused := errors.Is(execErr, redis.TxFailedErr) || execAborted(execErr)
+	// (a refusal go-redis gave up following: a TRYAGAIN that outlasted
+	// its redirections, a CLUSTERDOWN, is the whole transaction's)
+	refused := errors.Is(execErr, redis.TxFailedErr) || execAborted(execErr) || ranNothing(execErr)
 	if refused {
 		// Nothing ran: a command refused while queued keeps its error.
 		for i, r := range rs {
@@ -790,15 +795,30 @@ func (s *Store) Watch(ctx context.Context, keys []string, fn func(store.Tx) erro
 		err = s.c.Watch(ctx, func(tx *redis.Tx) error {
 			called = true
 			defer ws.unwatch(ctx, tx)
-			return fn(txn{s, tx, ws})
+			return fn(txn{s, tx, ws, false})
 		}, keys...)
 	}); berr != nil {
 		return fmt.Errorf("goredis: watch: %w", berr)
 	}
 	// go-redis returns fn's error as it is once fn was called. (Never
 	// compared with ==: an error of an uncomparable type would panic.)
-	if err == nil || called {
+	if called {
 		return err
+	}
+	cc, cluster := s.c.(*redis.ClusterClient)
+	if err == nil {
+		// go-redis's ClusterClient.Watch returns nil, fn never called,
+		// when its redirections run out on a MOVED or ASK (v9.22)
+		if !cluster {
+			return fmt.Errorf("goredis: watch: the client returned without calling the transaction")
+		}
+		return s.watchMigrating(ctx, cc, keys, fn)
+	}
+	if cluster && isRedirect(err) {
+		// A slot in migration: go-redis sends the WATCH the source
+		// refused with ASK to the target without ASKING, which refuses
+		// it with MOVED, and so on until its redirections run out.
+		return s.watchMigrating(ctx, cc, keys, fn)
 	}
 	// The WATCH failed. Like any command given up on after it may have
 	// been written, its outcome is unknown (it changes no data); one that
@@ -871,6 +891,101 @@ type txn struct {
 	s  *Store
 	tx *redis.Tx
 	ws *watchState
+	// asking: tx is a migrating slot's target, which takes each command,
+	// and each transaction, after ASKING.
+	asking bool
+}
+
+// isRedirect reports a Cluster's MOVED or ASK refusal: the command did not
+// run.
+func isRedirect(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := re.Error()
+	return strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ")
+}
+
+// maxWatchHops bounds the nodes watchMigrating sends a WATCH to.
+const maxWatchHops = 4
+
+// watchMigrating is Watch on a Cluster whose slot of keys is being
+// migrated (or has just moved): it sends the WATCH to the node that owns
+// the slot by go-redis's slot map and follows the refusals itself, a MOVED
+// to the node it names, an ASK to the slot's target after ASKING, where
+// every later command and transaction of fn is sent after ASKING too.
+func (s *Store) watchMigrating(ctx context.Context, cc *redis.ClusterClient, keys []string, fn func(store.Tx) error) error {
+	node, err := cc.MasterForKey(ctx, keys[0])
+	if err != nil {
+		return s.mapErr(ctx, err, false)
+	}
+	args := make([]any, 0, 1+len(keys))
+	args = append(args, "watch")
+	for _, k := range keys {
+		args = append(args, k)
+	}
+	asking := false
+	for hop := 0; ; hop++ {
+		var err error
+		called := false
+		ws := &watchState{}
+		if berr := s.bounded(ctx, ws.abandon, func() {
+			err = node.Watch(ctx, func(tx *redis.Tx) error {
+				ws.mu.Lock()
+				ws.watched = true // (go-redis does not know of this WATCH)
+				ws.mu.Unlock()
+				defer ws.unwatch(ctx, tx)
+				watch := redis.NewStatusCmd(ctx, args...)
+				if _, err := tx.Pipelined(ctx, func(p redis.Pipeliner) error {
+					if asking {
+						_ = p.Process(ctx, redis.NewStatusCmd(ctx, "asking"))
+					}
+					return p.Process(ctx, watch)
+				}); err != nil {
+					return err
+				}
+				called = true
+				return fn(txn{s, tx, ws, asking})
+			})
+		}); berr != nil {
+			return fmt.Errorf("goredis: watch: %w", berr)
+		}
+		if err == nil || called {
+			return err
+		}
+		var re redis.Error
+		if !errors.As(err, &re) || hop+1 >= maxWatchHops {
+			return s.mapErr(ctx, err, !notSent(err))
+		}
+		msg := re.Error()
+		f := strings.Fields(msg)
+		if len(f) != 3 || f[0] != "MOVED" && f[0] != "ASK" {
+			return s.mapErr(ctx, err, true)
+		}
+		asking = f[0] == "ASK"
+		if node, err = masterAt(ctx, cc, f[2]); err != nil {
+			return s.mapErr(ctx, err, false)
+		}
+	}
+}
+
+// masterAt returns the client of cc's master at addr.
+func masterAt(ctx context.Context, cc *redis.ClusterClient, addr string) (*redis.Client, error) {
+	var mu sync.Mutex
+	var node *redis.Client
+	err := cc.ForEachMaster(ctx, func(_ context.Context, c *redis.Client) error {
+		if c.Options().Addr == addr {
+			mu.Lock()
+			node = c
+			mu.Unlock()
+		}
+		return nil
+	})
+	if err == nil && node == nil {
+		err = fmt.Errorf("no master at %s in the Cluster's slot map", addr)
+	}
+	return node, err
 }
 
 // Do runs cmds on the pinned connection outside MULTI. Watch bounds it.
@@ -885,10 +1000,100 @@ func (t txn) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
 			t.ws.mu.Unlock()
 		}
 	}
+	if t.asking {
+		return t.doAsking(ctx, cmds)
+	}
 	p := t.tx.Pipeline()
 	gcmds, guards := queue(ctx, p, cmds, t.s.ap != nil)
 	_, execErr := p.Exec(ctx)
 	return t.s.collect(ctx, gcmds, guards, execErr)
+}
+
+// doAsking is Do on a migrating slot's target: each command after ASKING.
+func (t txn) doAsking(ctx context.Context, cmds []store.Cmd) ([]store.Reply, error) {
+	all := make([]store.Cmd, 0, 2*len(cmds))
+	for _, c := range cmds {
+		all = append(all, store.Cmd{Name: "ASKING"}, c)
+	}
+	p := t.tx.Pipeline()
+	gcmds, guards := queue(ctx, p, all, t.s.ap != nil)
+	_, execErr := p.Exec(ctx)
+	rs, err := t.s.collect(ctx, gcmds, guards, execErr)
+	if err != nil {
+		return nil, err
+	}
+	for i := range cmds {
+		rs[i] = rs[2*i+1]
+	}
+	return rs[:len(cmds)], nil
+}
+
+// execAsking is Exec on a migrating slot's target: ASKING, then the
+// transaction, whose commands the server queues on ASKING's leave.
+func (t txn) execAsking(ctx context.Context, cmds []store.Cmd) ([]store.Reply, error) {
+	all := make([]store.Cmd, 0, len(cmds)+3)
+	all = append(all, store.Cmd{Name: "ASKING"}, store.Cmd{Name: "MULTI"})
+	all = append(all, cmds...)
+	all = append(all, store.Cmd{Name: "EXEC"})
+	p := t.tx.Pipeline()
+	gcmds, guards := queue(ctx, p, all, t.s.ap != nil)
+	_, execErr := p.Exec(ctx)
+	rs, err := t.s.collect(ctx, gcmds, guards, execErr)
+	if err != nil {
+		return nil, err
+	}
+	if rs[1].Err != nil {
+		return nil, fmt.Errorf("goredis: MULTI: %w: %w", store.ErrUnknownOutcome, rs[1].Err)
+	}
+	exec := rs[len(rs)-1]
+	switch {
+	case errors.Is(exec.Err, store.ErrNil):
+		return nil, fmt.Errorf("goredis: %w", store.ErrTxAborted)
+	case exec.Err != nil:
+		queued := gcmds[2 : len(gcmds)-1]
+		if re := movedAway(gcmds[len(gcmds)-1].Err(), queued); re != nil {
+			return nil, fmt.Errorf("goredis: %w: %w", store.ErrTxAborted, re)
+		}
+		return nil, exec.Err
+	}
+	vals, _ := exec.Val.([]any)
+	if len(vals) != len(cmds) {
+		return nil, fmt.Errorf("goredis: EXEC returned %d replies for %d commands", len(vals), len(cmds))
+	}
+	out := make([]store.Reply, len(cmds))
+	for i, v := range vals {
+		if e, ok := v.(error); ok {
+			out[i].Err = e
+		} else {
+			out[i].Val = v
+		}
+	}
+	return out, nil
+}
+
+// movedAway returns the refusal (MOVED, ASK, or TRYAGAIN: keys a slot's
+// migration split) for which a Cluster node did not run a transaction:
+// EXEC's own, or, when EXEC's is EXECABORT, that of every command it
+// refused to queue; nil for any other failure.
+func movedAway(execErr error, queued []*redis.Cmd) error {
+	if isRedirect(execErr) || isTryAgain(execErr) {
+		return execErr
+	}
+	if !execAborted(execErr) {
+		return nil
+	}
+	var first error
+	for _, c := range queued {
+		if err := c.Err(); err != nil && !execAborted(err) {
+			if !isRedirect(err) && !isTryAgain(err) {
+				return nil
+			}
+			if first == nil {
+				first = err
+			}
+		}
+	}
+	return first
 }
 
 // Exec runs cmds inside MULTI/EXEC on the pinned connection. Watch bounds
@@ -900,6 +1105,9 @@ func (t txn) Exec(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error)
 	if !t.ws.sending() {
 		return nil, fmt.Errorf("goredis: %w", errAbandoned) // nothing sent
 	}
+	if t.asking {
+		return t.execAsking(ctx, cmds)
+	}
 	var gcmds []*redis.Cmd
 	var guards []*guard
 	_, err := t.tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
@@ -908,6 +1116,12 @@ func (t txn) Exec(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error)
 	})
 	if errors.Is(err, redis.TxFailedErr) {
 		return nil, fmt.Errorf("%w: %w", store.ErrTxAborted, err)
+	}
+	if re := movedAway(err, gcmds); re != nil {
+		// the keys' slot moved, or is being migrated, since the WATCH:
+		// nothing ran, and the keys are to be watched again where they
+		// are now
+		return nil, fmt.Errorf("goredis: %w: %w", store.ErrTxAborted, re)
 	}
 	if multiRefused(err) {
 		return nil, fmt.Errorf("goredis: MULTI: %w: %w", store.ErrUnknownOutcome, err)

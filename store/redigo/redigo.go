@@ -343,12 +343,46 @@ func (s *Store) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error
 		if err != nil {
 			return nil, fail(ctx, err, true)
 		}
-		next, again := s.redirect(attempt, h, raw...)
+		refusals := raw
+		if store.IsTx(cmds) {
+			refusals = txRefusals(raw)
+		}
+		next, again := s.redirect(attempt, h, refusals...)
 		if !again {
 			return replies(raw), nil
 		}
 		h = next
 	}
+}
+
+// txRefusals returns the error replies that say why a transaction's
+// commands did not run, from its raw replies (MULTI's, each command's,
+// EXEC's): none when MULTI was refused or EXEC ran them; EXEC's refusal
+// (a slot that moved after the commands were queued); or the refusals of
+// the commands the server would not queue (MOVED or ASK for a key not on
+// it), after which it discarded the transaction (EXECABORT).
+func txRefusals(raw []any) []any {
+	n := len(raw)
+	if n < 2 {
+		return nil
+	}
+	if _, ok := raw[0].(redis.Error); ok {
+		return nil
+	}
+	exec, ok := raw[n-1].(redis.Error)
+	if !ok {
+		return nil
+	}
+	if !strings.HasPrefix(string(exec), "EXECABORT") {
+		return raw[n-1:]
+	}
+	var out []any
+	for _, v := range raw[1 : n-1] {
+		if _, ok := v.(redis.Error); ok {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // hop says where a call's next send goes after a redirection: to the
@@ -451,10 +485,13 @@ func do1(ctx context.Context, c redis.Conn, name string, args []any) (any, error
 
 // pipe sends cmds on c in one round trip and returns their raw replies, a
 // redis.Error reply in its command's place. asking precedes every command
-// with ASKING (after an ASK redirection). Any error may follow a write.
+// with ASKING (after an ASK redirection), or a transaction (MULTI ...
+// EXEC) as a whole: the server keeps ASKING's leave for the commands a
+// MULTI queues, until EXEC. Any error may follow a write.
 func pipe(ctx context.Context, c redis.Conn, cmds []store.Cmd, asking bool) ([]any, error) {
-	for _, cmd := range cmds {
-		if asking {
+	tx := asking && store.IsTx(cmds)
+	for i, cmd := range cmds {
+		if asking && (!tx || i == 0) {
 			if err := c.Send("ASKING"); err != nil {
 				return nil, err
 			}
@@ -464,14 +501,20 @@ func pipe(ctx context.Context, c redis.Conn, cmds []store.Cmd, asking bool) ([]a
 		}
 	}
 	n := len(cmds)
-	if asking {
+	switch {
+	case tx:
+		n++
+	case asking:
 		n *= 2
 	}
 	raw, err := receive(ctx, c, n)
 	if err != nil {
 		return nil, err
 	}
-	if asking {
+	switch {
+	case tx:
+		raw = raw[1:]
+	case asking:
 		for i := range cmds {
 			raw[i] = raw[2*i+1]
 		}

@@ -20,17 +20,21 @@ func (s *Store) Watch(ctx context.Context, keys []string, fn func(store.Tx) erro
 	if err := ctx.Err(); err != nil {
 		return fail(ctx, err, false)
 	}
-	c, err := s.watch(ctx, keys)
+	c, asking, err := s.watch(ctx, keys)
 	if err != nil {
 		return err
 	}
-	t := &txn{c: c, watching: len(keys) > 0}
+	t := &txn{c: c, watching: len(keys) > 0, asking: asking}
 	defer t.release(ctx)
 	return fn(t)
 }
 
-// watch returns a connection with keys watched on it.
-func (s *Store) watch(ctx context.Context, keys []string) (redis.Conn, error) {
+// watch returns a connection with keys watched on it. On a Cluster whose
+// slot of keys is being migrated, a WATCH the source refused with ASK (a
+// key it no longer holds) is sent to the target after ASKING, on a
+// connection dialled to it: asking reports that, and that every later
+// command on the connection needs ASKING too.
+func (s *Store) watch(ctx context.Context, keys []string) (c redis.Conn, asking bool, err error) {
 	key := ""
 	if len(keys) > 0 {
 		key = keys[0]
@@ -39,39 +43,61 @@ func (s *Store) watch(ctx context.Context, keys []string) (redis.Conn, error) {
 	for i, k := range keys {
 		args[i] = k
 	}
-	for attempt := 0; ; attempt++ {
-		c, err := s.conn(ctx, key, hop{})
+	var h hop
+	for redirects, tries := 0, 0; ; {
+		c, err := s.conn(ctx, key, h)
 		if err != nil || len(keys) == 0 {
 			if err != nil {
-				return nil, fail(ctx, err, false)
+				return nil, false, fail(ctx, err, false)
 			}
-			return c, nil
+			return c, false, nil
 		}
-		_, err = do1(ctx, c, "WATCH", args)
+		var v any
+		if v, err = pipe(ctx, c, []store.Cmd{{Name: "WATCH", Args: args}}, h.asking); err == nil {
+			v = v.([]any)[0]
+			if re, ok := v.(redis.Error); ok {
+				err = re
+			}
+		}
 		if err == nil {
-			return c, nil
+			return c, h.asking, nil
 		}
 		_ = c.Close()
 		re, ok := err.(redis.Error)
 		if !ok {
 			// Written, reply lost: as for any command (WATCH changes no
 			// data, but the contract is mechanical, and safe).
-			return nil, fail(ctx, err, true)
+			return nil, false, fail(ctx, err, true)
 		}
 		switch kind, _ := refusal(re); kind {
-		case "MOVED":
-			if _, again := s.redirect(attempt, hop{}, re); again {
+		case "MOVED", "ASK":
+			// (refused: nothing is watched)
+			if next, again := s.redirect(redirects, h, re); again {
+				h = next
+				redirects++
 				continue
 			}
 		case "TRYAGAIN":
 			// the watched keys are split by a slot's migration: WATCH
 			// ran nothing
-			if store.TryAgainPause(ctx, attempt+1) {
+			if tries++; store.TryAgainPause(ctx, tries) {
+				h = hop{}
 				continue
 			}
 		}
-		return nil, replyErr(re)
+		return nil, false, replyErr(re)
 	}
+}
+
+// movedAway reports refusals that are all MOVED, ASK or TRYAGAIN (keys a
+// slot's migration split), at least one: a slot moved or moving.
+func movedAway(refusals []any) bool {
+	for _, v := range refusals {
+		if kind, _ := refusal(v); kind == "" {
+			return false
+		}
+	}
+	return len(refusals) > 0
 }
 
 // txn is a connection pinned by Watch.
@@ -79,6 +105,9 @@ type txn struct {
 	c redis.Conn
 	// watching: keys are watched on c (no EXEC has run since WATCH).
 	watching bool
+	// asking: c is a migrating slot's target, which takes its commands
+	// after ASKING (see Store.watch).
+	asking bool
 }
 
 // release un-watches the connection and gives it back to the pool. A
@@ -118,7 +147,7 @@ func (t *txn) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) 
 			t.watching = true // fn watches more keys: un-watch them on release
 		}
 	}
-	raw, err := pipe(ctx, t.c, cmds, false)
+	raw, err := pipe(ctx, t.c, cmds, t.asking)
 	if err != nil {
 		return nil, fail(ctx, err, true)
 	}
@@ -137,7 +166,7 @@ func (t *txn) Exec(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error
 	all = append(all, store.Cmd{Name: "MULTI"})
 	all = append(all, cmds...)
 	all = append(all, store.Cmd{Name: "EXEC"})
-	raw, err := pipe(ctx, t.c, all, false)
+	raw, err := pipe(ctx, t.c, all, t.asking)
 	if err != nil {
 		return nil, fail(ctx, err, true)
 	}
@@ -159,6 +188,12 @@ func (t *txn) Exec(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error
 			out[i] = toReply(v)
 		}
 	case redis.Error:
+		if rs := txRefusals(raw); movedAway(rs) {
+			// the keys' slot moved, or is being migrated, since the
+			// WATCH: nothing ran, and the keys are to be watched again
+			// where they are now
+			return nil, fmt.Errorf("redigo: %w: %v", store.ErrTxAborted, rs[0])
+		}
 		for i := range cmds {
 			if qe, ok := raw[1+i].(redis.Error); ok {
 				out[i].Err = replyErr(qe)

@@ -348,20 +348,28 @@ func (s *Store) Watch(ctx context.Context, keys []string, fn func(store.Tx) erro
 // keys' slot (see the notes above).
 func (s *Store) watch(ctx context.Context, keys []string) (*tx, func(), error) {
 	if s.nodes == nil {
-		t, release, _, err := s.watchOn(ctx, keys, &s.idle, false)
+		t, release, _, err := s.watchOn(ctx, keys, &s.idle, false, false)
 		return t, release, err
 	}
 	kc := s.c.B().Arbitrary("EXISTS").Keys(keys[0]).Build() // (only its slot is used)
 	slot := kc.Slot()
 	var (
 		tried []string // nodes tried for a slot not learned yet
-		moved string   // the node the last MOVED named
+		moved string   // the node the last MOVED (or ASK) named
+		ask   bool     // the last refusal was an ASK
 		err   error
 	)
 	for redirects, tries := 0, 0; redirects < maxRedirects; redirects++ {
 		var p *idleConns
 		guess := false
 		switch {
+		case ask:
+			// a slot in migration whose source no longer holds the
+			// keys: its target takes them after ASKING (a node of the
+			// slot map, which rueidis knows)
+			if p = s.nodes.pool(moved); p == nil {
+				return nil, nil, err
+			}
 		case moved != "":
 			if p = s.nodes.pool(moved); p == nil {
 				// A node rueidis does not know yet (it joined after rueidis
@@ -379,21 +387,32 @@ func (s *Store) watch(ctx context.Context, keys []string) (*tx, func(), error) {
 		}
 		var t *tx
 		var release func()
-		t, release, moved, err = s.watchOn(ctx, keys, p, true)
+		asking := ask
+		var to string
+		t, release, to, err = s.watchOn(ctx, keys, p, true, asking)
+		moved, ask = to, false
 		switch {
 		case err == nil:
-			if p != nil {
+			if p != nil && !asking {
 				s.nodes.learn(slot, p)
 			}
 			return t, release, nil
-		case moved != "":
-			s.nodes.forgetOwner(slot)
+		case to != "":
+			// (an ASK is followed but not learned: the slot is the
+			// source's until its migration ends)
+			var re *rd.RedisError
+			if errors.As(err, &re) {
+				_, ask = re.IsAsk()
+			}
+			if !ask {
+				s.nodes.forgetOwner(slot)
+			}
 			continue
 		case errors.Is(err, store.ErrTryAgain):
 			// the watched keys are split by a slot's migration: the
 			// WATCH ran nothing; sent again to the node, which owns the
 			// slot till the migration ends, after a pause
-			if p != nil {
+			if p != nil && !asking {
 				s.nodes.learn(slot, p)
 			}
 			if tries++; store.TryAgainPause(ctx, tries) {
@@ -425,10 +444,12 @@ const maxRedirects = 5
 // Cluster client, closed when done) and WATCHes keys on it. A pooled
 // connection the server has closed (a restart, a failover, an idle
 // timeout) fails its first round trip; WATCH changes nothing, so it is
-// tried once more on a new one. A WATCH refused with MOVED returns the
-// node it names, and an error. On error the connection is kept again or
+// tried once more on a new one. A WATCH refused with MOVED or ASK returns
+// the node it names, and an error. asking sends ASKING before the WATCH and
+// before every later command and transaction on the connection (the
+// target of a slot in migration). On error the connection is kept again or
 // is being closed.
-func (s *Store) watchOn(ctx context.Context, keys []string, p *idleConns, cluster bool) (*tx, func(), string, error) {
+func (s *Store) watchOn(ctx context.Context, keys []string, p *idleConns, cluster, asking bool) (*tx, func(), string, error) {
 	var err error
 	for attempt := 0; attempt < 2; attempt++ {
 		// (a connection that failed may have been a kept one the server
@@ -440,7 +461,7 @@ func (s *Store) watchOn(ctx context.Context, keys []string, p *idleConns, cluste
 		} else {
 			dc, release = s.c.Dedicate()
 		}
-		t := &tx{dc: dc, s: s, kept: p, cluster: cluster}
+		t := &tx{dc: dc, s: s, kept: p, cluster: cluster, asking: asking}
 		if err := ctx.Err(); err != nil {
 			// the caller is gone while the connection was made: nothing sent
 			t.finish(ctx, release)
@@ -453,7 +474,12 @@ func (s *Store) watchOn(ctx context.Context, keys []string, p *idleConns, cluste
 		wc := w.Build()
 		t.slot = wc.Slot()
 		t.watched = true // from here on, as far as we know
-		r := dc.Do(ctx, wc)
+		var r rd.RedisResult
+		if asking {
+			r = dc.DoMulti(ctx, dc.B().Asking().Build(), wc)[1]
+		} else {
+			r = dc.Do(ctx, wc)
+		}
 		if err = r.NonRedisError(); err == nil {
 			if err = r.Error(); err == nil {
 				return t, release, "", nil
@@ -461,11 +487,15 @@ func (s *Store) watchOn(ctx context.Context, keys []string, p *idleConns, cluste
 			err = fmt.Errorf("rueidis: WATCH: %w", err) // the server's refusal
 			if re, ok := rd.IsRedisErr(r.Error()); ok && cluster {
 				addr, moved := re.IsMoved()
-				if _, ask := re.IsAsk(); moved || ask || re.IsTryAgain() {
+				askAddr, ask := re.IsAsk()
+				if ask {
+					addr = askAddr
+				}
+				if moved || ask || re.IsTryAgain() {
 					// refused before it ran: nothing is watched, and the
-					// connection is as good as before (an ASK, a key a
-					// slot's migration has moved, is the Watch's error;
-					// TRYAGAIN, keys it has split, store.ErrTryAgain)
+					// connection is as good as before (MOVED and ASK
+					// name the node to send it to; TRYAGAIN, keys a
+					// slot's migration has split, is store.ErrTryAgain)
 					t.watched = false
 					t.finish(ctx, release)
 					if re.IsTryAgain() {
@@ -517,6 +547,9 @@ type tx struct {
 	// another slot than the watched keys' are refused.
 	cluster bool
 	slot    uint16
+	// asking: the connection is a migrating slot's target, which takes
+	// each command, or each transaction, after ASKING.
+	asking bool
 	// kept is where a healthy connection is kept for the next Watch when
 	// done; nil: it is closed (a Cluster client's own dedicated connection).
 	kept *idleConns
@@ -628,6 +661,12 @@ func (t *tx) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
 			break
 		}
 	}
+	if t.asking { // (each command's reply follows its ASKING's)
+		for i := range cmds {
+			rs[i] = rs[2*i+1]
+		}
+		rs = rs[:len(cmds)]
+	}
 	return collect(rs)
 }
 
@@ -646,6 +685,9 @@ func (t *tx) Exec(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error)
 			return nil, roundTripErr(err)
 		}
 	}
+	if t.asking {
+		rs = rs[1:] // ASKING's
+	}
 	if err := rs[0].Error(); err != nil {
 		// MULTI refused (an ACL without it): the commands ran one by one,
 		// outside any transaction, and EXEC ("without MULTI") did not
@@ -660,6 +702,12 @@ func (t *tx) Exec(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error)
 	case rd.IsRedisNil(err):
 		return nil, fmt.Errorf("rueidis: %w", store.ErrTxAborted)
 	case err != nil:
+		if re := movedAway(err, rs[1:len(rs)-1]); re != nil {
+			// the keys' slot moved, or is being migrated, since the
+			// WATCH: nothing ran, and the keys are to be watched again
+			// where they are now
+			return nil, fmt.Errorf("rueidis: %w: %w", store.ErrTxAborted, re)
+		}
 		// EXECABORT: a command was refused while queued; name it.
 		for i, r := range rs[1 : len(rs)-1] {
 			if qerr := r.Error(); qerr != nil {
@@ -683,6 +731,40 @@ func (t *tx) Exec(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error)
 	return out, nil
 }
 
+// movedAway returns the refusal (MOVED, ASK, or TRYAGAIN: keys a slot's
+// migration split) for which a Cluster node did not run a transaction: EXEC's own, or, when EXEC's is EXECABORT,
+// that of every command it refused to queue; nil for any other failure.
+func movedAway(execErr error, queued []rd.RedisResult) *rd.RedisError {
+	redirect := func(err error) *rd.RedisError {
+		re, ok := rd.IsRedisErr(err)
+		if !ok {
+			return nil
+		}
+		_, moved := re.IsMoved()
+		_, ask := re.IsAsk()
+		if !moved && !ask && !re.IsTryAgain() {
+			return nil
+		}
+		return re
+	}
+	if re := redirect(execErr); re != nil {
+		return re
+	}
+	var first *rd.RedisError
+	for _, r := range queued {
+		if err := r.Error(); err != nil {
+			re := redirect(err)
+			if re == nil {
+				return nil
+			}
+			if first == nil {
+				first = re
+			}
+		}
+	}
+	return first
+}
+
 // build checks and builds cmds for the pinned connection, wrapped in
 // MULTI/EXEC when multi is set.
 func (t *tx) build(ctx context.Context, cmds []store.Cmd, multi bool) ([]rd.Completed, error) {
@@ -696,8 +778,15 @@ func (t *tx) build(ctx context.Context, cmds []store.Cmd, multi bool) ([]rd.Comp
 	if multi {
 		n += 2
 	}
+	if t.asking {
+		n += len(cmds)
+	}
 	built := make([]rd.Completed, 0, n)
 	if multi {
+		if t.asking {
+			// (the server keeps ASKING's leave for what MULTI queues)
+			built = append(built, t.dc.B().Asking().Build())
+		}
 		built = append(built, t.dc.B().Multi().Build())
 	}
 	for _, c := range cmds {
@@ -711,6 +800,9 @@ func (t *tx) build(ctx context.Context, cmds []store.Cmd, multi bool) ([]rd.Comp
 		b, hasKey := build(t.s.c.B(), c) // (a Cluster's computes the slot)
 		if t.cluster && hasKey && b.Slot() != t.slot {
 			return nil, fmt.Errorf("rueidis: %s: its key is not in the watched keys' Cluster slot", c.Name)
+		}
+		if t.asking && !multi {
+			built = append(built, t.dc.B().Asking().Build())
 		}
 		built = append(built, b)
 	}
