@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -68,6 +69,63 @@ func MigratingSlot(t testing.TB, cluster ClusterDialer, node Dialer) {
 		if t.Failed() {
 			return
 		}
+	}
+	if w, ok := st.(store.Watcher); ok {
+		movedUnderWatch(ctx, t, addrs, nodes, st, w)
+	}
+}
+
+// movedUnderWatch proves that a transaction whose key a slot's migration
+// moved after its WATCH is store.ErrTxAborted, and ran nothing: the source
+// refuses to queue a command on a key it no longer holds (ASK) and
+// discards the transaction; the strategy is to watch the key again where
+// it is now.
+func movedUnderWatch(ctx context.Context, t testing.TB, addrs []string, nodes []store.Store, st store.Store, w store.Watcher) {
+	t.Helper()
+	one := func(n store.Store, args ...any) store.Reply {
+		r := nodeDo(ctx, t, n, args...)
+		if r.Err != nil {
+			t.Fatalf("%v: %v", args, r.Err)
+		}
+		return r
+	}
+	const key = "cw:{moved-under-watch}"
+	if r := nodeDo(ctx, t, st, "SET", key, 1, "PX", 60000); r.Err != nil {
+		t.Fatalf("SET %s: %v", key, r.Err)
+	}
+	slot, err := store.Int64(one(nodes[0], "CLUSTER", "KEYSLOT", key).Val)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]string, len(nodes))
+	from := -1
+	for i, n := range nodes {
+		ids[i], _ = store.String(one(n, "CLUSTER", "MYID").Val)
+		if r := nodeDo(ctx, t, n, "EXISTS", key); r.Err == nil && r.Val == int64(1) {
+			from = i
+		}
+	}
+	if from < 0 {
+		t.Fatalf("%s is on no node", key)
+	}
+	to := (from + 1) % len(nodes)
+	var execErr error
+	err = w.Watch(ctx, []string{key}, func(tx store.Tx) error {
+		host, port, _ := strings.Cut(addrs[to], ":")
+		one(nodes[to], "CLUSTER", "SETSLOT", slot, "IMPORTING", ids[from])
+		one(nodes[from], "CLUSTER", "SETSLOT", slot, "MIGRATING", ids[to])
+		one(nodes[from], "MIGRATE", host, port, key, 0, 5000)
+		_, execErr = tx.Exec(ctx, store.Cmd{Name: "INCRBY", Args: []any{key, 1}})
+		return execErr
+	})
+	for _, n := range nodes {
+		one(n, "CLUSTER", "SETSLOT", slot, "NODE", ids[to])
+	}
+	if !errors.Is(err, store.ErrTxAborted) {
+		t.Errorf("a Watch whose key %s moved to another node after the WATCH = %v (its Exec: %v); want store.ErrTxAborted: the source refused to queue the INCRBY and ran nothing", key, err, execErr)
+	}
+	if v := one(nodes[to], "GET", key).Val; v != "1" {
+		t.Errorf("GET %s on its new node = %v after the aborted transaction; want 1 (nothing ran)", key, v)
 	}
 }
 

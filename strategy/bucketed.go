@@ -89,7 +89,11 @@ import (
 //   - keys per decision: one per limit (and window), in one Cluster slot;
 //     the transactions go through Store.Do as MULTI ... EXEC, which the
 //     adapter must run as one transaction on the keys' node (the go-redis
-//     adapter uses TxPipeline, which a ClusterClient routes by slot);
+//     adapter uses TxPipeline, which a ClusterClient routes by slot), and
+//     redirect whole while the slot moves (MOVED; ASK, with ASKING before
+//     MULTI). A transaction a node refuses with TRYAGAIN (its keys split
+//     by the slot's migration: nothing ran) is sent again after
+//     store.TryAgainPause;
 //   - quota leases (limiter.WithQuotaLease) are given back
 //     (limiter.QuotaReturner) to the window whose index their key names,
 //     while it has more than 2 ms left, with WATCH and MULTI/EXEC: a

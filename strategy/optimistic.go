@@ -70,7 +70,12 @@ const (
 //     peek or a cost above the limit (reads only, no WATCH);
 //   - boundary bursts: up to 2×Rate in any interval one Period long;
 //   - keys per decision: one per limit, in one Cluster slot (the WATCH
-//     pins the slot's node);
+//     pins the slot's node). While the slot is migrated, a WATCH or a
+//     transaction a node refuses with TRYAGAIN (the keys split between
+//     the nodes: nothing ran) is sent again after store.TryAgainPause,
+//     without counting as an attempt; the adapters follow MOVED and ASK,
+//     and a transaction refused because the slot moved after the WATCH
+//     is an aborted one (store.ErrTxAborted), retried as above;
 //   - Redis 6.0.9 or later for the expiry rule above; a store implementing
 //     store.Watcher (limiter.New checks it).
 type Optimistic struct {

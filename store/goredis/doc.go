@@ -46,7 +46,15 @@
 // outcome. A command refused with TRYAGAIN (its keys split by a slot's
 // migration) is not sent again by go-redis: its error is
 // store.ErrTryAgain, on which store.Script and limiter.AllowMany send it
-// again after a pause. A command that go-redis would send again after its
+// again after a pause. A ClusterClient's transaction (MULTI ... EXEC in one
+// Do) goes through its TxPipeline, which follows MOVED and ASK (ASKING
+// before MULTI) and sends it again only when the node refused it whole,
+// never after a lost reply; a TRYAGAIN it gives up on is
+// store.ErrTryAgain. Watch on a ClusterClient follows a MOVED or ASK
+// itself when go-redis's Watch runs out of redirections (it sends a
+// WATCH the source refused with ASK to the target without ASKING): to the
+// slot's target, ASKING before the WATCH, each later command and the
+// transaction. A command that go-redis would send again after its
 // reply was lost fails instead, with ErrUnknownOutcome. Likewise a
 // ReadTimeout or WriteTimeout of -2 (no socket deadlines) keeps go-redis
 // from seeing a context's deadline even with ContextTimeoutEnabled: the

@@ -128,7 +128,11 @@
 // cluster.DialOptions (not through CreatePool: put a password or TLS
 // settings in DialOptions, or calls on a slot being migrated fail until the
 // migration ends). At most three re-sends per call, and only when every
-// reply was such a refusal. A call refused with TRYAGAIN (its keys split by
+// reply was such a refusal; a transaction (MULTI ... EXEC in one Do) is
+// redirected whole when the node refused the commands it would not queue
+// (EXECABORT), with one ASKING before its MULTI after an ASK (the server
+// keeps ASKING's leave for what MULTI queues). A call refused with
+// TRYAGAIN (its keys split by
 // the migration) fails with store.ErrTryAgain, on which store.Script and
 // limiter.AllowMany send it again after a pause, with three redirections of
 // its own to follow. Without CreatePool redisc dials a connection per call.
@@ -140,7 +144,12 @@
 // every way out of Watch, panics included, the connection is un-watched
 // (UNWATCH, unless an EXEC already did it) before it returns to the pool, or
 // discarded when it failed or the UNWATCH cannot be sent in time. A nil EXEC
-// reply is store.ErrTxAborted.
+// reply is store.ErrTxAborted. A WATCH the source of a slot in migration
+// refuses with ASK is sent to the target after ASKING, on a connection
+// dialled to it, where every later command and transaction goes after
+// ASKING too; a transaction refused because the keys' slot moved since
+// the WATCH (MOVED, ASK or TRYAGAIN for its commands) ran nothing and is
+// store.ErrTxAborted, so that the strategy watches the keys again.
 //
 // # Replies
 //

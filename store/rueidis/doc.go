@@ -96,7 +96,11 @@
 // follows the MOVED. A WATCH of keys a slot's migration has split between
 // two nodes (TRYAGAIN, which ran nothing) is sent again after a pause (as
 // store.Script does) until the rest has moved; one answered with ASK (the
-// key has moved, the slot not yet) fails with that error. A MOVED
+// key has moved, the slot not yet) goes to the slot's target after
+// ASKING, as does every later read and transaction of that Watch (the
+// target is not learned as the slot's owner). A transaction refused
+// because the keys' slot moved since the WATCH ran nothing and is
+// store.ErrTxAborted. A MOVED
 // to a node that joined after the client read the slots makes rueidis
 // learn the node (a read of the key through the client follows it).
 package rueidis
