@@ -82,13 +82,7 @@ func MigratingSlot(t testing.TB, cluster ClusterDialer, node Dialer) {
 // it is now.
 func movedUnderWatch(ctx context.Context, t testing.TB, addrs []string, nodes []store.Store, st store.Store, w store.Watcher) {
 	t.Helper()
-	one := func(n store.Store, args ...any) store.Reply {
-		r := nodeDo(ctx, t, n, args...)
-		if r.Err != nil {
-			t.Fatalf("%v: %v", args, r.Err)
-		}
-		return r
-	}
+	one := func(n store.Store, args ...any) store.Reply { return mustDo(ctx, t, n, args...) }
 	const key = "cw:{moved-under-watch}"
 	if r := nodeDo(ctx, t, st, "SET", key, 1, "PX", 60000); r.Err != nil {
 		t.Fatalf("SET %s: %v", key, r.Err)
@@ -134,13 +128,7 @@ func movedUnderWatch(ctx context.Context, t testing.TB, addrs []string, nodes []
 // slot in migration.
 func migrating(ctx context.Context, t testing.TB, addrs []string, nodes []store.Store, st store.Store, name, prefix string, strat limiter.Strategy) {
 	t.Helper()
-	one := func(n store.Store, args ...any) store.Reply {
-		r := nodeDo(ctx, t, n, args...)
-		if r.Err != nil {
-			t.Fatalf("%v: %v", args, r.Err)
-		}
-		return r
-	}
+	one := func(n store.Store, args ...any) store.Reply { return mustDo(ctx, t, n, args...) }
 	ids := make([]string, len(nodes))
 	for i, n := range nodes {
 		ids[i], _ = store.String(one(n, "CLUSTER", "MYID").Val)
@@ -350,4 +338,15 @@ func migrating(ctx context.Context, t testing.TB, addrs []string, nodes []store.
 	for _, n := range nodes {
 		one(n, "CLUSTER", "SETSLOT", slot, "NODE", ids[to])
 	}
+}
+
+// mustDo sends one command to n and returns its reply; a failed round trip
+// or an error reply fails t.
+func mustDo(ctx context.Context, t testing.TB, n store.Store, args ...any) store.Reply {
+	t.Helper()
+	r := nodeDo(ctx, t, n, args...)
+	if r.Err != nil {
+		t.Fatalf("%v: %v", args, r.Err)
+	}
+	return r
 }

@@ -1009,16 +1009,23 @@ func (t txn) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
 	return t.s.collect(ctx, gcmds, guards, execErr)
 }
 
+// pipe sends cmds in one pipeline on the pinned connection and returns
+// their commands and replies.
+func (t txn) pipe(ctx context.Context, cmds []store.Cmd) ([]*redis.Cmd, []store.Reply, error) {
+	p := t.tx.Pipeline()
+	gcmds, guards := queue(ctx, p, cmds, t.s.ap != nil)
+	_, execErr := p.Exec(ctx)
+	rs, err := t.s.collect(ctx, gcmds, guards, execErr)
+	return gcmds, rs, err
+}
+
 // doAsking is Do on a migrating slot's target: each command after ASKING.
 func (t txn) doAsking(ctx context.Context, cmds []store.Cmd) ([]store.Reply, error) {
 	all := make([]store.Cmd, 0, 2*len(cmds))
 	for _, c := range cmds {
 		all = append(all, store.Cmd{Name: "ASKING"}, c)
 	}
-	p := t.tx.Pipeline()
-	gcmds, guards := queue(ctx, p, all, t.s.ap != nil)
-	_, execErr := p.Exec(ctx)
-	rs, err := t.s.collect(ctx, gcmds, guards, execErr)
+	_, rs, err := t.pipe(ctx, all)
 	if err != nil {
 		return nil, err
 	}
@@ -1035,10 +1042,7 @@ func (t txn) execAsking(ctx context.Context, cmds []store.Cmd) ([]store.Reply, e
 	all = append(all, store.Cmd{Name: "ASKING"}, store.Cmd{Name: "MULTI"})
 	all = append(all, cmds...)
 	all = append(all, store.Cmd{Name: "EXEC"})
-	p := t.tx.Pipeline()
-	gcmds, guards := queue(ctx, p, all, t.s.ap != nil)
-	_, execErr := p.Exec(ctx)
-	rs, err := t.s.collect(ctx, gcmds, guards, execErr)
+	gcmds, rs, err := t.pipe(ctx, all)
 	if err != nil {
 		return nil, err
 	}
