@@ -23,8 +23,9 @@
 //
 // (and UnservedSlot(t, dialCluster, dial) on a Cluster it starts with one
 // slot left without a node: the other commands of a Batch still run; and
-// MigratingSlot on a Cluster whose slots it moves: decisions stay exact
-// through ASK, MOVED and TRYAGAIN), and
+// MigratingSlot on a Cluster whose slots it moves: decisions by a script,
+// by MULTI/EXEC and by WATCH stay exact through ASK, MOVED and TRYAGAIN),
+// and
 // a strategy with RunStrategyTests and a Spec that declares its
 // guarantees; the suite holds it to exactly those. The Spec's shape drives
 // the checks: a fixed window (Window, Aligned), a strategy whose quota
