@@ -303,6 +303,12 @@ func migrating(ctx context.Context, t testing.TB, addrs []string, nodes []store.
 	// One by one: 2 counted before, 3 of 5 during the split.
 	decide("before the split", prefix+"-split", 2, 2, l, day)
 	phase, moved := split(prefix + "-split")
+	// A Peek reads both keys: one on each node (a script or a transaction
+	// waits for the move; a pipeline of reads follows the ASK of the
+	// moved key's).
+	if r, err := lim.Peek(ctx, prefix+"-split", l, day); err != nil || r.Degraded || !r.Allowed || r.Remaining != 3 {
+		t.Errorf("%s: Peek while %s = %+v, %v; want 3 of 5 left, read by Redis", name, phase, r, err)
+	}
 	decide(phase, prefix+"-split", 5, 3, l, day)
 	wait(moved)
 

@@ -326,14 +326,24 @@ func (s *Store) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error
 	if err := ctx.Err(); err != nil {
 		return nil, fail(ctx, err, false)
 	}
+	return s.doFrom(ctx, cmds, 0, hop{})
+}
+
+// doFrom is Do from its attempt-th sending. On a Cluster, a pipeline (not a
+// transaction) some of whose commands a node refused with MOVED or ASK
+// (keys a slot's migration has moved, beside keys it has not) while it ran
+// the others has the refused ones sent on, as a pipeline of their own
+// whose failure is theirs: go-redis and rueidis follow each command's
+// redirection the same way.
+func (s *Store) doFrom(ctx context.Context, cmds []store.Cmd, attempt int, h hop) ([]store.Reply, error) {
 	key := ""
 	for _, c := range cmds {
 		if key = c.Key(); key != "" {
 			break
 		}
 	}
-	var h hop
-	for attempt := 0; ; attempt++ {
+	tx := store.IsTx(cmds)
+	for ; ; attempt++ {
 		c, err := s.conn(ctx, key, h)
 		if err != nil {
 			return nil, fail(ctx, err, false)
@@ -344,14 +354,43 @@ func (s *Store) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error
 			return nil, fail(ctx, err, true)
 		}
 		refusals := raw
-		if store.IsTx(cmds) {
+		if tx {
 			refusals = txRefusals(raw)
 		}
 		next, again := s.redirect(attempt, h, refusals...)
-		if !again {
-			return replies(raw), nil
+		if again {
+			h = next
+			continue
 		}
-		h = next
+		rs := replies(raw)
+		if tx || s.cluster == nil || attempt >= maxRedirects {
+			return rs, nil
+		}
+		var refused []int
+		var moved []any
+		for i, v := range raw {
+			if kind, _ := refusal(v); kind == "MOVED" || kind == "ASK" {
+				refused = append(refused, i)
+				moved = append(moved, v)
+			}
+		}
+		next, again = s.redirect(attempt, h, moved...)
+		if !again {
+			return rs, nil
+		}
+		rest := make([]store.Cmd, len(refused))
+		for j, i := range refused {
+			rest[j] = cmds[i]
+		}
+		more, err := s.doFrom(ctx, rest, attempt+1, next)
+		for j, i := range refused {
+			if err != nil {
+				rs[i] = store.Reply{Err: err}
+			} else {
+				rs[i] = more[j]
+			}
+		}
+		return rs, nil
 	}
 }
 
