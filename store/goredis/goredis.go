@@ -925,6 +925,9 @@ func (s *Store) watchMigrating(ctx context.Context, cc *redis.ClusterClient, key
 	for _, k := range keys {
 		args = append(args, k)
 	}
+	// (as many sends as go-redis's own Watch makes: MaxRedirects, -1 in
+	// the options given, is 0 by now)
+	hops := min(max(cc.Options().MaxRedirects+1, 1), maxWatchHops)
 	asking := false
 	for hop := 0; ; hop++ {
 		var err error
@@ -955,7 +958,7 @@ func (s *Store) watchMigrating(ctx context.Context, cc *redis.ClusterClient, key
 			return err
 		}
 		var re redis.Error
-		if !errors.As(err, &re) || hop+1 >= maxWatchHops {
+		if !errors.As(err, &re) || hop+1 >= hops {
 			return s.mapErr(ctx, err, !notSent(err))
 		}
 		msg := re.Error()
