@@ -24,8 +24,9 @@ import (
 // a Limiter at 5 per hour under FailOpen, whose store from cluster read the
 // slot map before the move, decides by Redis (never Degraded, never an
 // error) and admits exactly 5 of 8 calls while the slot is being migrated
-// (the source answers ASK for a key it does not hold), 2 of 4 calls once the
-// slot and a subject's 3 counted calls have moved to another node (MOVED),
+// (the source answers ASK for a key it does not hold), 2 of 4 calls once
+// the slot and a subject's 3 counted calls have moved to another node
+// (MOVED),
 // and denies that subject, and admits fresh ones, in an AllowMany sent while
 // the first slot still migrates; calls on a subject with two limits whose
 // keys the migration of its slot has split between the nodes (the source
@@ -34,8 +35,12 @@ import (
 // per hour; for a subject with 1 left, an AllowMany whose first ask
 // (TRYAGAIN) is admitted and whose second, on the subject's moved key alone
 // (ASK), is denied: the asks of one subject in their order, never the second
-// first; and a Reset of a subject whose keys are split deletes them once
-// the move is done (the subject has its 5 back).
+// first; a Reset of a subject whose keys are split deletes them once the
+// move is done (the subject has its 5 back); a transaction whose key moved
+// after its WATCH is store.ErrTxAborted and ran nothing; and, as in a
+// scale-out, a slot migrating to a node that joined the Cluster after the
+// store read its slot map and serves no slot yet (ASK to a node the client
+// has not met) is followed: 3 of 4 calls admitted with 2 counted before.
 //
 // A store that does not follow a redirection it may not re-send, and
 // reports it as an error or an unknown outcome, admits calls uncounted under
@@ -57,18 +62,166 @@ func MigratingSlot(t testing.TB, cluster ClusterDialer, node Dialer) {
 		t.Fatalf("dial cluster: %v", err)
 	}
 	defer closeSt()
-	for _, s := range []struct {
-		name, prefix string
-		strategy     limiter.Strategy
-	}{
+	strategies := []namedStrategy{
 		{"FixedWindow", "ct", strategy.NewFixedWindow()},
 		{"Bucketed", "cb", strategy.NewBucketed()},
 		{"Optimistic", "co", strategy.NewOptimistic()},
-	} {
+	}
+	for _, s := range strategies {
 		migrating(ctx, t, addrs, nodes, st, s.name, s.prefix, s.strategy)
 	}
 	if w, ok := st.(store.Watcher); ok {
 		movedUnderWatch(ctx, t, addrs, nodes, st, w)
+	}
+
+	// A scale-out: a node joins the Cluster after the store read its
+	// slots, and a slot migrates to it, the subject's key already moved:
+	// the source's ASK names a node that serves no slot yet.
+	addr, n := joinNode(ctx, t, addrs, nodes[0], node)
+	addrs, nodes = append(addrs, addr), append(nodes, n)
+	scaledOut(ctx, t, addrs, nodes, st, strategies)
+}
+
+// namedStrategy is a strategy MigratingSlot runs, with its name and the
+// prefix of its subjects' keys.
+type namedStrategy struct {
+	name, prefix string
+	strategy     limiter.Strategy
+}
+
+// joinNode starts a cluster-enabled redis-server for t, meets it into the
+// Cluster through seed, and waits until every node knows it and the
+// Cluster is ok; it serves no slot. It returns its address and a store of
+// node on it.
+func joinNode(ctx context.Context, t testing.TB, addrs []string, seed store.Store, node Dialer) (string, store.Store) {
+	t.Helper()
+	d := redistest.StartServer(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000")
+	host, port, _ := strings.Cut(d.Addr(), ":")
+	mustDo(ctx, t, seed, "CLUSTER", "MEET", host, port)
+	n, closeN, err := node(ctx, d.Addr())
+	if err != nil {
+		t.Fatalf("dial node %s: %v", d.Addr(), err)
+	}
+	t.Cleanup(closeN)
+	all := append(slices.Clone(addrs), d.Addr())
+	stores := make([]store.Store, 0, len(all))
+	for _, a := range addrs {
+		s, closeS, err := node(ctx, a)
+		if err != nil {
+			t.Fatalf("dial node %s: %v", a, err)
+		}
+		defer closeS()
+		stores = append(stores, s)
+	}
+	stores = append(stores, n)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		ok := true
+		for _, s := range stores {
+			list, _ := store.String(nodeDo(ctx, t, s, "CLUSTER", "NODES").Val)
+			info, _ := store.String(nodeDo(ctx, t, s, "CLUSTER", "INFO").Val)
+			if strings.Count(list, " connected") < len(all) || strings.Contains(list, "handshake") || !strings.Contains(info, "cluster_state:ok") {
+				ok = false
+			}
+		}
+		if ok {
+			return d.Addr(), n
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node %s did not join the Cluster %v within 30 s", d.Addr(), addrs)
+		}
+	}
+}
+
+// scaledOut proves, for each strategy, that a slot's migration to the last
+// of nodes, which serves no slot and joined after st read the slot map, is
+// followed: 2 calls counted before, then, with the subject's key moved (the
+// source answers ASK), 3 of 4 calls admitted at 5 per hour, by Redis. Every
+// subject's slot starts migrating before any is decided, and Optimistic's
+// are decided first, so that each strategy meets a node that owns no slot
+// and, for the WATCH, one the client has not been led to by another call.
+// The migrations end with the new node owning the slots.
+func scaledOut(ctx context.Context, t testing.TB, addrs []string, nodes []store.Store, st store.Store, strategies []namedStrategy) {
+	t.Helper()
+	l := limiter.PerHour(5)
+	ids := make([]string, len(nodes))
+	for i, n := range nodes {
+		ids[i], _ = store.String(mustDo(ctx, t, n, "CLUSTER", "MYID").Val)
+	}
+	to := len(nodes) - 1
+	type run struct {
+		namedStrategy
+		lim     *limiter.Limiter
+		subject string
+		slot    int64
+		phase   string
+	}
+	var runs []run
+	for _, s := range slices.Backward(strategies) {
+		lim, err := limiter.New(st, s.strategy, limiter.WithPrefix(s.prefix), limiter.WithFailMode(limiter.FailOpen))
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, run{namedStrategy: s, lim: lim, subject: s.prefix + "-scaled"})
+	}
+	decide := func(r run, phase string, n, want int) {
+		t.Helper()
+		admitted := 0
+		for i := range n {
+			res, err := r.lim.Allow(ctx, r.subject, l)
+			if err != nil || res.Degraded {
+				t.Errorf("%s: %s: call %d of %s = %+v, %v; want decided by Redis", r.name, phase, i+1, r.subject, res, err)
+				return
+			}
+			if res.Allowed {
+				admitted++
+			}
+		}
+		if admitted != want {
+			t.Errorf("%s: %s: %d of %d calls of %s admitted; want %d", r.name, phase, admitted, n, r.subject, want)
+		}
+	}
+	for i, r := range runs {
+		decide(r, "before a node joined", 2, 2)
+		key, err := limiter.Key(r.prefix, r.subject, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if runs[i].slot, err = store.Int64(mustDo(ctx, t, nodes[0], "CLUSTER", "KEYSLOT", key).Val); err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range runs[:i] {
+			if o.slot == runs[i].slot {
+				t.Fatalf("%s and %s share slot %d", o.subject, r.subject, o.slot)
+			}
+		}
+	}
+	host, port, _ := strings.Cut(addrs[to], ":")
+	for i, r := range runs {
+		text, _ := store.String(mustDo(ctx, t, nodes[0], "CLUSTER", "NODES").Val)
+		owner, err := redistest.SlotOwner(text, int(r.slot))
+		if err != nil {
+			t.Fatal(err)
+		}
+		from := slices.Index(ids, owner)
+		if from < 0 || from == to {
+			t.Fatalf("slot %d: its owner %s is not one of the first masters %v", r.slot, owner, ids[:to])
+		}
+		mustDo(ctx, t, nodes[to], "CLUSTER", "SETSLOT", r.slot, "IMPORTING", ids[from])
+		mustDo(ctx, t, nodes[from], "CLUSTER", "SETSLOT", r.slot, "MIGRATING", ids[to])
+		keys, _ := mustDo(ctx, t, nodes[from], "CLUSTER", "GETKEYSINSLOT", r.slot, 100).Val.([]any)
+		if len(keys) == 0 {
+			t.Fatalf("%s: CLUSTER GETKEYSINSLOT %d = %v; want the subject's key", r.name, r.slot, keys)
+		}
+		mustDo(ctx, t, nodes[from], append([]any{"MIGRATE", host, port, "", 0, 5000, "KEYS"}, keys...)...)
+		runs[i].phase = fmt.Sprintf("slot %d migrating from node %d to node %d, which joined the Cluster after the store read its slots (ASK)", r.slot, from, to)
+	}
+	for _, r := range runs {
+		decide(r, r.phase, 4, 3)
+	}
+	for _, r := range runs {
+		for _, n := range nodes {
+			mustDo(ctx, t, n, "CLUSTER", "SETSLOT", r.slot, "NODE", ids[to])
+		}
 	}
 }
 

@@ -968,9 +968,49 @@ func (s *Store) watchMigrating(ctx context.Context, cc *redis.ClusterClient, key
 		}
 		asking = f[0] == "ASK"
 		if node, err = masterAt(ctx, cc, f[2]); err != nil {
-			return s.mapErr(ctx, err, false)
+			// a node that serves no slot yet (it joined the Cluster and
+			// this is the first slot moving to it): not among the
+			// slot map's masters, so a client of its own, for this
+			// Watch
+			node = nodeClient(cc, f[2])
+			defer node.Close()
 		}
 	}
+}
+
+// nodeClient returns a new client of the Cluster node at addr, made with
+// cc's options (go-redis's own node clients' options, with one connection).
+func nodeClient(cc *redis.ClusterClient, addr string) *redis.Client {
+	o := cc.Options()
+	opt := &redis.Options{
+		Addr:                         addr,
+		ClientName:                   o.ClientName,
+		Dialer:                       o.Dialer,
+		OnConnect:                    o.OnConnect,
+		Protocol:                     o.Protocol,
+		Username:                     o.Username,
+		Password:                     o.Password,
+		CredentialsProvider:          o.CredentialsProvider,
+		CredentialsProviderContext:   o.CredentialsProviderContext,
+		StreamingCredentialsProvider: o.StreamingCredentialsProvider,
+		MaxRetries:                   o.MaxRetries,
+		MinRetryBackoff:              o.MinRetryBackoff,
+		MaxRetryBackoff:              o.MaxRetryBackoff,
+		DialTimeout:                  o.DialTimeout,
+		ReadTimeout:                  o.ReadTimeout,
+		WriteTimeout:                 o.WriteTimeout,
+		ContextTimeoutEnabled:        o.ContextTimeoutEnabled,
+		PoolSize:                     1,
+		PoolTimeout:                  o.PoolTimeout,
+		TLSConfig:                    o.TLSConfig,
+		DisableIdentity:              o.DisableIdentity,
+		IdentitySuffix:               o.IdentitySuffix,
+		UnstableResp3:                o.UnstableResp3,
+	}
+	if o.NewClient != nil {
+		return o.NewClient(opt)
+	}
+	return redis.NewClient(opt)
 }
 
 // masterAt returns the client of cc's master at addr.

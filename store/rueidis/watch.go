@@ -365,10 +365,15 @@ func (s *Store) watch(ctx context.Context, keys []string) (*tx, func(), error) {
 		switch {
 		case ask:
 			// a slot in migration whose source no longer holds the
-			// keys: its target takes them after ASKING (a node of the
-			// slot map, which rueidis knows)
+			// keys: its target takes them after ASKING. A target that
+			// serves no slot yet (it joined the Cluster after rueidis
+			// read the slots) rueidis learns by following the ASK of a
+			// read of the key, as for a MOVED below.
 			if p = s.nodes.pool(moved); p == nil {
-				return nil, nil, err
+				s.c.Do(ctx, s.c.B().Exists().Key(keys[0]).Build())
+				if p = s.nodes.pool(moved); p == nil {
+					return nil, nil, err
+				}
 			}
 		case moved != "":
 			if p = s.nodes.pool(moved); p == nil {
