@@ -36,7 +36,10 @@ import (
 // (TRYAGAIN) is admitted and whose second, on the subject's moved key alone
 // (ASK), is denied: the asks of one subject in their order, never the second
 // first; a Reset of a subject whose keys are split deletes them once the
-// move is done (the subject has its 5 back); a transaction whose key moved
+// move is done (the subject has its 5 back); a new subject with two limits
+// whose slot migrates with none of its keys (ASK from the source, TRYAGAIN
+// from the target) waits for the migration's end and is admitted; a
+// transaction whose key moved
 // after its WATCH is store.ErrTxAborted and ran nothing; and, as in a
 // scale-out, a slot migrating to a node that joined the Cluster after the
 // store read its slot map and serves no slot yet (ASK to a node the client
@@ -489,6 +492,35 @@ func migrating(ctx context.Context, t testing.TB, addrs []string, nodes []store.
 	}
 	wait(moved)
 	decide("after a Reset during the split", prefix+"-split-reset", 6, 5, l, day)
+
+	// A subject with two limits, new, whose slot is migrating with no keys
+	// in it: the source answers ASK (it holds none of the keys), the
+	// target TRYAGAIN (it holds not all of them) until the migration ends,
+	// 300 ms later. Nothing ran: the call waits, and is decided then.
+	fresh := prefix + "-fresh-two"
+	fslot, ffrom := slotOf(fresh)
+	fto := (ffrom + 1) % len(nodes)
+	if fslot == slot {
+		t.Fatalf("the subjects share slot %d", fslot)
+	}
+	one(nodes[fto], "CLUSTER", "SETSLOT", fslot, "IMPORTING", ids[ffrom])
+	one(nodes[ffrom], "CLUSTER", "SETSLOT", fslot, "MIGRATING", ids[fto])
+	ended := make(chan error, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		var err error
+		for _, n := range nodes {
+			if err == nil {
+				var rs []store.Reply
+				if rs, err = n.Do(ctx, store.Cmd{Name: "CLUSTER", Args: []any{"SETSLOT", fslot, "NODE", ids[fto]}}); err == nil {
+					err = rs[0].Err
+				}
+			}
+		}
+		ended <- err
+	}()
+	decide(fmt.Sprintf("slot %d migrating from node %d to node %d with no keys, a new subject with two limits (ASK, then TRYAGAIN)", fslot, ffrom, fto), fresh, 1, 1, l, day)
+	wait(ended)
 
 	// The first slot's migration ends: its keys are on the target.
 	for _, n := range nodes {

@@ -80,8 +80,13 @@ func (s *Store) watch(ctx context.Context, keys []string) (c redis.Conn, asking 
 		case "TRYAGAIN":
 			// the watched keys are split by a slot's migration: WATCH
 			// ran nothing
+			// (sent to the slot's owner again, with the redirections
+			// of a new call: a fresh subject's keys, none in a slot in
+			// migration, are refused with ASK by the source and with
+			// TRYAGAIN by the target until the migration ends; the
+			// pauses bound it)
 			if tries++; store.TryAgainPause(ctx, tries) {
-				h = hop{}
+				h, redirects = hop{}, 0
 				continue
 			}
 		}

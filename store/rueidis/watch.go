@@ -420,8 +420,12 @@ func (s *Store) watch(ctx context.Context, keys []string) (*tx, func(), error) {
 			if p != nil && !asking {
 				s.nodes.learn(slot, p)
 			}
+			// (with the redirections of a new Watch: a fresh
+			// subject's keys, none in a slot in migration, are refused
+			// with ASK by the source and with TRYAGAIN by the target
+			// until the migration ends; the pauses bound it)
 			if tries++; store.TryAgainPause(ctx, tries) {
-				redirects--
+				redirects = -1
 				continue
 			}
 			return nil, nil, err
