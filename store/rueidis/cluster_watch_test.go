@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/quotagate/limiter/internal/redistest"
 	"github.com/quotagate/limiter/store"
 	rueidisstore "github.com/quotagate/limiter/store/rueidis"
@@ -404,5 +406,69 @@ func TestClusterWatchWaitsForASplitSlot(t *testing.T) {
 	}
 	if took < 250*time.Millisecond {
 		t.Errorf("Watch returned after %v, before the migration ended (300 ms): it did not meet the TRYAGAIN", took)
+	}
+}
+
+// TestClusterWatchNeverLearnsAReplica: a Cluster client that reads from
+// replicas (SendToReplicas: its replica connections are READONLY) lists
+// the replicas among its nodes. A READONLY replica accepts a WATCH of its
+// master's keys (WATCH is no write) and its reads, and refuses the EXEC of
+// writes with MOVED: a Watch that guessed the replica for a slot, and
+// learned it as the slot's node, had every transaction of that slot
+// refused. Each Watch of 24 keys of the replica's master counts.
+func TestClusterWatchNeverLearnsAReplica(t *testing.T) {
+	cl := redistest.StartCluster(t)
+	addrs := cl.Addrs()
+	raddr := addNode(t, addrs)
+	master := newStore(t, addrs[0], nil)
+	replica := newStore(t, raddr, nil)
+	id, _ := store.String(do1(t, master, "CLUSTER", "MYID").Val)
+	if r := do1(t, replica, "CLUSTER", "REPLICATE", id); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		info, _ := store.String(do1(t, replica, "INFO", "replication").Val)
+		ok := strings.Contains(info, "master_link_status:up")
+		_, rport, _ := strings.Cut(raddr, ":")
+		for _, a := range addrs {
+			// (CLUSTER SLOTS, which clients read, lists a replica once
+			// the other nodes know it has replicated)
+			slots := fmt.Sprint(do1(t, newStore(t, a, nil), "CLUSTER", "SLOTS").Val)
+			ok = ok && strings.Contains(slots, " "+rport+" ")
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not become a replica of %s", raddr, addrs[0])
+		}
+	}
+	opt := options(addrs[0])
+	opt.InitAddress = addrs
+	opt.Dialer.Timeout = dialTimeout
+	opt.SendToReplicas = func(cmd rueidis.Completed) bool { return cmd.IsReadOnly() }
+	st := storeFor(t, opt)
+	nodes, _ := store.String(do1(t, master, "CLUSTER", "NODES").Val)
+	var keys []string
+	for i := 0; len(keys) < 24; i++ {
+		k := fmt.Sprintf("replica-%d", i)
+		slot, _ := store.Int64(do1(t, master, "CLUSTER", "KEYSLOT", k).Val)
+		if owner, err := redistest.SlotOwner(nodes, int(slot)); err == nil && owner == id {
+			keys = append(keys, k)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for round := range 2 {
+		for _, k := range keys {
+			if err := watchIncr(ctx, st, k, nil); err != nil {
+				t.Fatalf("round %d: Watch of %s, a key of the replica's master: %v", round+1, k, err)
+			}
+		}
+	}
+	for _, k := range keys {
+		if r := do1(t, master, "GET", k); r.Val != "2" {
+			t.Errorf("GET %s on its master = %v, %v; want 2", k, r.Val, r.Err)
+		}
 	}
 }

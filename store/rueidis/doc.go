@@ -93,7 +93,9 @@
 // pinned to one slot, and learns which node serves a slot from the MOVED
 // a node answers to a WATCH of a key it does not serve: the first Watch of
 // a slot may take one more round trip, and a Watch after a slot moved
-// follows the MOVED. A WATCH of keys a slot's migration has split between
+// follows the MOVED (each WATCH goes with a READWRITE: a READONLY replica
+// connection, of a client that reads from replicas, would take the WATCH
+// and refuse its EXEC). A WATCH of keys a slot's migration has split between
 // two nodes (TRYAGAIN, which ran nothing) is sent again after a pause (as
 // store.Script does) until the rest has moved; one answered with ASK (the
 // key has moved, the slot not yet) goes to the slot's target after

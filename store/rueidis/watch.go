@@ -484,9 +484,23 @@ func (s *Store) watchOn(ctx context.Context, keys []string, p *idleConns, cluste
 		t.slot = wc.Slot()
 		t.watched = true // from here on, as far as we know
 		var r rd.RedisResult
-		if asking {
-			r = dc.DoMulti(ctx, dc.B().Asking().Build(), wc)[1]
-		} else {
+		switch {
+		case cluster:
+			// READWRITE first: a replica's connection of a client that
+			// reads from replicas (SendToReplicas, ReplicaOnly) is
+			// READONLY, and a READONLY replica takes a WATCH and the
+			// reads of its master's keys, then refuses the EXEC with
+			// MOVED: without it, a Watch that guessed the replica
+			// would learn it as the slot's node. (Its own reply is not
+			// looked at: an ACL may refuse it, on a connection that is
+			// not READONLY anyway.)
+			cmds := []rd.Completed{dc.B().Readwrite().Build()}
+			if asking {
+				cmds = append(cmds, dc.B().Asking().Build())
+			}
+			rs := dc.DoMulti(ctx, append(cmds, wc)...)
+			r = rs[len(rs)-1]
+		default:
 			r = dc.Do(ctx, wc)
 		}
 		if err = r.NonRedisError(); err == nil {
