@@ -146,10 +146,7 @@ func joinNode(ctx context.Context, t testing.TB, addrs []string, seed store.Stor
 func scaledOut(ctx context.Context, t testing.TB, addrs []string, nodes []store.Store, st store.Store, strategies []namedStrategy) {
 	t.Helper()
 	l := limiter.PerHour(5)
-	ids := make([]string, len(nodes))
-	for i, n := range nodes {
-		ids[i], _ = store.String(mustDo(ctx, t, n, "CLUSTER", "MYID").Val)
-	}
+	ids := nodeIDs(ctx, t, nodes)
 	to := len(nodes) - 1
 	type run struct {
 		namedStrategy
@@ -168,20 +165,7 @@ func scaledOut(ctx context.Context, t testing.TB, addrs []string, nodes []store.
 	}
 	decide := func(r run, phase string, n, want int) {
 		t.Helper()
-		admitted := 0
-		for i := range n {
-			res, err := r.lim.Allow(ctx, r.subject, l)
-			if err != nil || res.Degraded {
-				t.Errorf("%s: %s: call %d of %s = %+v, %v; want decided by Redis", r.name, phase, i+1, r.subject, res, err)
-				return
-			}
-			if res.Allowed {
-				admitted++
-			}
-		}
-		if admitted != want {
-			t.Errorf("%s: %s: %d of %d calls of %s admitted; want %d", r.name, phase, admitted, n, r.subject, want)
-		}
+		decideCalls(ctx, t, r.lim, r.name, phase, r.subject, n, want, l)
 	}
 	for i, r := range runs {
 		decide(r, "before a node joined", 2, 2)
@@ -244,10 +228,9 @@ func movedUnderWatch(ctx context.Context, t testing.TB, addrs []string, nodes []
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids := make([]string, len(nodes))
+	ids := nodeIDs(ctx, t, nodes)
 	from := -1
 	for i, n := range nodes {
-		ids[i], _ = store.String(one(n, "CLUSTER", "MYID").Val)
 		if r := nodeDo(ctx, t, n, "EXISTS", key); r.Err == nil && r.Val == int64(1) {
 			from = i
 		}
@@ -282,10 +265,7 @@ func movedUnderWatch(ctx context.Context, t testing.TB, addrs []string, nodes []
 func migrating(ctx context.Context, t testing.TB, addrs []string, nodes []store.Store, st store.Store, name, prefix string, strat limiter.Strategy) {
 	t.Helper()
 	one := func(n store.Store, args ...any) store.Reply { return mustDo(ctx, t, n, args...) }
-	ids := make([]string, len(nodes))
-	for i, n := range nodes {
-		ids[i], _ = store.String(one(n, "CLUSTER", "MYID").Val)
-	}
+	ids := nodeIDs(ctx, t, nodes)
 	l := limiter.PerHour(5)
 	// slotOf returns the slot of subject's key and the index of its node.
 	slotOf := func(subject string) (int64, int) {
@@ -321,20 +301,7 @@ func migrating(ctx context.Context, t testing.TB, addrs []string, nodes []store.
 		if len(limits) == 0 {
 			limits = []limiter.Limit{l}
 		}
-		admitted := 0
-		for i := range n {
-			r, err := lim.Allow(ctx, subject, limits...)
-			if err != nil || r.Degraded {
-				t.Errorf("%s: %s: call %d of %s at %v = %+v, %v; want decided by Redis", name, phase, i+1, subject, limits, r, err)
-				return
-			}
-			if r.Allowed {
-				admitted++
-			}
-		}
-		if admitted != want {
-			t.Errorf("%s: %s: %d of %d calls of %s at %v admitted; want %d", name, phase, admitted, n, subject, limits, want)
-		}
+		decideCalls(ctx, t, lim, name, phase, subject, n, want, limits...)
 	}
 	// Counted before anything moves: the client reads the slot map.
 	decide("before the moves", prefix+"-moved", 3, 3)
@@ -537,4 +504,35 @@ func mustDo(ctx context.Context, t testing.TB, n store.Store, args ...any) store
 		t.Fatalf("%v: %v", args, r.Err)
 	}
 	return r
+}
+
+// decideCalls makes n calls of lim for subject at limits and fails t
+// unless Redis decided each (no error, not Degraded) and admitted want of
+// them; name and phase say which strategy and step in the messages.
+func decideCalls(ctx context.Context, t testing.TB, lim *limiter.Limiter, name, phase, subject string, n, want int, limits ...limiter.Limit) {
+	t.Helper()
+	admitted := 0
+	for i := range n {
+		r, err := lim.Allow(ctx, subject, limits...)
+		if err != nil || r.Degraded {
+			t.Errorf("%s: %s: call %d of %s at %v = %+v, %v; want decided by Redis", name, phase, i+1, subject, limits, r, err)
+			return
+		}
+		if r.Allowed {
+			admitted++
+		}
+	}
+	if admitted != want {
+		t.Errorf("%s: %s: %d of %d calls of %s at %v admitted; want %d", name, phase, admitted, n, subject, limits, want)
+	}
+}
+
+// nodeIDs returns the Cluster node ID of each of nodes.
+func nodeIDs(ctx context.Context, t testing.TB, nodes []store.Store) []string {
+	t.Helper()
+	ids := make([]string, len(nodes))
+	for i, n := range nodes {
+		ids[i], _ = store.String(mustDo(ctx, t, n, "CLUSTER", "MYID").Val)
+	}
+	return ids
 }

@@ -805,20 +805,16 @@ func (s *Store) Watch(ctx context.Context, keys []string, fn func(store.Tx) erro
 	if called {
 		return err
 	}
-	cc, cluster := s.c.(*redis.ClusterClient)
-	if err == nil {
-		// go-redis's ClusterClient.Watch returns nil, fn never called,
-		// when its redirections run out on a MOVED or ASK (v9.22)
-		if !cluster {
-			return fmt.Errorf("goredis: watch: the client returned without calling the transaction")
-		}
-		return s.watchMigrating(ctx, cc, keys, fn)
-	}
-	if cluster && isRedirect(err) {
+	// go-redis's ClusterClient.Watch returns nil, fn never called, when
+	// its redirections run out on a MOVED or ASK (v9.22)
+	if cc, ok := s.c.(*redis.ClusterClient); ok && (err == nil || isRedirect(err)) {
 		// A slot in migration: go-redis sends the WATCH the source
 		// refused with ASK to the target without ASKING, which refuses
 		// it with MOVED, and so on until its redirections run out.
 		return s.watchMigrating(ctx, cc, keys, fn)
+	}
+	if err == nil {
+		return fmt.Errorf("goredis: watch: the client returned without calling the transaction")
 	}
 	// The WATCH failed. Like any command given up on after it may have
 	// been written, its outcome is unknown (it changes no data); one that
@@ -899,12 +895,22 @@ type txn struct {
 // isRedirect reports a Cluster's MOVED or ASK refusal: the command did not
 // run.
 func isRedirect(err error) bool {
+	_, _, ok := redirection(err)
+	return ok
+}
+
+// redirection returns the node a MOVED or ASK refusal names, and whether
+// it is an ASK.
+func redirection(err error) (addr string, ask, ok bool) {
 	var re redis.Error
 	if !errors.As(err, &re) {
-		return false
+		return "", false, false
 	}
-	msg := re.Error()
-	return strings.HasPrefix(msg, "MOVED ") || strings.HasPrefix(msg, "ASK ")
+	f := strings.Fields(re.Error())
+	if len(f) != 3 || f[0] != "MOVED" && f[0] != "ASK" {
+		return "", false, false
+	}
+	return f[2], f[0] == "ASK", true
 }
 
 // maxWatchHops bounds the nodes watchMigrating sends a WATCH to.
@@ -957,22 +963,17 @@ func (s *Store) watchMigrating(ctx context.Context, cc *redis.ClusterClient, key
 		if err == nil || called {
 			return err
 		}
-		var re redis.Error
-		if !errors.As(err, &re) || hop+1 >= hops {
+		addr, ask, ok := redirection(err)
+		if !ok || hop+1 >= hops {
 			return s.mapErr(ctx, err, !notSent(err))
 		}
-		msg := re.Error()
-		f := strings.Fields(msg)
-		if len(f) != 3 || f[0] != "MOVED" && f[0] != "ASK" {
-			return s.mapErr(ctx, err, true)
-		}
-		asking = f[0] == "ASK"
-		if node, err = masterAt(ctx, cc, f[2]); err != nil {
+		asking = ask
+		if node, err = masterAt(ctx, cc, addr); err != nil {
 			// a node that serves no slot yet (it joined the Cluster and
 			// this is the first slot moving to it): not among the
 			// slot map's masters, so a client of its own, for this
 			// Watch
-			node = nodeClient(cc, f[2])
+			node = nodeClient(cc, addr)
 			defer node.Close()
 		}
 	}

@@ -348,7 +348,7 @@ func (s *Store) Watch(ctx context.Context, keys []string, fn func(store.Tx) erro
 // keys' slot (see the notes above).
 func (s *Store) watch(ctx context.Context, keys []string) (*tx, func(), error) {
 	if s.nodes == nil {
-		t, release, _, err := s.watchOn(ctx, keys, &s.idle, false, false)
+		t, release, _, _, err := s.watchOn(ctx, keys, &s.idle, false, false)
 		return t, release, err
 	}
 	kc := s.c.B().Arbitrary("EXISTS").Keys(keys[0]).Build() // (only its slot is used)
@@ -363,27 +363,23 @@ func (s *Store) watch(ctx context.Context, keys []string) (*tx, func(), error) {
 		var p *idleConns
 		guess := false
 		switch {
-		case ask:
-			// a slot in migration whose source no longer holds the
-			// keys: its target takes them after ASKING. A target that
-			// serves no slot yet (it joined the Cluster after rueidis
-			// read the slots) rueidis learns by following the ASK of a
-			// read of the key, as for a MOVED below.
-			if p = s.nodes.pool(moved); p == nil {
-				s.c.Do(ctx, s.c.B().Exists().Key(keys[0]).Build())
-				if p = s.nodes.pool(moved); p == nil {
-					return nil, nil, err
-				}
-			}
 		case moved != "":
+			// (after an ASK, the target of a slot in migration whose
+			// source no longer holds the keys: it takes them after
+			// ASKING)
 			if p = s.nodes.pool(moved); p == nil {
 				// A node rueidis does not know yet (it joined after rueidis
 				// read the slots): a read of the key through the Cluster
-				// client makes rueidis follow the MOVED to it, and so know
-				// it, whose slot map would otherwise still name the old
-				// node until its next refresh.
+				// client makes rueidis follow the MOVED (or ASK) to it,
+				// and so know it, whose slot map would otherwise still
+				// name the old node until its next refresh.
 				s.c.Do(ctx, s.c.B().Exists().Key(keys[0]).Build())
 				p = s.nodes.pool(moved)
+			}
+			if p == nil && ask {
+				// (the Cluster client's own connection, the fallback
+				// below, would follow its slot map to the source)
+				return nil, nil, err
 			}
 		default:
 			if p = s.nodes.owner(slot); p == nil {
@@ -393,22 +389,16 @@ func (s *Store) watch(ctx context.Context, keys []string) (*tx, func(), error) {
 		var t *tx
 		var release func()
 		asking := ask
-		var to string
-		t, release, to, err = s.watchOn(ctx, keys, p, true, asking)
-		moved, ask = to, false
+		t, release, moved, ask, err = s.watchOn(ctx, keys, p, true, asking)
 		switch {
 		case err == nil:
 			if p != nil && !asking {
 				s.nodes.learn(slot, p)
 			}
 			return t, release, nil
-		case to != "":
+		case moved != "":
 			// (an ASK is followed but not learned: the slot is the
 			// source's until its migration ends)
-			var re *rd.RedisError
-			if errors.As(err, &re) {
-				_, ask = re.IsAsk()
-			}
 			if !ask {
 				s.nodes.forgetOwner(slot)
 			}
@@ -454,11 +444,11 @@ const maxRedirects = 5
 // connection the server has closed (a restart, a failover, an idle
 // timeout) fails its first round trip; WATCH changes nothing, so it is
 // tried once more on a new one. A WATCH refused with MOVED or ASK returns
-// the node it names, and an error. asking sends ASKING before the WATCH and
+// the node it names (ask: it was an ASK), and an error. asking sends ASKING before the WATCH and
 // before every later command and transaction on the connection (the
 // target of a slot in migration). On error the connection is kept again or
 // is being closed.
-func (s *Store) watchOn(ctx context.Context, keys []string, p *idleConns, cluster, asking bool) (*tx, func(), string, error) {
+func (s *Store) watchOn(ctx context.Context, keys []string, p *idleConns, cluster, asking bool) (*tx, func(), string, bool, error) {
 	var err error
 	for attempt := 0; attempt < 2; attempt++ {
 		// (a connection that failed may have been a kept one the server
@@ -474,7 +464,7 @@ func (s *Store) watchOn(ctx context.Context, keys []string, p *idleConns, cluste
 		if err := ctx.Err(); err != nil {
 			// the caller is gone while the connection was made: nothing sent
 			t.finish(ctx, release)
-			return nil, nil, "", fmt.Errorf("rueidis: WATCH: %w", err)
+			return nil, nil, "", false, fmt.Errorf("rueidis: WATCH: %w", err)
 		}
 		w := s.c.B().Arbitrary("WATCH").Keys(keys[0])
 		for _, k := range keys[1:] {
@@ -505,7 +495,7 @@ func (s *Store) watchOn(ctx context.Context, keys []string, p *idleConns, cluste
 		}
 		if err = r.NonRedisError(); err == nil {
 			if err = r.Error(); err == nil {
-				return t, release, "", nil
+				return t, release, "", false, nil
 			}
 			err = fmt.Errorf("rueidis: WATCH: %w", err) // the server's refusal
 			if re, ok := rd.IsRedisErr(r.Error()); ok && cluster {
@@ -524,12 +514,12 @@ func (s *Store) watchOn(ctx context.Context, keys []string, p *idleConns, cluste
 					if re.IsTryAgain() {
 						err = fmt.Errorf("rueidis: WATCH: %w: %w", store.ErrTryAgain, re)
 					}
-					return nil, nil, addr, err
+					return nil, nil, addr, ask, err
 				}
 			}
 			t.sawError(r.Error())
 			t.finish(ctx, release)
-			return nil, nil, "", err
+			return nil, nil, "", false, err
 		}
 		t.broken = true
 		if notSent(err) {
@@ -542,7 +532,7 @@ func (s *Store) watchOn(ctx context.Context, keys []string, p *idleConns, cluste
 			break
 		}
 	}
-	return nil, nil, "", err
+	return nil, nil, "", false, err
 }
 
 // isRedisErr reports whether err holds the server's error reply.
