@@ -24,7 +24,9 @@
 // (and UnservedSlot(t, dialCluster, dial) on a Cluster it starts with one
 // slot left without a node: the other commands of a Batch still run; and
 // MigratingSlot on a Cluster whose slots it moves: decisions by a script,
-// by MULTI/EXEC and by WATCH stay exact through ASK, MOVED and TRYAGAIN),
+// by MULTI/EXEC and by WATCH stay exact through ASK, MOVED and TRYAGAIN;
+// and FailingOver on a Cluster whose master fails over to a replica: the
+// counts carry over and the demoted master's MOVED is followed),
 // and
 // a strategy with RunStrategyTests and a Spec that declares its
 // guarantees; the suite holds it to exactly those. The Spec's shape drives

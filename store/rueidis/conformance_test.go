@@ -119,3 +119,7 @@ func TestQuotaLeases(t *testing.T) {
 // TestMigratingSlot: decisions stay exact while a Cluster slot moves
 // (ASK, MOVED), one by one and in an AllowMany.
 func TestMigratingSlot(t *testing.T) { conformance.MigratingSlot(t, dialCluster, dial) }
+
+// TestFailingOver: decisions stay exact while a Cluster master fails over
+// to a replica that joined after the store read the slot map.
+func TestFailingOver(t *testing.T) { conformance.FailingOver(t, dialCluster, dial) }
