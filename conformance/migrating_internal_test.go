@@ -18,13 +18,31 @@ import (
 // under FailOpen the calls are admitted Degraded, uncounted; for each way
 // a strategy reaches Redis (a script, MULTI/EXEC, WATCH).
 func TestMigratingSlotFailsWithoutRedirections(t *testing.T) {
-	node, cluster := goredisNode, goredisCluster
+	msgs := failsOnlyWithoutRedirections(t, MigratingSlot)
+	for _, s := range []string{"FixedWindow", "Bucketed", "Optimistic"} {
+		for _, phase := range []string{"(ASK): call 1", "(MOVED): call 1"} {
+			if !slices.ContainsFunc(msgs, func(m string) bool {
+				return strings.HasPrefix(m, s+": slot ") && strings.Contains(m, phase) && strings.Contains(m, "want decided by Redis")
+			}) {
+				t.Errorf("%s failed without saying that its calls %s were not decided: %s", s, phase, strings.Join(msgs, " | "))
+			}
+		}
+	}
+}
+
+// failsOnlyWithoutRedirections runs check with go-redis Cluster stores
+// that follow MOVED and ASK (MaxRedirects 0, go-redis's 3), where it must
+// pass, and with stores that follow none (MaxRedirects -1), where it must
+// fail; it returns the failing run's messages.
+func failsOnlyWithoutRedirections(t *testing.T, check func(testing.TB, ClusterDialer, Dialer)) []string {
+	t.Helper()
+	var failed []string
 	for _, tc := range []struct {
 		name      string
 		redirects int
 		pass      bool
 	}{{"MaxRedirects 0 (3)", 0, true}, {"MaxRedirects -1", -1, false}} {
-		o := record(context.Background(), func(r testing.TB) { MigratingSlot(r, cluster(tc.redirects), node) })
+		o := record(context.Background(), func(r testing.TB) { check(r, goredisCluster(tc.redirects), goredisNode) })
 		msgs := strings.Join(o.Messages, " | ")
 		if o.Skipped {
 			t.Fatalf("%s: skipped: %s", tc.name, msgs)
@@ -32,19 +50,11 @@ func TestMigratingSlotFailsWithoutRedirections(t *testing.T) {
 		if o.Passed != tc.pass {
 			t.Errorf("%s: passed=%v, want %v: %s", tc.name, o.Passed, tc.pass, msgs)
 		}
-		if tc.pass {
-			continue
-		}
-		for _, s := range []string{"FixedWindow", "Bucketed", "Optimistic"} {
-			for _, phase := range []string{"(ASK): call 1", "(MOVED): call 1"} {
-				if !slices.ContainsFunc(o.Messages, func(m string) bool {
-					return strings.HasPrefix(m, s+": slot ") && strings.Contains(m, phase) && strings.Contains(m, "want decided by Redis")
-				}) {
-					t.Errorf("%s: %s failed without saying that its calls %s were not decided: %s", tc.name, s, phase, msgs)
-				}
-			}
+		if !tc.pass {
+			failed = o.Messages
 		}
 	}
+	return failed
 }
 
 // goredisNode connects a go-redis store to one node.
@@ -68,28 +78,12 @@ func goredisCluster(redirects int) ClusterDialer {
 // for each way a strategy reaches Redis; with redirections followed it
 // passes.
 func TestFailingOverFailsWithoutRedirections(t *testing.T) {
-	for _, tc := range []struct {
-		name      string
-		redirects int
-		pass      bool
-	}{{"MaxRedirects 0 (3)", 0, true}, {"MaxRedirects -1", -1, false}} {
-		o := record(context.Background(), func(r testing.TB) { FailingOver(r, goredisCluster(tc.redirects), goredisNode) })
-		msgs := strings.Join(o.Messages, " | ")
-		if o.Skipped {
-			t.Fatalf("%s: skipped: %s", tc.name, msgs)
-		}
-		if o.Passed != tc.pass {
-			t.Errorf("%s: passed=%v, want %v: %s", tc.name, o.Passed, tc.pass, msgs)
-		}
-		if tc.pass {
-			continue
-		}
-		for _, s := range []string{"FixedWindow", "Bucketed", "Optimistic"} {
-			if !slices.ContainsFunc(o.Messages, func(m string) bool {
-				return strings.HasPrefix(m, s+": ") && strings.Contains(m, "want decided by Redis")
-			}) {
-				t.Errorf("%s: %s failed without saying that a call was not decided by Redis: %s", tc.name, s, msgs)
-			}
+	msgs := failsOnlyWithoutRedirections(t, FailingOver)
+	for _, s := range []string{"FixedWindow", "Bucketed", "Optimistic"} {
+		if !slices.ContainsFunc(msgs, func(m string) bool {
+			return strings.HasPrefix(m, s+": ") && strings.Contains(m, "want decided by Redis")
+		}) {
+			t.Errorf("%s failed without saying that a call was not decided by Redis: %s", s, strings.Join(msgs, " | "))
 		}
 	}
 }
