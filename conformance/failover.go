@@ -23,13 +23,14 @@ import (
 // Redis: a script (FixedWindow), MULTI/EXEC transactions (Bucketed) and
 // WATCH with MULTI/EXEC (Optimistic), each through a store of its own from
 // cluster. A node joins the Cluster after the stores read its slot map, as
-// a replica of the master of each strategy's subject; at 5 per hour under FailOpen, 2 calls are counted
-// before the failover, 1 is made as it starts (the master holds it until
-// the replica has taken over, then answers MOVED), and, once the old
-// master has become its replica's replica, 2 of 3 calls are admitted, each
+// a replica of the master of each strategy's subject. At 5 per hour under
+// FailOpen, 2 calls are counted before the failover; 1 is made as it
+// starts (it runs before the switch, or the master holds it until the
+// replica has taken over and answers MOVED); once the old master has
+// become its replica's replica, 2 of 3 calls are admitted. Each call is
 // decided by Redis (never Degraded, never an error): the new master holds
-// every count, and the store followed the demoted master's MOVED to a node
-// it had not met.
+// every count, and each store, meeting the demoted master at least once,
+// followed its MOVED to a node the store had not met.
 //
 // A store that gives MOVED as the call's error, or keeps sending a slot's
 // calls to the demoted master, admits them uncounted under FailOpen

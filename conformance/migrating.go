@@ -117,22 +117,17 @@ func joinNode(ctx context.Context, t testing.TB, addrs []string, seed store.Stor
 		stores = append(stores, s)
 	}
 	stores = append(stores, n)
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		ok := true
+	waitUntil(t, fmt.Sprintf("node %s to join the Cluster %v", d.Addr(), addrs), func() bool {
 		for _, s := range stores {
 			list, _ := store.String(nodeDo(ctx, t, s, "CLUSTER", "NODES").Val)
 			info, _ := store.String(nodeDo(ctx, t, s, "CLUSTER", "INFO").Val)
 			if strings.Count(list, " connected") < len(all) || strings.Contains(list, "handshake") || !strings.Contains(info, "cluster_state:ok") {
-				ok = false
+				return false
 			}
 		}
-		if ok {
-			return d.Addr(), n
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("node %s did not join the Cluster %v within 30 s", d.Addr(), addrs)
-		}
-	}
+		return true
+	})
+	return d.Addr(), n
 }
 
 // scaledOut proves, for each strategy, that a slot's migration to the last

@@ -58,23 +58,15 @@ func UnservedSlot(t testing.TB, cluster ClusterDialer, node Dialer) {
 			t.Fatalf("CLUSTER DELSLOTS %d: %v", slot, r.Err)
 		}
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		settled := true
+	waitUntil(t, fmt.Sprintf("the Cluster to settle with slot %d unserved", slot), func() bool {
 		for _, n := range nodes {
 			info, _ := store.String(one(n, "CLUSTER", "INFO").Val)
 			if !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_slots_assigned:16383") {
-				settled = false
+				return false
 			}
 		}
-		if settled {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the Cluster did not settle with slot %d unserved within 30 s", slot)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return true
+	})
 	// Connected now, the client reads a slot map without the slot.
 	st, closeSt, err := cluster(ctx, addrs)
 	if err != nil {

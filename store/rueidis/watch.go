@@ -444,9 +444,9 @@ const maxRedirects = 5
 // connection the server has closed (a restart, a failover, an idle
 // timeout) fails its first round trip; WATCH changes nothing, so it is
 // tried once more on a new one. A WATCH refused with MOVED or ASK returns
-// the node it names (ask: it was an ASK), and an error. asking sends ASKING before the WATCH and
-// before every later command and transaction on the connection (the
-// target of a slot in migration). On error the connection is kept again or
+// the node it names (ask: it was an ASK), and an error. asking sends
+// ASKING before the WATCH and before every later command and transaction
+// on the connection (the target of a slot in migration). On error the connection is kept again or
 // is being closed.
 func (s *Store) watchOn(ctx context.Context, keys []string, p *idleConns, cluster, asking bool) (*tx, func(), string, bool, error) {
 	var err error
