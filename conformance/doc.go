@@ -25,8 +25,9 @@
 // slot left without a node: the other commands of a Batch still run; and
 // MigratingSlot on a Cluster whose slots it moves: decisions by a script,
 // by MULTI/EXEC and by WATCH stay exact through ASK, MOVED and TRYAGAIN;
-// and FailingOver on a Cluster whose master fails over to a replica: the
-// counts carry over and the demoted master's MOVED is followed),
+// and FailingOver on a Cluster whose master fails over to a replica, and
+// back, and over again: the counts carry over, the demoted master's MOVED
+// is followed, and a transaction the failover interrupts is tried again),
 // and
 // a strategy with RunStrategyTests and a Spec that declares its
 // guarantees; the suite holds it to exactly those. The Spec's shape drives

@@ -2,9 +2,11 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,14 +29,20 @@ import (
 // FailOpen, 2 calls are counted before the failover; 1 is made as it
 // starts (it runs before the switch, or the master holds it until the
 // replica has taken over and answers MOVED); once the old master has
-// become its replica's replica, 2 of 3 calls are admitted. Each call is
-// decided by Redis (never Degraded, never an error): the new master holds
-// every count, and each store, meeting the demoted master at least once,
-// followed its MOVED to a node the store had not met.
+// become its replica's replica, 2 of 3 calls are admitted. Then the
+// Cluster fails back while an Optimistic call's transaction is between its
+// reads and its EXEC, and over again while one is between its WATCH and
+// its reads: the demoted master refuses the writes (or the reads) with
+// MOVED, and the call, watched again on the new master, is admitted, with
+// 4 of the next 5 (counted once). Each call is decided by Redis (never
+// Degraded, never an error): the new master holds every count, and each
+// store, meeting the demoted master at least once, followed its MOVED to a
+// node the store had not met.
 //
 // A store that gives MOVED as the call's error, or keeps sending a slot's
 // calls to the demoted master, admits them uncounted under FailOpen
-// (denies them under FailClosed). node connects a single-node store of the
+// (denies them under FailClosed); so does a store.Watcher whose Tx.Do
+// gives a read's MOVED as its reply, not as store.ErrTxAborted. node connects a single-node store of the
 // same adapter to a node. It is not in StoreChecks because it changes the
 // Cluster's masters: it never runs on a Cluster it did not start.
 func FailingOver(t testing.TB, cluster ClusterDialer, node Dialer) {
@@ -47,11 +55,14 @@ func FailingOver(t testing.TB, cluster ClusterDialer, node Dialer) {
 	const from = 1 // the master that fails over
 	slots, _ := store.String(mustDo(ctx, t, nodes[0], "CLUSTER", "NODES").Val)
 	type run struct {
-		name    string
-		lim     *limiter.Limiter
-		subject string
+		name     string
+		lim      *limiter.Limiter
+		subjects []string // on the slots of master from
 	}
-	var runs []run
+	var (
+		runs   []run
+		paused *pausingWatcher // Optimistic's store
+	)
 	for _, s := range []namedStrategy{
 		{"FixedWindow", "ft", strategy.NewFixedWindow()},
 		{"Bucketed", "fb", strategy.NewBucketed()},
@@ -64,12 +75,16 @@ func FailingOver(t testing.TB, cluster ClusterDialer, node Dialer) {
 			t.Fatalf("dial cluster: %v", err)
 		}
 		defer closeSt()
+		if w, ok := st.(store.Watcher); ok && s.name == "Optimistic" {
+			paused = &pausingWatcher{Store: st, w: w}
+			st = paused
+		}
 		lim, err := limiter.New(st, s.strategy, limiter.WithPrefix(s.prefix), limiter.WithFailMode(limiter.FailOpen))
 		if err != nil {
 			t.Fatal(err)
 		}
 		r := run{name: s.name, lim: lim}
-		for i := 0; r.subject == ""; i++ {
+		for i := 0; len(r.subjects) < 3; i++ {
 			subject := fmt.Sprintf("%s-failover-%d", s.prefix, i)
 			key, err := limiter.Key(s.prefix, subject, l)
 			if err != nil {
@@ -80,7 +95,7 @@ func FailingOver(t testing.TB, cluster ClusterDialer, node Dialer) {
 				t.Fatal(err)
 			}
 			if owner, err := redistest.SlotOwner(slots, int(slot)); err == nil && owner == ids[from] {
-				r.subject = subject
+				r.subjects = append(r.subjects, subject)
 			}
 		}
 		runs = append(runs, r)
@@ -105,7 +120,7 @@ func FailingOver(t testing.TB, cluster ClusterDialer, node Dialer) {
 
 	decide := func(r run, phase string, n, want int) {
 		t.Helper()
-		decideCalls(ctx, t, r.lim, r.name, phase, r.subject, n, want, l)
+		decideCalls(ctx, t, r.lim, r.name, phase, r.subjects[0], n, want, l)
 	}
 	for _, r := range runs {
 		decide(r, "before the failover", 2, 2)
@@ -114,14 +129,135 @@ func FailingOver(t testing.TB, cluster ClusterDialer, node Dialer) {
 	for _, r := range runs {
 		decide(r, "as the master's replica takes over (CLUSTER FAILOVER)", 1, 1)
 	}
-	waitUntil(t, fmt.Sprintf("%s to take over from %s", addr, addrs[from]), func() bool {
-		mine, _ := store.String(nodeDo(ctx, t, replica, "INFO", "replication").Val)
-		old, _ := store.String(nodeDo(ctx, t, nodes[from], "INFO", "replication").Val)
+	tookOver := func(master, demoted store.Store) bool {
+		mine, _ := store.String(nodeDo(ctx, t, master, "INFO", "replication").Val)
+		old, _ := store.String(nodeDo(ctx, t, demoted, "INFO", "replication").Val)
 		return strings.Contains(mine, "role:master") && strings.Contains(old, "role:slave")
-	})
+	}
+	waitUntil(t, fmt.Sprintf("%s to take over from %s", addr, addrs[from]), func() bool { return tookOver(replica, nodes[from]) })
 	for _, r := range runs {
 		decide(r, "after the failover (the demoted master answers MOVED)", 3, 2)
 	}
+	if paused == nil {
+		return
+	}
+
+	// Optimistic, whose store now sends the slot's WATCH to the new
+	// master, with a failover done inside its transaction: after the
+	// reads, before the EXEC (the demoted master refuses to queue the
+	// writes: nothing runs), then after the WATCH, before the reads (the
+	// demoted master answers MOVED to them). Each is an aborted
+	// transaction, watched again on the slot's new master: the call is
+	// decided by Redis and counted once.
+	o := runs[len(runs)-1]
+	for i, step := range []struct {
+		beforeExec      bool
+		master, demoted store.Store
+		what            string
+	}{
+		{true, nodes[from], replica, "after its reads, before its EXEC"},
+		{false, replica, nodes[from], "after its WATCH, before its reads"},
+	} {
+		var hookErr error
+		ran := false
+		paused.arm(step.beforeExec, func(ctx context.Context) {
+			ran = true
+			hookErr = failOver(ctx, step.master, step.demoted, tookOver)
+		})
+		phase := "a failover " + step.what
+		decideCalls(ctx, t, o.lim, o.name, phase, o.subjects[1+i], 1, 1, l)
+		if !ran {
+			t.Fatalf("%s: %s: the transaction never reached that point", o.name, phase)
+		}
+		if hookErr != nil {
+			t.Fatalf("%s: %s: %v", o.name, phase, hookErr)
+		}
+		decideCalls(ctx, t, o.lim, o.name, "after "+phase, o.subjects[1+i], 5, 4, l)
+	}
+}
+
+// failOver runs CLUSTER FAILOVER on the replica promoted and waits until
+// it is master and demoted its replica, for up to 30 s. A master votes for
+// a replica of the same master once per two node timeouts, so a failover
+// soon after another one is refused: one that has not taken over in 5 s
+// (when the replica gives it up) is asked for again.
+func failOver(ctx context.Context, promoted, demoted store.Store, tookOver func(master, demoted store.Store) bool) error {
+	var asked time.Time
+	for deadline := time.Now().Add(30 * time.Second); !tookOver(promoted, demoted); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return errors.New("waited 30 s for the replica to take over")
+		}
+		if time.Since(asked) < 5*time.Second {
+			continue
+		}
+		asked = time.Now()
+		rs, err := promoted.Do(ctx, store.Cmd{Name: "CLUSTER", Args: []any{"FAILOVER"}})
+		if err == nil {
+			err = rs[0].Err
+		}
+		if err != nil {
+			return fmt.Errorf("CLUSTER FAILOVER: %w", err)
+		}
+	}
+	return nil
+}
+
+// pausingWatcher is a store whose Watch runs a hook once inside the
+// transaction, when armed: before the transaction's first read (after the
+// WATCH) or before its EXEC (after the reads).
+type pausingWatcher struct {
+	store.Store
+	w store.Watcher
+
+	mu         sync.Mutex
+	hook       func(context.Context)
+	beforeExec bool
+}
+
+// arm sets the hook the next transaction runs, once.
+func (p *pausingWatcher) arm(beforeExec bool, hook func(context.Context)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.hook, p.beforeExec = hook, beforeExec
+}
+
+// take returns the hook armed for that point and disarms it, or nil.
+func (p *pausingWatcher) take(exec bool) func(context.Context) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h := p.hook
+	if h == nil || p.beforeExec != exec {
+		return nil
+	}
+	p.hook = nil
+	return h
+}
+
+// Watch implements store.Watcher.
+func (p *pausingWatcher) Watch(ctx context.Context, keys []string, fn func(store.Tx) error) error {
+	return p.w.Watch(ctx, keys, func(tx store.Tx) error { return fn(pausedTx{tx, p}) })
+}
+
+// pausedTx is a pausingWatcher's transaction.
+type pausedTx struct {
+	store.Tx
+	p *pausingWatcher
+}
+
+// Do implements store.Tx.
+func (x pausedTx) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	if h := x.p.take(false); h != nil {
+		h(ctx)
+	}
+	return x.Tx.Do(ctx, cmds...)
+}
+
+// Exec implements store.Tx.
+func (x pausedTx) Exec(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	if h := x.p.take(true); h != nil {
+		h(ctx)
+	}
+	return x.Tx.Exec(ctx, cmds...)
 }
 
 // waitUntil polls cond every 50 ms for up to 30 s and fails t, saying what

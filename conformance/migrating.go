@@ -39,8 +39,9 @@ import (
 // move is done (the subject has its 5 back); a new subject with two limits
 // whose slot migrates with none of its keys (ASK from the source, TRYAGAIN
 // from the target) waits for the migration's end and is admitted; a
-// transaction whose key moved
-// after its WATCH is store.ErrTxAborted and ran nothing; and, as in a
+// transaction whose key moved after its WATCH is store.ErrTxAborted and
+// ran nothing, and so are its reads (ASK while the slot migrates, MOVED
+// once it has moved); and, as in a
 // scale-out, a slot migrating to a node that joined the Cluster after the
 // store read its slot map and serves no slot yet (ASK to a node the client
 // has not met) is followed: 3 of 4 calls admitted with 2 counted before.
@@ -211,7 +212,7 @@ func scaledOut(ctx context.Context, t testing.TB, addrs []string, nodes []store.
 // moved after its WATCH is store.ErrTxAborted, and ran nothing: the source
 // refuses to queue a command on a key it no longer holds (ASK) and
 // discards the transaction; the strategy is to watch the key again where
-// it is now.
+// it is now. So are reads the node refuses after the WATCH (ASK, MOVED).
 func movedUnderWatch(ctx context.Context, t testing.TB, addrs []string, nodes []store.Store, st store.Store, w store.Watcher) {
 	t.Helper()
 	one := func(n store.Store, args ...any) store.Reply { return mustDo(ctx, t, n, args...) }
@@ -251,6 +252,39 @@ func movedUnderWatch(ctx context.Context, t testing.TB, addrs []string, nodes []
 	}
 	if v := one(nodes[to], "GET", key).Val; v != "1" {
 		t.Errorf("GET %s on its new node = %v after the aborted transaction; want 1 (nothing ran)", key, v)
+	}
+
+	// The slot moves on after the WATCH, before the reads: the node
+	// refuses them, with ASK while the slot migrates, with MOVED once it
+	// has moved, and the transaction is to be watched again where the key
+	// is now.
+	for _, moved := range []bool{false, true} {
+		from, to = to, (to+1)%len(nodes)
+		refusal := "ASK"
+		if moved {
+			refusal = "MOVED"
+		}
+		var reads []store.Reply
+		var readErr error
+		err = w.Watch(ctx, []string{key}, func(tx store.Tx) error {
+			host, port, _ := strings.Cut(addrs[to], ":")
+			one(nodes[to], "CLUSTER", "SETSLOT", slot, "IMPORTING", ids[from])
+			one(nodes[from], "CLUSTER", "SETSLOT", slot, "MIGRATING", ids[to])
+			one(nodes[from], "MIGRATE", host, port, key, 0, 5000)
+			if moved {
+				for _, n := range nodes {
+					one(n, "CLUSTER", "SETSLOT", slot, "NODE", ids[to])
+				}
+			}
+			reads, readErr = tx.Do(ctx, store.Cmd{Name: "GET", Args: []any{key}})
+			return readErr
+		})
+		for _, n := range nodes {
+			one(n, "CLUSTER", "SETSLOT", slot, "NODE", ids[to])
+		}
+		if !errors.Is(err, store.ErrTxAborted) {
+			t.Errorf("a Watch whose key %s moved to another node after the WATCH, before its read (%s) = %v (its Do: %v, %v); want store.ErrTxAborted: the read was refused, and the key is to be watched again where it is now", key, refusal, err, reads, readErr)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -86,4 +87,63 @@ func TestFailingOverFailsWithoutRedirections(t *testing.T) {
 			t.Errorf("%s failed without saying that a call was not decided by Redis: %s", s, strings.Join(msgs, " | "))
 		}
 	}
+}
+
+// TestReadRefusalsAsRepliesFail: MigratingSlot and FailingOver fail a
+// store.Watcher whose transaction gives a read's refusal for a slot that
+// moved after the WATCH (MOVED, ASK) as the read's reply rather than as
+// store.ErrTxAborted: the read fails the decision, which FailOpen admits
+// Degraded, uncounted, instead of watching the keys again where they are.
+func TestReadRefusalsAsRepliesFail(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		check  func(testing.TB, ClusterDialer, Dialer)
+		wanted []string
+	}{
+		{"MigratingSlot", MigratingSlot, []string{"before its read (ASK)", "before its read (MOVED)"}},
+		{"FailingOver", FailingOver, []string{"Optimistic: a failover after its WATCH, before its reads: call 1"}},
+	} {
+		o := record(context.Background(), func(r testing.TB) { tc.check(r, refusedReadsAsReplies, goredisNode) })
+		msgs := strings.Join(o.Messages, " | ")
+		if o.Skipped || o.Passed {
+			t.Errorf("%s: skipped=%v passed=%v; want failed: %s", tc.name, o.Skipped, o.Passed, msgs)
+			continue
+		}
+		for _, w := range tc.wanted {
+			if !strings.Contains(msgs, w) {
+				t.Errorf("%s failed without a message on %q: %s", tc.name, w, msgs)
+			}
+		}
+	}
+}
+
+// refusedReadsAsReplies connects a go-redis Cluster store whose
+// transactions give a refused read (store.ErrTxAborted from Tx.Do) as
+// each command's reply, with no error (a store that breaks the contract
+// of store.Tx.Do).
+func refusedReadsAsReplies(ctx context.Context, addrs []string) (store.Store, func(), error) {
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	return readsAsReplies{goredis.New(rdb)}, func() { _ = rdb.Close() }, nil
+}
+
+// readsAsReplies is a store whose Tx.Do gives its refusals as replies.
+type readsAsReplies struct{ *goredis.Store }
+
+func (s readsAsReplies) Watch(ctx context.Context, keys []string, fn func(store.Tx) error) error {
+	return s.Store.Watch(ctx, keys, func(tx store.Tx) error { return fn(repliedTx{tx}) })
+}
+
+// repliedTx is readsAsReplies' transaction.
+type repliedTx struct{ store.Tx }
+
+func (x repliedTx) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	rs, err := x.Tx.Do(ctx, cmds...)
+	if !errors.Is(err, store.ErrTxAborted) {
+		return rs, err
+	}
+	rs = make([]store.Reply, len(cmds))
+	for i := range rs {
+		rs[i].Err = errors.New(err.Error()) // the refusal, not ErrTxAborted
+	}
+	return rs, nil
 }

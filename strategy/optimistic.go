@@ -74,8 +74,9 @@ const (
 //     transaction a node refuses with TRYAGAIN (the keys split between
 //     the nodes: nothing ran) is sent again after store.TryAgainPause,
 //     without counting as an attempt; the adapters follow MOVED and ASK,
-//     and a transaction refused because the slot moved after the WATCH
-//     is an aborted one (store.ErrTxAborted), retried as above;
+//     and reads or a transaction refused because the slot moved after
+//     the WATCH (a migration, a failover) are an aborted attempt
+//     (store.ErrTxAborted), retried as above;
 //   - Redis 6.0.9 or later for the expiry rule above; a store implementing
 //     store.Watcher (limiter.New checks it).
 type Optimistic struct {

@@ -54,7 +54,9 @@
 // itself when go-redis's Watch runs out of redirections (it sends a
 // WATCH the source refused with ASK to the target without ASKING): to the
 // slot's target, ASKING before the WATCH, each later command and the
-// transaction. A command that go-redis would send again after its
+// transaction. A transaction, or a read, refused because the keys' slot
+// moved since the WATCH (a failover, a migration) ran nothing and is
+// store.ErrTxAborted. A command that go-redis would send again after its
 // reply was lost fails instead, with ErrUnknownOutcome. Likewise a
 // ReadTimeout or WriteTimeout of -2 (no socket deadlines) keeps go-redis
 // from seeing a context's deadline even with ContextTimeoutEnabled: the

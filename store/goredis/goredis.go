@@ -1047,10 +1047,26 @@ func (t txn) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
 	if t.asking {
 		return t.doAsking(ctx, cmds)
 	}
-	p := t.tx.Pipeline()
-	gcmds, guards := queue(ctx, p, cmds, t.s.ap != nil)
-	_, execErr := p.Exec(ctx)
-	return t.s.collect(ctx, gcmds, guards, execErr)
+	gcmds, rs, err := t.pipe(ctx, cmds)
+	if err != nil {
+		return nil, err
+	}
+	if err := slotMoved(gcmds); err != nil {
+		return nil, err
+	}
+	return rs, nil
+}
+
+// slotMoved returns store.ErrTxAborted when a command of a transaction's
+// reads was refused because the keys' slot moved since the WATCH (a
+// failover, a migration): the keys are to be watched again where they are.
+func slotMoved(gcmds []*redis.Cmd) error {
+	for _, c := range gcmds {
+		if err := c.Err(); isRedirect(err) || isTryAgain(err) {
+			return fmt.Errorf("goredis: %w: %w", store.ErrTxAborted, err)
+		}
+	}
+	return nil
 }
 
 // pipe sends cmds in one pipeline on the pinned connection and returns
@@ -1069,8 +1085,11 @@ func (t txn) doAsking(ctx context.Context, cmds []store.Cmd) ([]store.Reply, err
 	for _, c := range cmds {
 		all = append(all, store.Cmd{Name: "ASKING"}, c)
 	}
-	_, rs, err := t.pipe(ctx, all)
+	gcmds, rs, err := t.pipe(ctx, all)
 	if err != nil {
+		return nil, err
+	}
+	if err := slotMoved(gcmds); err != nil {
 		return nil, err
 	}
 	for i := range cmds {

@@ -149,7 +149,8 @@
 // dialled to it, where every later command and transaction goes after
 // ASKING too; a transaction refused because the keys' slot moved since
 // the WATCH (MOVED, ASK or TRYAGAIN for its commands) ran nothing and is
-// store.ErrTxAborted, so that the strategy watches the keys again.
+// store.ErrTxAborted, so that the strategy watches the keys again, and so
+// are reads refused for that reason (a failover, a migration).
 //
 // # Replies
 //

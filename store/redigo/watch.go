@@ -156,6 +156,13 @@ func (t *txn) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) 
 	if err != nil {
 		return nil, fail(ctx, err, true)
 	}
+	for _, v := range raw {
+		if kind, _ := refusal(v); kind != "" {
+			// the keys' slot moved since the WATCH (a failover, a
+			// migration): they are to be watched again where they are
+			return nil, fmt.Errorf("redigo: %w: %v", store.ErrTxAborted, v)
+		}
+	}
 	return replies(raw), nil
 }
 

@@ -100,9 +100,9 @@
 // store.Script does) until the rest has moved; one answered with ASK (the
 // key has moved, the slot not yet) goes to the slot's target after
 // ASKING, as does every later read and transaction of that Watch (the
-// target is not learned as the slot's owner). A transaction refused
-// because the keys' slot moved since the WATCH ran nothing and is
-// store.ErrTxAborted. A MOVED
+// target is not learned as the slot's owner). A transaction, or a read,
+// refused because the keys' slot moved since the WATCH (a failover, a
+// migration) ran nothing and is store.ErrTxAborted. A MOVED
 // to a node that joined after the client read the slots makes rueidis
 // learn the node (a read of the key through the client follows it).
 package rueidis

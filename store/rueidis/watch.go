@@ -680,6 +680,13 @@ func (t *tx) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
 		}
 		rs = rs[:len(cmds)]
 	}
+	for _, r := range rs {
+		if re := redirection(r.Error()); re != nil {
+			// the keys' slot moved since the WATCH (a failover, a
+			// migration): they are to be watched again where they are
+			return nil, fmt.Errorf("rueidis: %w: %w", store.ErrTxAborted, re)
+		}
+	}
 	return collect(rs)
 }
 
@@ -748,25 +755,13 @@ func (t *tx) Exec(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error)
 // migration split) for which a Cluster node did not run a transaction: EXEC's own, or, when EXEC's is EXECABORT,
 // that of every command it refused to queue; nil for any other failure.
 func movedAway(execErr error, queued []rd.RedisResult) *rd.RedisError {
-	redirect := func(err error) *rd.RedisError {
-		re, ok := rd.IsRedisErr(err)
-		if !ok {
-			return nil
-		}
-		_, moved := re.IsMoved()
-		_, ask := re.IsAsk()
-		if !moved && !ask && !re.IsTryAgain() {
-			return nil
-		}
-		return re
-	}
-	if re := redirect(execErr); re != nil {
+	if re := redirection(execErr); re != nil {
 		return re
 	}
 	var first *rd.RedisError
 	for _, r := range queued {
 		if err := r.Error(); err != nil {
-			re := redirect(err)
+			re := redirection(err)
 			if re == nil {
 				return nil
 			}
@@ -776,6 +771,22 @@ func movedAway(execErr error, queued []rd.RedisResult) *rd.RedisError {
 		}
 	}
 	return first
+}
+
+// redirection returns err when it is a Cluster node's refusal of a command
+// on a slot it does not serve (MOVED, ASK, or TRYAGAIN: keys a slot's
+// migration split), else nil.
+func redirection(err error) *rd.RedisError {
+	re, ok := rd.IsRedisErr(err)
+	if !ok {
+		return nil
+	}
+	_, moved := re.IsMoved()
+	_, ask := re.IsAsk()
+	if !moved && !ask && !re.IsTryAgain() {
+		return nil
+	}
+	return re
 }
 
 // build checks and builds cmds for the pinned connection, wrapped in
