@@ -22,29 +22,31 @@ import (
 // as operators run for an upgrade (CLUSTER FAILOVER on a replica: the
 // master stops taking writes until its replica has every one, and the
 // replica takes its slots), for each way the library's strategies reach
-// Redis: a script (FixedWindow), MULTI/EXEC transactions (Bucketed) and
-// WATCH with MULTI/EXEC (Optimistic), each through a store of its own from
-// cluster. A node joins the Cluster after the stores read its slot map, as
-// a replica of the master of each strategy's subject. At 5 per hour under
-// FailOpen, 2 calls are counted before the failover; 1 is made as it
-// starts (it runs before the switch, or the master holds it until the
-// replica has taken over and answers MOVED); once the old master has
-// become its replica's replica, 2 of 3 calls are admitted. Then the
-// Cluster fails back while an Optimistic call's transaction is between its
-// reads and its EXEC, and over again while one is between its WATCH and
-// its reads: the demoted master refuses the writes (or the reads) with
-// MOVED, and the call, watched again on the new master, is admitted, with
-// 4 of the next 5 (counted once). Each call is decided by Redis (never
-// Degraded, never an error): the new master holds every count, and each
-// store, meeting the demoted master at least once, followed its MOVED to a
-// node the store had not met.
+// Redis: a script (FixedWindow), MULTI/EXEC transactions (Bucketed), WATCH
+// with MULTI/EXEC (Optimistic) and a batch of scripts (FixedWindow's
+// AllowMany), each through a store of its own from cluster. A node joins
+// the Cluster after the stores read its slot map, as a replica of the
+// master of each strategy's subject. At 5 per hour under FailOpen, 2 calls
+// (asks) are counted before the failover; 1 is made as it starts (it runs
+// before the switch, or the master holds it until the replica has taken
+// over and answers MOVED); once the old master has become its replica's
+// replica, 2 of 3 are admitted. Then the Cluster fails back while an
+// Optimistic call's transaction is between its reads and its EXEC, and
+// over again while one is between its WATCH and its reads: the demoted
+// master refuses the writes (or the reads) with MOVED, and the call,
+// watched again on the new master, is admitted, with 4 of the next 5
+// (counted once). Each call is decided by Redis (never Degraded, never an
+// error): the new master holds every count, and each store, meeting the
+// demoted master at least once, followed its MOVED to a node the store had
+// not met.
 //
 // A store that gives MOVED as the call's error, or keeps sending a slot's
 // calls to the demoted master, admits them uncounted under FailOpen
 // (denies them under FailClosed); so does a store.Watcher whose Tx.Do
-// gives a read's MOVED as its reply, not as store.ErrTxAborted. node connects a single-node store of the
-// same adapter to a node. It is not in StoreChecks because it changes the
-// Cluster's masters: it never runs on a Cluster it did not start.
+// gives a read's MOVED as its reply, not as store.ErrTxAborted. node
+// connects a single-node store of the same adapter to a node. It is not in
+// StoreChecks because it changes the Cluster's masters: it never runs on a
+// Cluster it did not start.
 func FailingOver(t testing.TB, cluster ClusterDialer, node Dialer) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -58,6 +60,7 @@ func FailingOver(t testing.TB, cluster ClusterDialer, node Dialer) {
 		name     string
 		lim      *limiter.Limiter
 		subjects []string // on the slots of master from
+		many     bool     // decided in one AllowMany
 	}
 	var (
 		runs   []run
@@ -67,6 +70,7 @@ func FailingOver(t testing.TB, cluster ClusterDialer, node Dialer) {
 		{"FixedWindow", "ft", strategy.NewFixedWindow()},
 		{"Bucketed", "fb", strategy.NewBucketed()},
 		{"Optimistic", "fo", strategy.NewOptimistic()},
+		{"FixedWindow's AllowMany", "fm", strategy.NewFixedWindow()},
 	} {
 		// a store of its own, whose slot map no other strategy's calls
 		// bring up to date: each meets the demoted master
@@ -83,7 +87,7 @@ func FailingOver(t testing.TB, cluster ClusterDialer, node Dialer) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := run{name: s.name, lim: lim}
+		r := run{name: s.name, lim: lim, many: s.prefix == "fm"}
 		for i := 0; len(r.subjects) < 3; i++ {
 			subject := fmt.Sprintf("%s-failover-%d", s.prefix, i)
 			key, err := limiter.Key(s.prefix, subject, l)
@@ -120,7 +124,27 @@ func FailingOver(t testing.TB, cluster ClusterDialer, node Dialer) {
 
 	decide := func(r run, phase string, n, want int) {
 		t.Helper()
-		decideCalls(ctx, t, r.lim, r.name, phase, r.subjects[0], n, want, l)
+		if !r.many {
+			decideCalls(ctx, t, r.lim, r.name, phase, r.subjects[0], n, want, l)
+			return
+		}
+		asks := make([]limiter.Ask, n)
+		for i := range asks {
+			asks[i] = limiter.Ask{Key: r.subjects[0], Limits: []limiter.Limit{l}}
+		}
+		admitted := 0
+		for i, a := range r.lim.AllowMany(ctx, asks) {
+			if a.Err != nil || a.Result.Degraded {
+				t.Errorf("%s: %s: ask %d of %d for %s at %v = %+v, %v; want decided by Redis", r.name, phase, i+1, n, r.subjects[0], l, a.Result, a.Err)
+				return
+			}
+			if a.Result.Allowed {
+				admitted++
+			}
+		}
+		if admitted != want {
+			t.Errorf("%s: %s: %d of %d asks for %s at %v admitted; want %d", r.name, phase, admitted, n, r.subjects[0], l, want)
+		}
 	}
 	for _, r := range runs {
 		decide(r, "before the failover", 2, 2)
@@ -149,7 +173,7 @@ func FailingOver(t testing.TB, cluster ClusterDialer, node Dialer) {
 	// demoted master answers MOVED to them). Each is an aborted
 	// transaction, watched again on the slot's new master: the call is
 	// decided by Redis and counted once.
-	o := runs[len(runs)-1]
+	o := runs[slices.IndexFunc(runs, func(r run) bool { return r.name == "Optimistic" })]
 	for i, step := range []struct {
 		beforeExec      bool
 		master, demoted store.Store

@@ -235,18 +235,26 @@ func movedUnderWatch(ctx context.Context, t testing.TB, addrs []string, nodes []
 		t.Fatalf("%s is on no node", key)
 	}
 	to := (from + 1) % len(nodes)
-	var execErr error
-	err = w.Watch(ctx, []string{key}, func(tx store.Tx) error {
+	// migrateKey starts the slot's migration from node from to node to
+	// and moves key; moved ends it, every node told of the slot's owner.
+	migrateKey := func() {
 		host, port, _ := strings.Cut(addrs[to], ":")
 		one(nodes[to], "CLUSTER", "SETSLOT", slot, "IMPORTING", ids[from])
 		one(nodes[from], "CLUSTER", "SETSLOT", slot, "MIGRATING", ids[to])
 		one(nodes[from], "MIGRATE", host, port, key, 0, 5000)
+	}
+	moved := func() {
+		for _, n := range nodes {
+			one(n, "CLUSTER", "SETSLOT", slot, "NODE", ids[to])
+		}
+	}
+	var execErr error
+	err = w.Watch(ctx, []string{key}, func(tx store.Tx) error {
+		migrateKey()
 		_, execErr = tx.Exec(ctx, store.Cmd{Name: "INCRBY", Args: []any{key, 1}})
 		return execErr
 	})
-	for _, n := range nodes {
-		one(n, "CLUSTER", "SETSLOT", slot, "NODE", ids[to])
-	}
+	moved()
 	if !errors.Is(err, store.ErrTxAborted) {
 		t.Errorf("a Watch whose key %s moved to another node after the WATCH = %v (its Exec: %v); want store.ErrTxAborted: the source refused to queue the INCRBY and ran nothing", key, err, execErr)
 	}
@@ -258,30 +266,23 @@ func movedUnderWatch(ctx context.Context, t testing.TB, addrs []string, nodes []
 	// refuses them, with ASK while the slot migrates, with MOVED once it
 	// has moved, and the transaction is to be watched again where the key
 	// is now.
-	for _, moved := range []bool{false, true} {
+	for _, done := range []bool{false, true} {
 		from, to = to, (to+1)%len(nodes)
 		refusal := "ASK"
-		if moved {
+		if done {
 			refusal = "MOVED"
 		}
 		var reads []store.Reply
 		var readErr error
 		err = w.Watch(ctx, []string{key}, func(tx store.Tx) error {
-			host, port, _ := strings.Cut(addrs[to], ":")
-			one(nodes[to], "CLUSTER", "SETSLOT", slot, "IMPORTING", ids[from])
-			one(nodes[from], "CLUSTER", "SETSLOT", slot, "MIGRATING", ids[to])
-			one(nodes[from], "MIGRATE", host, port, key, 0, 5000)
-			if moved {
-				for _, n := range nodes {
-					one(n, "CLUSTER", "SETSLOT", slot, "NODE", ids[to])
-				}
+			migrateKey()
+			if done {
+				moved()
 			}
 			reads, readErr = tx.Do(ctx, store.Cmd{Name: "GET", Args: []any{key}})
 			return readErr
 		})
-		for _, n := range nodes {
-			one(n, "CLUSTER", "SETSLOT", slot, "NODE", ids[to])
-		}
+		moved()
 		if !errors.Is(err, store.ErrTxAborted) {
 			t.Errorf("a Watch whose key %s moved to another node after the WATCH, before its read (%s) = %v (its Do: %v, %v); want store.ErrTxAborted: the read was refused, and the key is to be watched again where it is now", key, refusal, err, reads, readErr)
 		}

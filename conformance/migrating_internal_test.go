@@ -76,11 +76,11 @@ func goredisCluster(redirects int) ClusterDialer {
 // TestFailingOverFailsWithoutRedirections: FailingOver fails a Cluster
 // client that does not follow MOVED (go-redis with MaxRedirects -1): the
 // call the demoted master answers MOVED is admitted Degraded, uncounted,
-// for each way a strategy reaches Redis; with redirections followed it
-// passes.
+// for each way a strategy reaches Redis (AllowMany's batch too); with
+// redirections followed it passes.
 func TestFailingOverFailsWithoutRedirections(t *testing.T) {
 	msgs := failsOnlyWithoutRedirections(t, FailingOver)
-	for _, s := range []string{"FixedWindow", "Bucketed", "Optimistic"} {
+	for _, s := range []string{"FixedWindow", "Bucketed", "Optimistic", "FixedWindow's AllowMany"} {
 		if !slices.ContainsFunc(msgs, func(m string) bool {
 			return strings.HasPrefix(m, s+": ") && strings.Contains(m, "want decided by Redis")
 		}) {
