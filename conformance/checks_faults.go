@@ -323,29 +323,10 @@ func (c *checker) slot(key string) int64 {
 	return n
 }
 
-// KeySlot is Redis Cluster's HASH_SLOT: CRC16-XMODEM of the key's hash tag
-// (or of the whole key when it has none) mod 16384. Property 22 uses it on
-// servers without Cluster support, and checks it against CLUSTER KEYSLOT on
-// a Cluster.
-func KeySlot(key string) uint16 {
-	if i := strings.IndexByte(key, '{'); i >= 0 {
-		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
-			key = key[i+1 : i+1+j]
-		}
-	}
-	var crc uint16
-	for i := 0; i < len(key); i++ {
-		crc ^= uint16(key[i]) << 8
-		for b := 0; b < 8; b++ {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc % 16384
-}
+// KeySlot is Redis Cluster's HASH_SLOT (store.KeySlot). Property 22 uses
+// it on servers without Cluster support, and checks it against CLUSTER
+// KEYSLOT on a Cluster.
+func KeySlot(key string) uint16 { return store.KeySlot(key) }
 
 // Property 17: scripts are constants. After a warm-up, calls with distinct
 // subjects and distinct limits never send a script's source again (EVAL,

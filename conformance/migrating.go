@@ -41,7 +41,7 @@ import (
 // from the target) waits for the migration's end and is admitted; a
 // transaction whose key moved after its WATCH is store.ErrTxAborted and
 // ran nothing, and so are its reads (ASK while the slot migrates, MOVED
-// once it has moved); and, as in a
+// once it has moved), but not a read of another slot's key; and, as in a
 // scale-out, a slot migrating to a node that joined the Cluster after the
 // store read its slot map and serves no slot yet (ASK to a node the client
 // has not met) is followed: 3 of 4 calls admitted with 2 counted before.
@@ -212,7 +212,8 @@ func scaledOut(ctx context.Context, t testing.TB, addrs []string, nodes []store.
 // moved after its WATCH is store.ErrTxAborted, and ran nothing: the source
 // refuses to queue a command on a key it no longer holds (ASK) and
 // discards the transaction; the strategy is to watch the key again where
-// it is now. So are reads the node refuses after the WATCH (ASK, MOVED).
+// it is now. So are reads the node refuses after the WATCH (ASK, MOVED),
+// but not a read of another slot's key, which no new WATCH changes.
 func movedUnderWatch(ctx context.Context, t testing.TB, addrs []string, nodes []store.Store, st store.Store, w store.Watcher) {
 	t.Helper()
 	one := func(n store.Store, args ...any) store.Reply { return mustDo(ctx, t, n, args...) }
@@ -286,6 +287,32 @@ func movedUnderWatch(ctx context.Context, t testing.TB, addrs []string, nodes []
 		if !errors.Is(err, store.ErrTxAborted) {
 			t.Errorf("a Watch whose key %s moved to another node after the WATCH, before its read (%s) = %v (its Do: %v, %v); want store.ErrTxAborted: the read was refused, and the key is to be watched again where it is now", key, refusal, err, reads, readErr)
 		}
+	}
+
+	// A read of another slot's key, on another node, under the WATCH: the
+	// node refuses it (MOVED), or the store before sending it, but the
+	// watched slot did not move, and watching again would change nothing:
+	// not store.ErrTxAborted.
+	nodesReply, _ := store.String(one(nodes[0], "CLUSTER", "NODES").Val)
+	var other string
+	for i := 0; other == ""; i++ {
+		k := fmt.Sprintf("cw:other-%d", i)
+		s, err := store.Int64(one(nodes[0], "CLUSTER", "KEYSLOT", k).Val)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if owner, err := redistest.SlotOwner(nodesReply, int(s)); err == nil && owner != ids[to] {
+			other = k
+		}
+	}
+	var reads []store.Reply
+	err = w.Watch(ctx, []string{key}, func(tx store.Tx) error {
+		var err error
+		reads, err = tx.Do(ctx, store.Cmd{Name: "GET", Args: []any{other}})
+		return err
+	})
+	if errors.Is(err, store.ErrTxAborted) {
+		t.Errorf("a Watch of %s whose read is of %s, a key of another slot on another node = %v (its Do: %v); want its refusal, not store.ErrTxAborted: the watched slot did not move", key, other, err, reads)
 	}
 }
 

@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -89,21 +90,29 @@ func TestFailingOverFailsWithoutRedirections(t *testing.T) {
 	}
 }
 
-// TestReadRefusalsAsRepliesFail: MigratingSlot and FailingOver fail a
+// TestReadRefusalsFail: MigratingSlot and FailingOver fail a
 // store.Watcher whose transaction gives a read's refusal for a slot that
 // moved after the WATCH (MOVED, ASK) as the read's reply rather than as
 // store.ErrTxAborted: the read fails the decision, which FailOpen admits
 // Degraded, uncounted, instead of watching the keys again where they are.
-func TestReadRefusalsAsRepliesFail(t *testing.T) {
+// MigratingSlot fails one that gives every refusal as store.ErrTxAborted,
+// that of a read of another slot's key too, which no new WATCH changes.
+func TestReadRefusalsFail(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		check  func(testing.TB, ClusterDialer, Dialer)
+		tx     func(store.Tx) store.Tx
 		wanted []string
 	}{
-		{"MigratingSlot", MigratingSlot, []string{"before its read (ASK)", "before its read (MOVED)"}},
-		{"FailingOver", FailingOver, []string{"Optimistic: a failover after its WATCH, before its reads: call 1"}},
+		{"MigratingSlot, refusals as replies", MigratingSlot, asReplies, []string{"before its read (ASK)", "before its read (MOVED)"}},
+		{"FailingOver, refusals as replies", FailingOver, asReplies, []string{"Optimistic: a failover after its WATCH, before its reads: call 1"}},
+		{"MigratingSlot, every refusal aborts", MigratingSlot, abortsOnRefusal, []string{"a key of another slot on another node"}},
 	} {
-		o := record(context.Background(), func(r testing.TB) { tc.check(r, refusedReadsAsReplies, goredisNode) })
+		dial := func(ctx context.Context, addrs []string) (store.Store, func(), error) {
+			rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+			return txWrapper{goredis.New(rdb), tc.tx}, func() { _ = rdb.Close() }, nil
+		}
+		o := record(context.Background(), func(r testing.TB) { tc.check(r, dial, goredisNode) })
 		msgs := strings.Join(o.Messages, " | ")
 		if o.Skipped || o.Passed {
 			t.Errorf("%s: skipped=%v passed=%v; want failed: %s", tc.name, o.Skipped, o.Passed, msgs)
@@ -117,23 +126,20 @@ func TestReadRefusalsAsRepliesFail(t *testing.T) {
 	}
 }
 
-// refusedReadsAsReplies connects a go-redis Cluster store whose
-// transactions give a refused read (store.ErrTxAborted from Tx.Do) as
-// each command's reply, with no error (a store that breaks the contract
-// of store.Tx.Do).
-func refusedReadsAsReplies(ctx context.Context, addrs []string) (store.Store, func(), error) {
-	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
-	return readsAsReplies{goredis.New(rdb)}, func() { _ = rdb.Close() }, nil
+// txWrapper is a go-redis Cluster store whose transactions are wrapped.
+type txWrapper struct {
+	*goredis.Store
+	wrap func(store.Tx) store.Tx
 }
 
-// readsAsReplies is a store whose Tx.Do gives its refusals as replies.
-type readsAsReplies struct{ *goredis.Store }
-
-func (s readsAsReplies) Watch(ctx context.Context, keys []string, fn func(store.Tx) error) error {
-	return s.Store.Watch(ctx, keys, func(tx store.Tx) error { return fn(repliedTx{tx}) })
+func (s txWrapper) Watch(ctx context.Context, keys []string, fn func(store.Tx) error) error {
+	return s.Store.Watch(ctx, keys, func(tx store.Tx) error { return fn(s.wrap(tx)) })
 }
 
-// repliedTx is readsAsReplies' transaction.
+// asReplies wraps a transaction whose Tx.Do gives a refused read
+// (store.ErrTxAborted) as each command's reply, with no error.
+func asReplies(tx store.Tx) store.Tx { return repliedTx{tx} }
+
 type repliedTx struct{ store.Tx }
 
 func (x repliedTx) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
@@ -146,4 +152,20 @@ func (x repliedTx) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, er
 		rs[i].Err = errors.New(err.Error()) // the refusal, not ErrTxAborted
 	}
 	return rs, nil
+}
+
+// abortsOnRefusal wraps a transaction whose Tx.Do gives any command's
+// MOVED or ASK as store.ErrTxAborted, whatever the command's slot.
+func abortsOnRefusal(tx store.Tx) store.Tx { return abortingTx{tx} }
+
+type abortingTx struct{ store.Tx }
+
+func (x abortingTx) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	rs, err := x.Tx.Do(ctx, cmds...)
+	for _, r := range rs {
+		if r.Err != nil && (strings.Contains(r.Err.Error(), "MOVED ") || strings.Contains(r.Err.Error(), "ASK ")) {
+			return nil, fmt.Errorf("%w: %w", store.ErrTxAborted, r.Err)
+		}
+	}
+	return rs, err
 }

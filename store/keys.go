@@ -123,3 +123,27 @@ func IsTx(cmds []Cmd) bool {
 	}
 	return true
 }
+
+// KeySlot is Redis Cluster's HASH_SLOT of key: CRC16-XMODEM of the key's
+// hash tag (the text between its first "{" and the next "}", when not
+// empty) or else of the whole key, mod 16384. Keys of one slot are served
+// by one node.
+func KeySlot(key string) uint16 {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			key = key[i+1 : i+1+j]
+		}
+	}
+	var crc uint16
+	for i := 0; i < len(key); i++ {
+		crc ^= uint16(key[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc % 16384
+}

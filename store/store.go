@@ -80,11 +80,12 @@ type Watcher interface {
 // Tx is a connection pinned by Watcher.Watch.
 type Tx interface {
 	// Do runs cmds outside MULTI on the pinned connection (reads while the
-	// keys are watched). A command a Cluster node refused because the
-	// keys' slot moved after the WATCH (MOVED, ASK, TRYAGAIN), as in a
-	// failover or a slot's migration, makes Do return an error that wraps
-	// ErrTxAborted, as Exec does: the keys are to be watched again where
-	// they are now.
+	// keys are watched). A command on a key of the watched keys' slot that
+	// a Cluster node refused because the slot moved after the WATCH
+	// (MOVED, ASK, TRYAGAIN), as in a failover or a slot's migration, makes
+	// Do return an error that wraps ErrTxAborted, as Exec does: the keys
+	// are to be watched again where they are now. A command on another
+	// slot's key is not ErrTxAborted: watching again changes nothing.
 	Do(ctx context.Context, cmds ...Cmd) ([]Reply, error)
 	// Exec runs cmds inside MULTI/EXEC on the pinned connection. A
 	// transaction aborted by a watched key is ErrTxAborted.

@@ -795,7 +795,7 @@ func (s *Store) Watch(ctx context.Context, keys []string, fn func(store.Tx) erro
 		err = s.c.Watch(ctx, func(tx *redis.Tx) error {
 			called = true
 			defer ws.unwatch(ctx, tx)
-			return fn(txn{s, tx, ws, false})
+			return fn(txn{s, tx, ws, false, watchedSlot(keys)})
 		}, keys...)
 	}); berr != nil {
 		return fmt.Errorf("goredis: watch: %w", berr)
@@ -890,6 +890,17 @@ type txn struct {
 	// asking: tx is a migrating slot's target, which takes each command,
 	// and each transaction, after ASKING.
 	asking bool
+	// slot is the watched keys' Cluster slot (-1 without keys).
+	slot int
+}
+
+// watchedSlot returns the Cluster slot of keys, the first one's, or -1
+// for none.
+func watchedSlot(keys []string) int {
+	if len(keys) == 0 {
+		return -1
+	}
+	return int(store.KeySlot(keys[0]))
 }
 
 // isRedirect reports a Cluster's MOVED or ASK refusal: the command did not
@@ -955,7 +966,7 @@ func (s *Store) watchMigrating(ctx context.Context, cc *redis.ClusterClient, key
 					return err
 				}
 				called = true
-				return fn(txn{s, tx, ws, asking})
+				return fn(txn{s, tx, ws, asking, watchedSlot(keys)})
 			})
 		}); berr != nil {
 			return fmt.Errorf("goredis: watch: %w", berr)
@@ -1051,18 +1062,24 @@ func (t txn) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := slotMoved(gcmds); err != nil {
+	if err := t.slotMoved(cmds, gcmds); err != nil {
 		return nil, err
 	}
 	return rs, nil
 }
 
-// slotMoved returns store.ErrTxAborted when a command of a transaction's
-// reads was refused because the keys' slot moved since the WATCH (a
-// failover, a migration): the keys are to be watched again where they are.
-func slotMoved(gcmds []*redis.Cmd) error {
-	for _, c := range gcmds {
-		if err := c.Err(); isRedirect(err) || isTryAgain(err) {
+// slotMoved returns store.ErrTxAborted when a command (cmds[i], sent as
+// gcmds[i]) on a key of the watched slot was refused because the slot
+// moved since the WATCH (a failover, a migration): the keys are to be
+// watched again where they are. A command on another slot's key keeps
+// its refusal as its reply: watching again would not change it.
+func (t txn) slotMoved(cmds []store.Cmd, gcmds []*redis.Cmd) error {
+	for i, c := range gcmds {
+		err := c.Err()
+		if !isRedirect(err) && !isTryAgain(err) {
+			continue
+		}
+		if k := cmds[i].Key(); k != "" && int(store.KeySlot(k)) == t.slot {
 			return fmt.Errorf("goredis: %w: %w", store.ErrTxAborted, err)
 		}
 	}
@@ -1089,7 +1106,7 @@ func (t txn) doAsking(ctx context.Context, cmds []store.Cmd) ([]store.Reply, err
 	if err != nil {
 		return nil, err
 	}
-	if err := slotMoved(gcmds); err != nil {
+	if err := t.slotMoved(all, gcmds); err != nil {
 		return nil, err
 	}
 	for i := range cmds {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/mna/redisc"
 
 	"github.com/quotagate/limiter/store"
 )
@@ -24,7 +25,10 @@ func (s *Store) Watch(ctx context.Context, keys []string, fn func(store.Tx) erro
 	if err != nil {
 		return err
 	}
-	t := &txn{c: c, watching: len(keys) > 0, asking: asking}
+	t := &txn{c: c, watching: len(keys) > 0, asking: asking, slot: -1}
+	if len(keys) > 0 {
+		t.slot = redisc.Slot(keys[0])
+	}
 	defer t.release(ctx)
 	return fn(t)
 }
@@ -113,6 +117,8 @@ type txn struct {
 	// asking: c is a migrating slot's target, which takes its commands
 	// after ASKING (see Store.watch).
 	asking bool
+	// slot is the watched keys' Cluster slot (-1 without keys).
+	slot int
 }
 
 // release un-watches the connection and gives it back to the pool. A
@@ -156,10 +162,12 @@ func (t *txn) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) 
 	if err != nil {
 		return nil, fail(ctx, err, true)
 	}
-	for _, v := range raw {
-		if kind, _ := refusal(v); kind != "" {
-			// the keys' slot moved since the WATCH (a failover, a
-			// migration): they are to be watched again where they are
+	for i, v := range raw {
+		if kind, _ := refusal(v); kind != "" && cmds[i].Key() != "" && redisc.Slot(cmds[i].Key()) == t.slot {
+			// the watched keys' slot moved since the WATCH (a failover,
+			// a migration): they are to be watched again where they
+			// are (a command on another slot's key keeps its refusal
+			// as its reply: watching again would not change it)
 			return nil, fmt.Errorf("redigo: %w: %v", store.ErrTxAborted, v)
 		}
 	}
