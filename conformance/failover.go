@@ -35,8 +35,15 @@ import (
 // over again while one is between its WATCH and its reads: the demoted
 // master refuses the writes (or the reads) with MOVED, and the call,
 // watched again on the new master, is admitted, with 4 of the next 5
-// (counted once). Each call is decided by Redis (never Degraded, never an
-// error): the new master holds every count, and each store, meeting the
+// (counted once). Beside them, through a store each, every entry point of
+// every strategy makes its first call after the switch on the demoted
+// master: Allow with one limit and with two, Peek, Reset (with and without
+// a deny cache), Wait, AllowMany and a rules.Limiter, for FixedWindow,
+// Bucketed, Optimistic, GCRA, TokenBucket, SlidingWindow, SlidingLog and
+// AlignedWindow; quota leases' ReturnLeases, a leased Allow and Reset; and
+// a concurrency lease's Release, Acquire and Extend. Each call is decided
+// by Redis (never Degraded, never an error) and the counts after it are
+// exact: the new master holds every count, and each store, meeting the
 // demoted master at least once, followed its MOVED to a node the store had
 // not met.
 //
@@ -49,13 +56,39 @@ import (
 // Cluster it did not start.
 func FailingOver(t testing.TB, cluster ClusterDialer, node Dialer) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	addrs, nodes := ownCluster(ctx, t, node)
 	l := limiter.PerHour(5)
 	ids := nodeIDs(ctx, t, nodes)
 	const from = 1 // the master that fails over
 	slots, _ := store.String(mustDo(ctx, t, nodes[0], "CLUSTER", "NODES").Val)
+	next := 0
+	// subjectOn returns a new subject whose keys under prefix are on the
+	// master that fails over.
+	subjectOn := func(prefix string) string {
+		for ; ; next++ {
+			subject := fmt.Sprintf("%s-failover-%d", prefix, next)
+			key, err := limiter.Key(prefix, subject, l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if owner, err := redistest.SlotOwner(slots, int(store.KeySlot(key))); err == nil && owner == ids[from] {
+				next++
+				return subject
+			}
+		}
+	}
+	// dial connects a store of its own, whose slot map no other
+	// strategy's calls bring up to date: each meets the demoted master.
+	dial := func() store.Store {
+		st, closeSt, err := cluster(ctx, addrs)
+		if err != nil {
+			t.Fatalf("dial cluster: %v", err)
+		}
+		t.Cleanup(closeSt)
+		return st
+	}
 	type run struct {
 		name     string
 		lim      *limiter.Limiter
@@ -72,13 +105,7 @@ func FailingOver(t testing.TB, cluster ClusterDialer, node Dialer) {
 		{"Optimistic", "fo", strategy.NewOptimistic()},
 		{"FixedWindow's AllowMany", "fm", strategy.NewFixedWindow()},
 	} {
-		// a store of its own, whose slot map no other strategy's calls
-		// bring up to date: each meets the demoted master
-		st, closeSt, err := cluster(ctx, addrs)
-		if err != nil {
-			t.Fatalf("dial cluster: %v", err)
-		}
-		defer closeSt()
+		st := dial()
 		if w, ok := st.(store.Watcher); ok && s.name == "Optimistic" {
 			paused = &pausingWatcher{Store: st, w: w}
 			st = paused
@@ -88,22 +115,12 @@ func FailingOver(t testing.TB, cluster ClusterDialer, node Dialer) {
 			t.Fatal(err)
 		}
 		r := run{name: s.name, lim: lim, many: s.prefix == "fm"}
-		for i := 0; len(r.subjects) < 3; i++ {
-			subject := fmt.Sprintf("%s-failover-%d", s.prefix, i)
-			key, err := limiter.Key(s.prefix, subject, l)
-			if err != nil {
-				t.Fatal(err)
-			}
-			slot, err := store.Int64(mustDo(ctx, t, nodes[0], "CLUSTER", "KEYSLOT", key).Val)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if owner, err := redistest.SlotOwner(slots, int(slot)); err == nil && owner == ids[from] {
-				r.subjects = append(r.subjects, subject)
-			}
+		for range 3 {
+			r.subjects = append(r.subjects, subjectOn(s.prefix))
 		}
 		runs = append(runs, r)
 	}
+	entries := entryProbes(ctx, t, l, dial, subjectOn)
 
 	addr, replica := joinNode(ctx, t, addrs, nodes[0], node)
 	mustDo(ctx, t, replica, "CLUSTER", "REPLICATE", ids[from])
@@ -149,6 +166,9 @@ func FailingOver(t testing.TB, cluster ClusterDialer, node Dialer) {
 	for _, r := range runs {
 		decide(r, "before the failover", 2, 2)
 	}
+	for _, e := range entries {
+		e.before()
+	}
 	mustDo(ctx, t, replica, "CLUSTER", "FAILOVER")
 	for _, r := range runs {
 		decide(r, "as the master's replica takes over (CLUSTER FAILOVER)", 1, 1)
@@ -161,6 +181,9 @@ func FailingOver(t testing.TB, cluster ClusterDialer, node Dialer) {
 	waitUntil(t, fmt.Sprintf("%s to take over from %s", addr, addrs[from]), func() bool { return tookOver(replica, nodes[from]) })
 	for _, r := range runs {
 		decide(r, "after the failover (the demoted master answers MOVED)", 3, 2)
+	}
+	for _, e := range entries {
+		e.after()
 	}
 	if paused == nil {
 		return

@@ -88,6 +88,12 @@ func TestFailingOverFailsWithoutRedirections(t *testing.T) {
 			t.Errorf("%s failed without saying that a call was not decided by Redis: %s", s, strings.Join(msgs, " | "))
 		}
 	}
+	// every entry point's first call after the failover meets the MOVED
+	for _, e := range failoverEntries() {
+		if !slices.ContainsFunc(msgs, func(m string) bool { return strings.HasPrefix(m, e+": after the failover") }) {
+			t.Errorf("entry point %q did not fail: %s", e, strings.Join(msgs, " | "))
+		}
+	}
 }
 
 // TestReadRefusalsFail: MigratingSlot and FailingOver fail a
