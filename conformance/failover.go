@@ -145,23 +145,7 @@ func FailingOver(t testing.TB, cluster ClusterDialer, node Dialer) {
 			decideCalls(ctx, t, r.lim, r.name, phase, r.subjects[0], n, want, l)
 			return
 		}
-		asks := make([]limiter.Ask, n)
-		for i := range asks {
-			asks[i] = limiter.Ask{Key: r.subjects[0], Limits: []limiter.Limit{l}}
-		}
-		admitted := 0
-		for i, a := range r.lim.AllowMany(ctx, asks) {
-			if a.Err != nil || a.Result.Degraded {
-				t.Errorf("%s: %s: ask %d of %d for %s at %v = %+v, %v; want decided by Redis", r.name, phase, i+1, n, r.subjects[0], l, a.Result, a.Err)
-				return
-			}
-			if a.Result.Allowed {
-				admitted++
-			}
-		}
-		if admitted != want {
-			t.Errorf("%s: %s: %d of %d asks for %s at %v admitted; want %d", r.name, phase, admitted, n, r.subjects[0], l, want)
-		}
+		decideMany(ctx, t, r.lim, r.name, phase, r.subjects[0], n, want, l)
 	}
 	for _, r := range runs {
 		decide(r, "before the failover", 2, 2)

@@ -120,21 +120,12 @@ func entryProbes(ctx context.Context, t testing.TB, l limiter.Limit, dial func()
 					allows(lim, name, after, s, 4, 3)
 				}})
 		}
-		// Reset first, with a deny cache
-		{
-			lim, s, name := newLim(mk(), pfx+"r", limiter.WithDenyCache(64)), subject(pfx+"r"), sn+" Reset (deny cache)"
-			probes = append(probes, entryProbe{name,
-				func() { allows(lim, name, "before", s, 6, 5) },
-				func() {
-					if err := lim.Reset(ctx, s, l); err != nil {
-						t.Errorf("%s: %s: Reset = %v", name, after, err)
-					}
-					allows(lim, name, "after the failover and Reset", s, 6, 5)
-				}})
-		}
-		// Reset first, no deny cache
-		{
-			lim, s, name := newLim(mk(), pfx+"R"), subject(pfx+"R"), sn+" Reset"
+		// Reset first, with a deny cache and without
+		for _, r := range []struct {
+			suffix, label string
+			opts          []limiter.Option
+		}{{"r", " (deny cache)", []limiter.Option{limiter.WithDenyCache(64)}}, {"R", "", nil}} {
+			lim, s, name := newLim(mk(), pfx+r.suffix, r.opts...), subject(pfx+r.suffix), sn+" Reset"+r.label
 			probes = append(probes, entryProbe{name,
 				func() { allows(lim, name, "before", s, 6, 5) },
 				func() {
@@ -162,25 +153,7 @@ func entryProbes(ctx context.Context, t testing.TB, l limiter.Limit, dial func()
 		// AllowMany first
 		{
 			lim, s, name := newLim(mk(), pfx+"b"), subject(pfx+"b"), sn+" AllowMany"
-			many := func(phase string, n, want int) {
-				asks := make([]limiter.Ask, n)
-				for i := range asks {
-					asks[i] = limiter.Ask{Key: s, Limits: []limiter.Limit{l}}
-				}
-				admitted := 0
-				for i, a := range lim.AllowMany(ctx, asks) {
-					if a.Err != nil || a.Result.Degraded {
-						t.Errorf("%s: %s: ask %d = %+v, %v; want decided by Redis", name, phase, i+1, a.Result, a.Err)
-						return
-					}
-					if a.Result.Allowed {
-						admitted++
-					}
-				}
-				if admitted != want {
-					t.Errorf("%s: %s: %d of %d admitted; want %d", name, phase, admitted, n, want)
-				}
-			}
+			many := func(phase string, n, want int) { decideMany(ctx, t, lim, name, phase, s, n, want, l) }
 			probes = append(probes, entryProbe{name, func() { many("before", 2, 2) }, func() { many(after, 4, 3) }})
 		}
 		// rules: multi-rule decision first

@@ -584,6 +584,30 @@ func decideCalls(ctx context.Context, t testing.TB, lim *limiter.Limiter, name, 
 	}
 }
 
+// decideMany asks lim for n units of subject at l in one AllowMany (n asks
+// of 1) and fails t unless Redis decided each (no error, not Degraded) and
+// admitted want of them; name and phase say which strategy and step.
+func decideMany(ctx context.Context, t testing.TB, lim *limiter.Limiter, name, phase, subject string, n, want int, l limiter.Limit) {
+	t.Helper()
+	asks := make([]limiter.Ask, n)
+	for i := range asks {
+		asks[i] = limiter.Ask{Key: subject, Limits: []limiter.Limit{l}}
+	}
+	admitted := 0
+	for i, a := range lim.AllowMany(ctx, asks) {
+		if a.Err != nil || a.Result.Degraded {
+			t.Errorf("%s: %s: ask %d of %d for %s at %v = %+v, %v; want decided by Redis", name, phase, i+1, n, subject, l, a.Result, a.Err)
+			return
+		}
+		if a.Result.Allowed {
+			admitted++
+		}
+	}
+	if admitted != want {
+		t.Errorf("%s: %s: %d of %d asks for %s at %v admitted; want %d", name, phase, admitted, n, subject, l, want)
+	}
+}
+
 // nodeIDs returns the Cluster node ID of each of nodes.
 func nodeIDs(ctx context.Context, t testing.TB, nodes []store.Store) []string {
 	t.Helper()
