@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -41,7 +42,9 @@ import (
 // from the target) waits for the migration's end and is admitted; a
 // transaction whose key moved after its WATCH is store.ErrTxAborted and
 // ran nothing, and so are its reads (ASK while the slot migrates, MOVED
-// once it has moved), but not a read of another slot's key; and, as in a
+// once it has moved), but not a read of another slot's key; a store.Watcher
+// learns where a slot went (of 10 Watches 100 ms apart after the move,
+// none of the last 5 meets the old node's MOVED); and, as in a
 // scale-out, a slot migrating to a node that joined the Cluster after the
 // store read its slot map and serves no slot yet (ASK to a node the client
 // has not met) is followed: 3 of 4 calls admitted with 2 counted before.
@@ -76,6 +79,7 @@ func MigratingSlot(t testing.TB, cluster ClusterDialer, node Dialer) {
 	}
 	if w, ok := st.(store.Watcher); ok {
 		movedUnderWatch(ctx, t, addrs, nodes, st, w)
+		watchLearnsMoves(ctx, t, addrs, nodes, w)
 	}
 
 	// A scale-out: a node joins the Cluster after the store read its
@@ -313,6 +317,67 @@ func movedUnderWatch(ctx context.Context, t testing.TB, addrs []string, nodes []
 	})
 	if errors.Is(err, store.ErrTxAborted) {
 		t.Errorf("a Watch of %s whose read is of %s, a key of another slot on another node = %v (its Do: %v); want its refusal, not store.ErrTxAborted: the watched slot did not move", key, other, err, reads)
+	}
+}
+
+// watchLearnsMoves proves that a store.Watcher learns where a slot went:
+// once a key's slot has moved to another node, of 10 Watches of the key,
+// 100 ms apart, only the first 5 may meet the old node's MOVED. A store
+// that follows each MOVED without learning from it sends every Watch of
+// the slot to the old node first, one more round trip each, until its
+// client reads the slot map again (a minute, for some clients).
+func watchLearnsMoves(ctx context.Context, t testing.TB, addrs []string, nodes []store.Store, w store.Watcher) {
+	t.Helper()
+	one := func(n store.Store, args ...any) store.Reply { return mustDo(ctx, t, n, args...) }
+	const key = "cw:{learns-moves}"
+	watch := func() {
+		t.Helper()
+		if err := w.Watch(ctx, []string{key}, func(tx store.Tx) error {
+			_, err := tx.Do(ctx, store.Cmd{Name: "GET", Args: []any{key}})
+			return err
+		}); err != nil {
+			t.Fatalf("Watch of %s: %v", key, err)
+		}
+	}
+	watch() // (the slot's node learned)
+	slot := int(store.KeySlot(key))
+	ids := nodeIDs(ctx, t, nodes)
+	list, _ := store.String(one(nodes[0], "CLUSTER", "NODES").Val)
+	owner, err := redistest.SlotOwner(list, slot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := slices.Index(ids, owner)
+	to := (from + 1) % len(nodes)
+	one(nodes[to], "CLUSTER", "SETSLOT", slot, "IMPORTING", ids[from])
+	one(nodes[from], "CLUSTER", "SETSLOT", slot, "MIGRATING", ids[to])
+	for _, n := range nodes {
+		one(n, "CLUSTER", "SETSLOT", slot, "NODE", ids[to])
+	}
+	refusals := func() int {
+		info, _ := store.String(one(nodes[from], "INFO", "errorstats").Val)
+		n := 0
+		for _, kind := range []string{"MOVED", "ASK"} {
+			_, rest, ok := strings.Cut(info, "errorstat_"+kind+":count=")
+			if ok {
+				c, _ := strconv.Atoi(rest[:strings.IndexAny(rest, ",\r\n")])
+				n += c
+			}
+		}
+		return n
+	}
+	one(nodes[from], "CONFIG", "RESETSTAT")
+	for range 5 {
+		watch()
+		time.Sleep(100 * time.Millisecond)
+	}
+	learning := refusals()
+	for range 5 {
+		watch()
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := refusals() - learning; learning == 0 || n > 0 {
+		t.Errorf("after slot %d of %s moved from %s to %s: the old node refused %d of the first 5 Watches of the key and %d of the next 5 (100 ms apart); want at least the first refused, and none after the store learned where the slot is", slot, key, addrs[from], addrs[to], learning, n)
 	}
 }
 

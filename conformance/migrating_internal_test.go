@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -174,4 +175,50 @@ func (x abortingTx) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, e
 		}
 	}
 	return rs, err
+}
+
+// TestWatchLearnsMovesFailsAStoreThatNeverLearns: watchLearnsMoves fails a
+// store.Watcher that is go-redis's ClusterClient.Watch alone, which follows
+// a WATCH's MOVED without updating its slot map: every Watch of the moved
+// slot goes to the old node first.
+func TestWatchLearnsMovesFailsAStoreThatNeverLearns(t *testing.T) {
+	o := record(context.Background(), func(r testing.TB) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		addrs, nodes := ownCluster(ctx, r, goredisNode)
+		cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+		defer cc.Close()
+		watchLearnsMoves(ctx, r, addrs, nodes, plainWatch{cc})
+	})
+	msgs := strings.Join(o.Messages, " | ")
+	if o.Skipped || o.Passed || !strings.Contains(msgs, "none after the store learned") {
+		t.Errorf("skipped=%v passed=%v; want failed, the old node refusing the later Watches: %s", o.Skipped, o.Passed, msgs)
+	}
+}
+
+// plainWatch is go-redis's ClusterClient.Watch as a store.Watcher, with
+// reads only.
+type plainWatch struct{ cc *redis.ClusterClient }
+
+func (p plainWatch) Watch(ctx context.Context, keys []string, fn func(store.Tx) error) error {
+	return p.cc.Watch(ctx, func(tx *redis.Tx) error { return fn(plainTx{tx}) }, keys...)
+}
+
+type plainTx struct{ tx *redis.Tx }
+
+func (x plainTx) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	out := make([]store.Reply, len(cmds))
+	for i, c := range cmds {
+		cmd := redis.NewCmd(ctx, append([]any{c.Name}, c.Args...)...)
+		_ = x.tx.Process(ctx, cmd)
+		out[i].Val, out[i].Err = cmd.Result()
+		if errors.Is(out[i].Err, redis.Nil) {
+			out[i].Err = store.ErrNil
+		}
+	}
+	return out, nil
+}
+
+func (x plainTx) Exec(context.Context, ...store.Cmd) ([]store.Reply, error) {
+	return nil, errors.New("plainTx: no transactions")
 }

@@ -56,7 +56,10 @@
 // slot's target, ASKING before the WATCH, each later command and the
 // transaction. A transaction, or a read, refused because the keys' slot
 // moved since the WATCH (a failover, a migration) ran nothing and is
-// store.ErrTxAborted. A command that go-redis would send again after its
+// store.ErrTxAborted. go-redis's Watch follows a MOVED without updating its
+// slot map; the adapter then has the client read the map again, so that
+// later Watches of the slot go to its new node at once, not after the
+// client's next reload (ClusterStateReloadInterval). A command that go-redis would send again after its
 // reply was lost fails instead, with ErrUnknownOutcome. Likewise a
 // ReadTimeout or WriteTimeout of -2 (no socket deadlines) keeps go-redis
 // from seeing a context's deadline even with ContextTimeoutEnabled: the

@@ -790,10 +790,15 @@ func (s *Store) collect(ctx context.Context, gcmds []*redis.Cmd, guards []*guard
 func (s *Store) Watch(ctx context.Context, keys []string, fn func(store.Tx) error) error {
 	var err error
 	called := false
+	cc, cluster := s.c.(*redis.ClusterClient)
+	var on string // the node the WATCH ran on, as go-redis names it
 	ws := &watchState{}
 	if berr := s.bounded(ctx, ws.abandon, func() {
 		err = s.c.Watch(ctx, func(tx *redis.Tx) error {
 			called = true
+			if cluster {
+				on = tx.String()
+			}
 			defer ws.unwatch(ctx, tx)
 			return fn(txn{s, tx, ws, false, watchedSlot(keys)})
 		}, keys...)
@@ -803,6 +808,9 @@ func (s *Store) Watch(ctx context.Context, keys []string, fn func(store.Tx) erro
 	// go-redis returns fn's error as it is once fn was called. (Never
 	// compared with ==: an error of an uncomparable type would panic.)
 	if called {
+		if cluster {
+			learnMoves(ctx, cc, keys[0], on, err)
+		}
 		return err
 	}
 	// go-redis's ClusterClient.Watch returns nil, fn never called, when
@@ -821,6 +829,23 @@ func (s *Store) Watch(ctx context.Context, keys []string, fn func(store.Tx) erro
 	// never left (a failed dial, no connection to be had, a closed client)
 	// is not.
 	return s.mapErr(ctx, err, !notSent(err))
+}
+
+// learnMoves has cc read the slot map again (in the background) when a
+// Watch of key met a moved slot: a read or a transaction refused with
+// MOVED or ASK (err), or a WATCH that go-redis sent to the node a MOVED
+// named, not to the slot's master in its map (on names the node the WATCH
+// ran on). go-redis follows a MOVED in its Watch without updating its map,
+// so until its next reload (ClusterStateReloadInterval, a minute by
+// default) every Watch of the slot would be sent to the old node first.
+func learnMoves(ctx context.Context, cc *redis.ClusterClient, key, on string, err error) {
+	if !isRedirect(err) {
+		m, merr := cc.MasterForKey(ctx, key)
+		if merr != nil || m.String() == on {
+			return
+		}
+	}
+	cc.ReloadState(ctx)
 }
 
 // notSent reports a failure to get a connection at all: a dial refused, a
