@@ -54,7 +54,7 @@ func failoverEntries() []string {
 	return append(names, "Concurrency Release", "Concurrency Acquire", "Concurrency Extend")
 }
 
-// entryProbes returns FailingOver's probes at l (5 per hour) under
+// entryProbes returns FailingOver's probes at l (5 per day) under
 // FailOpen, each through a store from dial, on subjects from subject (keys
 // on the master that fails over). Each entry point's first call after the
 // failover is its own: Allow with one limit and with two, Peek (the same
@@ -95,10 +95,10 @@ func entryProbes(ctx context.Context, t testing.TB, l limiter.Limit, dial func()
 		// multi-limit Allow first
 		{
 			lim, s, name := newLim(mk(), pfx+"m"), subject(pfx+"m"), sn+" Allow two limits"
-			day := limiter.PerDay(100)
+			week := limiter.Limit{Rate: 100, Period: 7 * 24 * time.Hour}
 			probes = append(probes, entryProbe{name,
-				func() { allows(lim, name, "before", s, 2, 2, l, day) },
-				func() { allows(lim, name, after, s, 4, 3, l, day) }})
+				func() { allows(lim, name, "before", s, 2, 2, l, week) },
+				func() { allows(lim, name, after, s, 4, 3, l, week) }})
 		}
 		// Peek first
 		{
@@ -159,7 +159,7 @@ func entryProbes(ctx context.Context, t testing.TB, l limiter.Limit, dial func()
 		// rules: multi-rule decision first
 		{
 			lim, s, name := newLim(mk(), pfx+"u"), subject(pfx+"u"), sn+" rules.Allow"
-			set := &rules.Set{Subjects: map[string][]limiter.Limit{s: {l.Named("h"), limiter.PerDay(100).Named("d")}}, Default: rules.DenyUnknown()}
+			set := &rules.Set{Subjects: map[string][]limiter.Limit{s: {l.Named("d"), limiter.Limit{Rate: 100, Period: 7 * 24 * time.Hour}.Named("w")}}, Default: rules.DenyUnknown()}
 			rl, err := rules.New(ctx, lim, rules.Static(set))
 			if err != nil {
 				t.Fatal(err)

@@ -22,7 +22,7 @@ import (
 // node to another, as it does when a Cluster is resharded, for each way the
 // library's strategies reach Redis: a script (FixedWindow), MULTI/EXEC
 // transactions (Bucketed) and WATCH with MULTI/EXEC (Optimistic). For each,
-// a Limiter at 5 per hour under FailOpen, whose store from cluster read the
+// a Limiter at 5 per day under FailOpen, whose store from cluster read the
 // slot map before the move, decides by Redis (never Degraded, never an
 // error) and admits exactly 5 of 8 calls while the slot is being migrated
 // (the source answers ASK for a key it does not hold), 2 of 4 calls once
@@ -33,7 +33,7 @@ import (
 // keys the migration of its slot has split between the nodes (the source
 // answers TRYAGAIN until the second key moves, 300 ms later) wait for the
 // move and are decided: 3 of 5 calls admitted with 2 counted before, at 5
-// per hour; for a subject with 1 left, an AllowMany whose first ask
+// per day; for a subject with 1 left, an AllowMany whose first ask
 // (TRYAGAIN) is admitted and whose second, on the subject's moved key alone
 // (ASK), is denied: the asks of one subject in their order, never the second
 // first; a Reset of a subject whose keys are split deletes them once the
@@ -61,6 +61,7 @@ import (
 // start.
 func MigratingSlot(t testing.TB, cluster ClusterDialer, node Dialer) {
 	t.Helper()
+	clearOfDayEnd(t, 3*time.Minute)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	addrs, nodes := ownCluster(ctx, t, node)
@@ -138,14 +139,14 @@ func joinNode(ctx context.Context, t testing.TB, addrs []string, seed store.Stor
 // scaledOut proves, for each strategy, that a slot's migration to the last
 // of nodes, which serves no slot and joined after st read the slot map, is
 // followed: 2 calls counted before, then, with the subject's key moved (the
-// source answers ASK), 3 of 4 calls admitted at 5 per hour, by Redis. Every
+// source answers ASK), 3 of 4 calls admitted at 5 per day, by Redis. Every
 // subject's slot starts migrating before any is decided, and Optimistic's
 // are decided first, so that each strategy meets a node that owns no slot
 // and, for the WATCH, one the client has not been led to by another call.
 // The migrations end with the new node owning the slots.
 func scaledOut(ctx context.Context, t testing.TB, addrs []string, nodes []store.Store, st store.Store, strategies []namedStrategy) {
 	t.Helper()
-	l := limiter.PerHour(5)
+	l := limiter.PerDay(5)
 	ids := nodeIDs(ctx, t, nodes)
 	to := len(nodes) - 1
 	type run struct {
@@ -388,7 +389,7 @@ func migrating(ctx context.Context, t testing.TB, addrs []string, nodes []store.
 	t.Helper()
 	one := func(n store.Store, args ...any) store.Reply { return mustDo(ctx, t, n, args...) }
 	ids := nodeIDs(ctx, t, nodes)
-	l := limiter.PerHour(5)
+	l := limiter.PerDay(5)
 	// slotOf returns the slot of subject's key and the index of its node.
 	slotOf := func(subject string) (int64, int) {
 		key, err := limiter.Key(prefix, subject, l)
@@ -474,15 +475,15 @@ func migrating(ctx context.Context, t testing.TB, addrs []string, nodes []store.
 	// the other not yet) until the migration moves the other, 300 ms
 	// later, and ASK to a call on the one gone. Nothing ran, so the calls
 	// wait for the move and are decided then, in their order.
-	day := limiter.PerDay(50)
-	hourKey := func(subject string) string {
+	day := limiter.Limit{Rate: 50, Period: 7 * 24 * time.Hour} // (a week)
+	dayKey := func(subject string) string {
 		k, err := limiter.Key(prefix, subject, l)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return k
 	}
-	// split starts the migration of subject's slot with its hour key
+	// split starts the migration of subject's slot with its day key
 	// moved, and moves the rest 300 ms later; the phase's name, and a
 	// channel that reports the end of the move.
 	split := func(subject string) (string, chan error) {
@@ -493,9 +494,9 @@ func migrating(ctx context.Context, t testing.TB, addrs []string, nodes []store.
 			t.Fatalf("the subjects share slot %d", sslot)
 		}
 		keys, _ := one(nodes[sfrom], "CLUSTER", "GETKEYSINSLOT", sslot, 100).Val.([]any)
-		// (the hour's key, or for a strategy that names each window,
+		// (the day's key, or for a strategy that names each window,
 		// its window's key)
-		base := hourKey(subject)
+		base := dayKey(subject)
 		i := slices.IndexFunc(keys, func(k any) bool {
 			s, _ := k.(string)
 			return s == base || strings.HasPrefix(s, base+":")
@@ -555,7 +556,7 @@ func migrating(ctx context.Context, t testing.TB, addrs []string, nodes []store.
 	wait(moved)
 
 	// In an AllowMany: the subject has 1 of 5 left; its first ask (both
-	// keys: TRYAGAIN) takes it, its second (the hour key alone: ASK,
+	// keys: TRYAGAIN) takes it, its second (the day key alone: ASK,
 	// which the client may follow at once) is denied; a fresh subject is
 	// admitted.
 	decide("before the split", prefix+"-split-many", 4, 4, l, day)
