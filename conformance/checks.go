@@ -1087,15 +1087,29 @@ func checkNoScript(c *checker) {
 		}
 	}
 	if caps.Restart {
-		if err := c.h.Restart(); err != nil {
-			c.t.Fatalf("restart: %v", err)
-		}
-		r, err := lim.AllowN(c.ctx, "p16", 2, l)
-		if err != nil || !r.Allowed {
-			c.t.Errorf("property 16: first call after a restart = %+v, %v; want admitted", r, err)
-		}
-		if n := c.counter("p16", l); n != 2 {
-			c.t.Errorf("property 16: counter after a restart is %d, want 2", n)
+		// A client that had not yet seen its connection close when the
+		// call was made may fail that one call, unsent, as an unknown
+		// outcome (a reader goroutine that has not run yet, on a busy
+		// machine): it must not have run. Such a restart is tried again,
+		// up to 3 in all; a store that fails the first call after every
+		// restart fails the property.
+		for try := 1; ; try++ {
+			if err := c.h.Restart(); err != nil {
+				c.t.Fatalf("restart: %v", err)
+			}
+			r, err := lim.AllowN(c.ctx, "p16", 2, l)
+			n := c.counter("p16", l)
+			if errors.Is(err, store.ErrUnknownOutcome) && n == 0 && try < 3 {
+				c.t.Logf("property 16: first call after restart %d failed unsent (%v); restarting again", try, err)
+				continue
+			}
+			if err != nil || !r.Allowed {
+				c.t.Errorf("property 16: first call after restart %d = %+v, %v; want admitted", try, r, err)
+			}
+			if n != 2 {
+				c.t.Errorf("property 16: counter after restart %d is %d, want 2", try, n)
+			}
+			break
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -318,5 +319,40 @@ func TestDefaultsLostReplyAndRedisDown(t *testing.T) {
 		t.Run(name+"/redis-server", func(t *testing.T) {
 			conformance.RunCheck(t, conformance.RedisServer(dial), conformance.FixedWindow(), ch)
 		})
+	}
+}
+
+// TestRestartWithoutAlwaysPipeliningFailsNoScript: without
+// AlwaysPipelining a connection used by one caller at a time has no reader,
+// so the first call after every restart is written into the closed
+// connection and fails as an unknown outcome: property 16 (a restart is
+// invisible) fails it, though it tries the restart 3 times.
+func TestRestartWithoutAlwaysPipeliningFailsNoScript(t *testing.T) {
+	dial := func(_ context.Context, addr string) (store.Store, func(), error) {
+		opt := options(addr)
+		opt.AlwaysPipelining = false
+		opt.ForceSingleClient = true
+		opt.Dialer.Timeout = dialTimeout
+		c, err := rueidis.NewClient(opt)
+		if err != nil {
+			return nil, nil, err
+		}
+		st := rueidisstore.New(c)
+		return st, func() { st.Close(); c.Close() }, nil
+	}
+	ch, ok := conformance.CheckByName("noscript-invisible")
+	if !ok {
+		t.Fatal("no check noscript-invisible")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out := conformance.Run(ctx, conformance.RedisServer(dial), []conformance.Spec{conformance.FixedWindow()}, []conformance.Check{ch}, false)
+	if len(out) != 1 {
+		t.Fatalf("%d outcomes, want 1: %+v", len(out), out)
+	}
+	msgs := strings.Join(out[0].Messages, " | ")
+	t.Log(msgs)
+	if out[0].Skipped || out[0].Passed || !strings.Contains(msgs, "first call after restart 3") {
+		t.Errorf("noscript-invisible without AlwaysPipelining: skipped=%v passed=%v; want failed after 3 restarts: %s", out[0].Skipped, out[0].Passed, msgs)
 	}
 }
