@@ -70,13 +70,13 @@ const (
 //     peek or a cost above the limit (reads only, no WATCH);
 //   - boundary bursts: up to 2×Rate in any interval one Period long;
 //   - keys per decision: one per limit, in one Cluster slot (the WATCH
-//     pins the slot's node). While the slot is migrated, a WATCH or a
-//     transaction a node refuses with TRYAGAIN (the keys split between
-//     the nodes: nothing ran) is sent again after store.TryAgainPause,
-//     without counting as an attempt; the adapters follow MOVED and ASK,
-//     and reads or a transaction refused because the slot moved after
-//     the WATCH (a migration, a failover) are an aborted attempt
-//     (store.ErrTxAborted), retried as above;
+//     pins the slot's node). While the slot is migrated, a WATCH a node
+//     refuses with TRYAGAIN (the keys split between the nodes: nothing
+//     ran) is sent again after store.TryAgainPause, without counting as
+//     an attempt; the adapters follow a WATCH's MOVED and ASK; and reads
+//     or a transaction refused because the slot moved after the WATCH
+//     (MOVED, ASK or TRYAGAIN: a migration, a failover) are an aborted
+//     attempt (store.ErrTxAborted), retried as above;
 //   - Redis 6.0.9 or later for the expiry rule above; a store implementing
 //     store.Watcher (limiter.New checks it).
 type Optimistic struct {
