@@ -163,7 +163,10 @@ func (t *txn) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) 
 		return nil, fail(ctx, err, true)
 	}
 	for i, v := range raw {
-		if kind, _ := refusal(v); kind != "" && cmds[i].Key() != "" && redisc.Slot(cmds[i].Key()) == t.slot {
+		if kind, _ := refusal(v); kind == "" {
+			continue
+		}
+		if k := cmds[i].Key(); k != "" && redisc.Slot(k) == t.slot {
 			// the watched keys' slot moved since the WATCH (a failover,
 			// a migration): they are to be watched again where they
 			// are (a command on another slot's key keeps its refusal

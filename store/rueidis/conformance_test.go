@@ -37,16 +37,22 @@ const dialTimeout = 30 * time.Second
 // ForceSingleClient included: without it rueidis probes the server with
 // CLUSTER SLOTS when it connects, and miniredis answers it, so that the
 // client would take it for a Cluster and go around the suite's fault proxy.
-func dial(_ context.Context, addr string) (store.Store, func(), error) {
-	opt := options(addr)
-	opt.ForceSingleClient = true
-	opt.Dialer.Timeout = dialTimeout
-	c, err := rueidis.NewClient(opt)
-	if err != nil {
-		return nil, nil, err
+var dial = dialWith(func(*rueidis.ClientOption) {})
+
+// dialWith is dial with the options changed by change.
+func dialWith(change func(*rueidis.ClientOption)) conformance.Dialer {
+	return func(_ context.Context, addr string) (store.Store, func(), error) {
+		opt := options(addr)
+		opt.ForceSingleClient = true
+		opt.Dialer.Timeout = dialTimeout
+		change(&opt)
+		c, err := rueidis.NewClient(opt)
+		if err != nil {
+			return nil, nil, err
+		}
+		st := rueidisstore.New(c)
+		return st, func() { st.Close(); c.Close() }, nil
 	}
-	st := rueidisstore.New(c)
-	return st, func() { st.Close(); c.Close() }, nil
 }
 
 // TestConformance runs the store checks and every check of every strategy
@@ -88,17 +94,7 @@ func TestConformanceTLS(t *testing.T) { adaptertest.ConformanceTLS(t, dialTLS) }
 
 // dialTLS connects a store over TLS with cfg.
 func dialTLS(cfg *tls.Config) conformance.Dialer {
-	return func(_ context.Context, addr string) (store.Store, func(), error) {
-		opt := options(addr)
-		opt.ForceSingleClient = true
-		opt.TLSConfig = cfg
-		c, err := rueidis.NewClient(opt)
-		if err != nil {
-			return nil, nil, err
-		}
-		st := rueidisstore.New(c)
-		return st, func() { st.Close(); c.Close() }, nil
-	}
+	return dialWith(func(opt *rueidis.ClientOption) { opt.TLSConfig = cfg })
 }
 
 // TestManySubjects: 100 000 subjects leave no key after their window and

@@ -328,18 +328,7 @@ func TestDefaultsLostReplyAndRedisDown(t *testing.T) {
 // connection and fails as an unknown outcome: property 16 (a restart is
 // invisible) fails it, though it tries the restart 3 times.
 func TestRestartWithoutAlwaysPipeliningFailsNoScript(t *testing.T) {
-	dial := func(_ context.Context, addr string) (store.Store, func(), error) {
-		opt := options(addr)
-		opt.AlwaysPipelining = false
-		opt.ForceSingleClient = true
-		opt.Dialer.Timeout = dialTimeout
-		c, err := rueidis.NewClient(opt)
-		if err != nil {
-			return nil, nil, err
-		}
-		st := rueidisstore.New(c)
-		return st, func() { st.Close(); c.Close() }, nil
-	}
+	dial := dialWith(func(opt *rueidis.ClientOption) { opt.AlwaysPipelining = false })
 	ch, ok := conformance.CheckByName("noscript-invisible")
 	if !ok {
 		t.Fatal("no check noscript-invisible")
