@@ -35,7 +35,12 @@ import (
 // over again while one is between its WATCH and its reads: the demoted
 // master refuses the writes (or the reads) with MOVED, and the call,
 // watched again on the new master, is admitted, with 4 of the next 5
-// (counted once). Beside them, through a store each, every entry point of
+// (counted once). It fails back and over once more inside the WATCH
+// transactions that give a quota lease's unused units back (ReturnLeases),
+// Bucketed's before its reads and Optimistic's before its EXEC, each from
+// a leased limiter (units 2) that took a lease before the failovers and
+// used 1 of it: the unused unit comes back once, and 4 of the next 5 calls
+// are admitted. Beside them, through a store each, every entry point of
 // every strategy makes its first call after the switch on the demoted
 // master: Allow with one limit and with two, Peek, Reset (with and without
 // a deny cache), Wait, AllowMany and a rules.Limiter, for FixedWindow,
@@ -50,14 +55,15 @@ import (
 // A store that gives MOVED as the call's error, or keeps sending a slot's
 // calls to the demoted master, admits them uncounted under FailOpen
 // (denies them under FailClosed); so does a store.Watcher whose Tx.Do
-// gives a read's MOVED as its reply, not as store.ErrTxAborted. node
-// connects a single-node store of the same adapter to a node. It is not in
-// StoreChecks because it changes the Cluster's masters: it never runs on a
-// Cluster it did not start.
+// gives a read's MOVED as its reply, not as store.ErrTxAborted (and the
+// quota return, taking the reply for a counter it cannot read, quietly
+// gives nothing back). node connects a single-node store of the same
+// adapter to a node. It is not in StoreChecks because it changes the
+// Cluster's masters: it never runs on a Cluster it did not start.
 func FailingOver(t testing.TB, cluster ClusterDialer, node Dialer) {
 	t.Helper()
-	clearOfDayEnd(t, 3*time.Minute)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	clearOfDayEnd(t, 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	addrs, nodes := ownCluster(ctx, t, node)
 	l := limiter.PerDay(5)
@@ -122,6 +128,35 @@ func FailingOver(t testing.TB, cluster ClusterDialer, node Dialer) {
 		runs = append(runs, r)
 	}
 	entries := entryProbes(ctx, t, l, dial, subjectOn)
+	// Quota returns through a WATCH transaction, each from a leased
+	// limiter (units 2) whose store pauses inside it, with a plain
+	// limiter beside it that counts what the return left.
+	type quotaReturn struct {
+		name          string
+		p             *pausingWatcher
+		leased, plain *limiter.Limiter
+		subject       string
+	}
+	var returns []quotaReturn
+	for _, s := range []namedStrategy{
+		{"Bucketed ReturnLeases", "rb", strategy.NewBucketed()},
+		{"Optimistic ReturnLeases", "ro", strategy.NewOptimistic()},
+	} {
+		st := dial()
+		w, ok := st.(store.Watcher)
+		if !ok {
+			break
+		}
+		r := quotaReturn{name: s.name, p: &pausingWatcher{Store: st, w: w}, subject: subjectOn(s.prefix)}
+		var err error
+		if r.leased, err = limiter.New(r.p, s.strategy, limiter.WithPrefix(s.prefix), limiter.WithFailMode(limiter.FailOpen), limiter.WithQuotaLease(2)); err != nil {
+			t.Fatal(err)
+		}
+		if r.plain, err = limiter.New(dial(), s.strategy, limiter.WithPrefix(s.prefix), limiter.WithFailMode(limiter.FailOpen)); err != nil {
+			t.Fatal(err)
+		}
+		returns = append(returns, r)
+	}
 
 	addr, replica := joinNode(ctx, t, addrs, nodes[0], node)
 	mustDo(ctx, t, replica, "CLUSTER", "REPLICATE", ids[from])
@@ -154,6 +189,9 @@ func FailingOver(t testing.TB, cluster ClusterDialer, node Dialer) {
 	for _, e := range entries {
 		e.before()
 	}
+	for _, r := range returns {
+		decideCalls(ctx, t, r.leased, r.name, "before the failover (a lease of 2 taken)", r.subject, 1, 1, l)
+	}
 	mustDo(ctx, t, replica, "CLUSTER", "FAILOVER")
 	for _, r := range runs {
 		decide(r, "as the master's replica takes over (CLUSTER FAILOVER)", 1, 1)
@@ -174,38 +212,71 @@ func FailingOver(t testing.TB, cluster ClusterDialer, node Dialer) {
 		return
 	}
 
-	// Optimistic, whose store now sends the slot's WATCH to the new
-	// master, with a failover done inside its transaction: after the
-	// reads, before the EXEC (the demoted master refuses to queue the
-	// writes: nothing runs), then after the WATCH, before the reads (the
-	// demoted master answers MOVED to them). Each is an aborted
-	// transaction, watched again on the slot's new master: the call is
-	// decided by Redis and counted once.
+	// Transactions inside which the Cluster fails back and over again:
+	// Optimistic's Allow, whose store now sends the slot's WATCH to the new
+	// master, then the quota returns of Bucketed and Optimistic (a WATCH
+	// transaction each), from a leased limiter whose store has not met the
+	// slot's new master. Each failover runs after the transaction's reads,
+	// before its EXEC (the demoted master refuses to queue the writes:
+	// nothing runs), or after its WATCH, before its reads (the demoted
+	// master answers MOVED to them). Each is an aborted transaction,
+	// watched again on the slot's new master: the call is decided by Redis
+	// and counted once, the units returned once.
 	o := runs[slices.IndexFunc(runs, func(r run) bool { return r.name == "Optimistic" })]
-	for i, step := range []struct {
-		beforeExec      bool
-		master, demoted store.Store
-		what            string
-	}{
-		{true, nodes[from], replica, "after its reads, before its EXEC"},
-		{false, replica, nodes[from], "after its WATCH, before its reads"},
-	} {
+	steps := []txFailover{
+		{beforeExec: true, p: paused, name: o.name,
+			call:  func(phase string) { decideCalls(ctx, t, o.lim, o.name, phase, o.subjects[1], 1, 1, l) },
+			after: func(phase string) { decideCalls(ctx, t, o.lim, o.name, phase, o.subjects[1], 5, 4, l) }},
+		{beforeExec: false, p: paused, name: o.name,
+			call:  func(phase string) { decideCalls(ctx, t, o.lim, o.name, phase, o.subjects[2], 1, 1, l) },
+			after: func(phase string) { decideCalls(ctx, t, o.lim, o.name, phase, o.subjects[2], 5, 4, l) }},
+	}
+	for i, r := range returns {
+		steps = append(steps, txFailover{beforeExec: i%2 == 1, p: r.p, name: r.name,
+			call: func(phase string) {
+				// the lease of 2 taken before the failovers, 1 of it used
+				if n, err := r.leased.ReturnLeases(ctx, 0); err != nil || n != 1 {
+					t.Errorf("%s: %s: ReturnLeases = %d, %v; want 1 unit given back, nil", r.name, phase, n, err)
+				}
+			},
+			after: func(phase string) { decideCalls(ctx, t, r.plain, r.name, phase, r.subject, 5, 4, l) }})
+	}
+	for i, step := range steps {
+		// the old master and its replica take turns: the replica is
+		// master after the first failover
+		master, demoted := nodes[from], replica
+		if i%2 == 1 {
+			master, demoted = replica, nodes[from]
+		}
 		var hookErr error
 		ran := false
-		paused.arm(step.beforeExec, func(ctx context.Context) {
+		step.p.arm(step.beforeExec, func(ctx context.Context) {
 			ran = true
-			hookErr = failOver(ctx, step.master, step.demoted, tookOver)
+			hookErr = failOver(ctx, master, demoted, tookOver)
 		})
-		phase := "a failover " + step.what
-		decideCalls(ctx, t, o.lim, o.name, phase, o.subjects[1+i], 1, 1, l)
+		phase := "a failover after its WATCH, before its reads"
+		if step.beforeExec {
+			phase = "a failover after its reads, before its EXEC"
+		}
+		step.call(phase)
 		if !ran {
-			t.Fatalf("%s: %s: the transaction never reached that point", o.name, phase)
+			t.Fatalf("%s: %s: the transaction never reached that point", step.name, phase)
 		}
 		if hookErr != nil {
-			t.Fatalf("%s: %s: %v", o.name, phase, hookErr)
+			t.Fatalf("%s: %s: %v", step.name, phase, hookErr)
 		}
-		decideCalls(ctx, t, o.lim, o.name, "after "+phase, o.subjects[1+i], 5, 4, l)
+		step.after("after " + phase)
 	}
+}
+
+// txFailover is a failover FailingOver runs inside a transaction: call's,
+// through p's store, before its EXEC or before its reads; after checks the
+// counts after it.
+type txFailover struct {
+	beforeExec  bool
+	p           *pausingWatcher
+	name        string
+	call, after func(phase string)
 }
 
 // failOver runs CLUSTER FAILOVER on the replica promoted and waits until

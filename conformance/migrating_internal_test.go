@@ -104,6 +104,9 @@ func TestFailingOverFailsWithoutRedirections(t *testing.T) {
 // Degraded, uncounted, instead of watching the keys again where they are.
 // MigratingSlot fails one that gives every refusal as store.ErrTxAborted,
 // that of a read of another slot's key too, which no new WATCH changes.
+// FailingOver fails one whose EXEC, refused because the slot moved after
+// the reads, is a plain error rather than store.ErrTxAborted, at an
+// Optimistic decision and at a quota return.
 func TestReadRefusalsFail(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -112,8 +115,9 @@ func TestReadRefusalsFail(t *testing.T) {
 		wanted []string
 	}{
 		{"MigratingSlot, refusals as replies", MigratingSlot, asReplies, []string{"before its read (ASK)", "before its read (MOVED)"}},
-		{"FailingOver, refusals as replies", FailingOver, asReplies, []string{"Optimistic: a failover after its WATCH, before its reads: call 1"}},
+		{"FailingOver, refusals as replies", FailingOver, asReplies, []string{"Optimistic: a failover after its WATCH, before its reads: call 1", "Bucketed ReturnLeases: a failover after its WATCH, before its reads: ReturnLeases = 0"}},
 		{"MigratingSlot, every refusal aborts", MigratingSlot, abortsOnRefusal, []string{"a key of another slot on another node"}},
+		{"FailingOver, an aborted EXEC as an error", FailingOver, execAbortAsError, []string{"Optimistic: a failover after its reads, before its EXEC: call 1", "Optimistic ReturnLeases: a failover after its reads, before its EXEC: ReturnLeases = 0"}},
 	} {
 		dial := func(ctx context.Context, addrs []string) (store.Store, func(), error) {
 			rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
@@ -159,6 +163,21 @@ func (x repliedTx) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, er
 		rs[i].Err = errors.New(err.Error()) // the refusal, not ErrTxAborted
 	}
 	return rs, nil
+}
+
+// execAbortAsError wraps a transaction whose Tx.Exec gives an EXEC that
+// was refused (store.ErrTxAborted: EXECABORT, the demoted master having
+// refused to queue the writes) as a plain error.
+func execAbortAsError(tx store.Tx) store.Tx { return execErrTx{tx} }
+
+type execErrTx struct{ store.Tx }
+
+func (x execErrTx) Exec(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	rs, err := x.Tx.Exec(ctx, cmds...)
+	if errors.Is(err, store.ErrTxAborted) {
+		err = errors.New(err.Error())
+	}
+	return rs, err
 }
 
 // abortsOnRefusal wraps a transaction whose Tx.Do gives any command's
