@@ -27,10 +27,10 @@
 // by MULTI/EXEC and by WATCH stay exact through ASK, MOVED and TRYAGAIN;
 // and FailingOver on a Cluster whose master fails over to a replica, and
 // back, and over again: the counts carry over, the demoted master's MOVED
-// is followed, and a transaction the failover interrupts is tried again),
-// and
-// a strategy with RunStrategyTests and a Spec that declares its
-// guarantees; the suite holds it to exactly those. The Spec's shape drives
+// is followed, and a transaction the failover interrupts, a decision's or
+// a quota return's, is tried again), and a strategy with RunStrategyTests
+// and a Spec that declares its guarantees; the suite holds it to exactly
+// those. The Spec's shape drives
 // the checks: a fixed window (Window, Aligned), a strategy whose quota
 // comes back continuously (Refills, as GCRA), keys that outlive one Period
 // (KeyPeriods), or an algorithm's own bound on admissions in any interval
