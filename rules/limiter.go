@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -53,7 +52,10 @@ type Limiter struct {
 	interval time.Duration
 	onReload func(error)
 
-	mu      sync.Mutex // serialises loads, so an older load never replaces a newer one
+	// loading holds a token while a load runs: loads run one at a time,
+	// so an older load never replaces a newer one, and a caller waiting
+	// for its turn gives up when its context ends
+	loading chan struct{}
 	state   atomic.Pointer[state]
 	lastErr atomic.Pointer[error]
 }
@@ -103,7 +105,7 @@ func New(ctx context.Context, lim *limiter.Limiter, src Source, opts ...Option) 
 	if src == nil {
 		return nil, fmt.Errorf("rules: %w: nil source", limiter.ErrInvalidOption)
 	}
-	l := &Limiter{lim: lim, src: src, interval: DefaultInterval}
+	l := &Limiter{lim: lim, src: src, interval: DefaultInterval, loading: make(chan struct{}, 1)}
 	for _, o := range opts {
 		if o == nil {
 			return nil, fmt.Errorf("rules: %w: nil option", limiter.ErrInvalidOption)
@@ -192,9 +194,21 @@ func (l *Limiter) decideFor(ctx context.Context, rule, subject string, n int64, 
 // error the rules in force stay, and LastError returns the error until a
 // load succeeds. Call it when you learn of a change (a pub/sub message, an
 // admin request); Watch calls it periodically.
+//
+// Loads run one at a time. A Reload called while another load runs waits
+// for it, or until ctx is done: it then returns ctx's error, and leaves
+// the rules in force and LastError as they were (it loaded nothing).
 func (l *Limiter) Reload(ctx context.Context) (changed bool, err error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	select {
+	case l.loading <- struct{}{}:
+	default:
+		select {
+		case l.loading <- struct{}{}:
+		case <-ctx.Done():
+			return false, fmt.Errorf("rules: reload: waiting for another load: %w", ctx.Err())
+		}
+	}
+	defer func() { <-l.loading }()
 	set, err := l.src.Load(ctx)
 	if err == nil && set == nil {
 		err = &ConfigError{Err: errors.New("the source returned no set")}

@@ -37,7 +37,8 @@ type ConfigError struct {
 	Err error
 }
 
-// Error formats the error as "rules: invalid config: SOURCE: FIELD: ERR".
+// Error formats the error as "rules: invalid config: SOURCE: FIELD: ERR",
+// leaving out the parts that are empty (nil).
 func (e *ConfigError) Error() string {
 	var b strings.Builder
 	b.WriteString(ErrInvalidConfig.Error())
@@ -49,8 +50,10 @@ func (e *ConfigError) Error() string {
 		b.WriteString(": ")
 		b.WriteString(e.Field)
 	}
-	b.WriteString(": ")
-	b.WriteString(e.Err.Error())
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
 	return b.String()
 }
 
