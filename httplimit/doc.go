@@ -7,7 +7,9 @@
 // key), several joined (Join, for an appkey-method, injectively), or any func of
 // yours. The subject's rules are decided in one atomic call; an admitted
 // request reaches the next handler, a denied one gets 429 Too Many Requests
-// with a small application/problem+json body naming the violated rule.
+// with a small application/problem+json body naming the violated rule (a
+// denial no rule made, such as one Redis could not count in time,
+// strategy.ErrStaleWindow, is 503 Service Unavailable).
 //
 // Every decided response carries, for the rules of its subject:
 //

@@ -1,6 +1,7 @@
 package httplimit
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/rules"
+	"github.com/quotagate/limiter/strategy"
 )
 
 // Header names written by WriteHeaders.
@@ -129,10 +131,11 @@ func ceilSeconds(d time.Duration) int64 {
 }
 
 // violated names the rule of a denial, for the problem body: none for a
-// Degraded one (a key too contended to decide, limiter.ErrContention),
-// which no rule made.
+// Degraded one (a key too contended to decide, limiter.ErrContention) or
+// one that could not be counted in time (strategy.ErrStaleWindow), which
+// no rule made.
 func violated(d rules.Decision) []string {
-	if d.Degraded || len(d.Rules) == 0 || d.Limit == (limiter.Limit{}) {
+	if d.Degraded || len(d.Rules) == 0 || d.Limit == (limiter.Limit{}) || errors.Is(d.Cause, strategy.ErrStaleWindow) {
 		return []string{}
 	}
 	return []string{rules.RuleName(d.Limit)}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/rules"
+	"github.com/quotagate/limiter/strategy"
 )
 
 // Problem types of the response bodies, from
@@ -19,8 +20,10 @@ const (
 	// ProblemQuotaExceeded is the type of a 429 body: a rule refused the
 	// request.
 	ProblemQuotaExceeded = "https://iana.org/assignments/http-problem-types#quota-exceeded"
-	// ProblemReducedCapacity is the type of the 503 body of a Degraded
-	// denial: Redis could not decide and the fail mode is FailClosed.
+	// ProblemReducedCapacity is the type of the 503 body of a denial no
+	// rule made: a Degraded one (Redis could not decide and the fail mode
+	// is FailClosed), or one Redis could not count in time
+	// (strategy.ErrStaleWindow).
 	ProblemReducedCapacity = "https://iana.org/assignments/http-problem-types#temporary-reduced-capacity"
 )
 
@@ -81,11 +84,14 @@ func WithErrorHandler(f func(w http.ResponseWriter, r *http.Request, err error))
 
 // WithDeniedHandler sets f to answer a denied request, after the rate
 // limit fields are set on w's header. The default, WriteDenied, answers
-// 429 Too Many Requests (503 Service Unavailable for a Degraded denial made
-// by FailClosed with Redis down; a denial because the key was too
-// contended to decide, limiter.ErrContention, stays 429, naming no rule)
-// with a small application/problem+json body naming the violated rule; f
-// may count or log a denial and then call it.
+// 429 Too Many Requests with a small application/problem+json body naming
+// the violated rule; f may count or log a denial and then call it. A
+// denial that no rule made names none: a Degraded one made by FailClosed
+// with Redis down is 503 Service Unavailable, as is one Redis made because
+// the round trip was as long as the window, counting nothing
+// (strategy.ErrStaleWindow: the rate limit fields show the quota left); one
+// because the key was too contended to decide (limiter.ErrContention)
+// stays 429.
 func WithDeniedHandler(f func(w http.ResponseWriter, r *http.Request, d rules.Decision)) Option {
 	return func(m *Middleware) error {
 		if f == nil {
@@ -266,7 +272,7 @@ type problem struct {
 func WriteDenied(w http.ResponseWriter, r *http.Request, d rules.Decision) {
 	v := violated(d)
 	p := problem{Type: ProblemQuotaExceeded, Title: "Too Many Requests", Status: http.StatusTooManyRequests, Violated: &v}
-	if d.Degraded && !errors.Is(d.Cause, limiter.ErrContention) {
+	if d.Degraded && !errors.Is(d.Cause, limiter.ErrContention) || errors.Is(d.Cause, strategy.ErrStaleWindow) {
 		p = problem{Type: ProblemReducedCapacity, Title: "Service Unavailable", Status: http.StatusServiceUnavailable}
 	}
 	body, _ := json.Marshal(p)

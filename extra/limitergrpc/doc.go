@@ -12,7 +12,9 @@
 // (when it can be retried) and a QuotaFailure detail naming the rule, and
 // the response header metadata carries ratelimit-rule and retry-after
 // (whole seconds). A Degraded denial (Redis down under FailClosed) ends
-// with codes.Unavailable, and a call that could not be decided with
+// with codes.Unavailable, as does a denial Redis made because the round
+// trip was as long as the window (strategy.ErrStaleWindow: nothing
+// counted), and a call that could not be decided with
 // codes.Unavailable (Redis down or too slow under FailError; only the
 // call's own end, its client gone or its deadline met, gives Canceled or
 // DeadlineExceeded) or codes.InvalidArgument (no subject). A subject the

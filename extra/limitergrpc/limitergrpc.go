@@ -20,6 +20,7 @@ import (
 
 	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/rules"
+	"github.com/quotagate/limiter/strategy"
 )
 
 // Metadata keys set on a denied call's response header.
@@ -179,8 +180,9 @@ func denied(d rules.Decision, setHeader func(metadata.MD) error) error {
 		}
 		return st.Err()
 	}
-	if d.Degraded && !errors.Is(d.Cause, limiter.ErrContention) {
-		// FailClosed with Redis down: no rule refused the call
+	if d.Degraded && !errors.Is(d.Cause, limiter.ErrContention) || errors.Is(d.Cause, strategy.ErrStaleWindow) {
+		// FailClosed with Redis down, or a round trip as long as the
+		// window (nothing counted): no rule refused the call
 		return status.Error(codes.Unavailable, "the rate limiter cannot decide (reduced capacity)")
 	}
 	md := metadata.MD{}

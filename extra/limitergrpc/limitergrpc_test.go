@@ -2,8 +2,10 @@ package limitergrpc_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,7 +22,9 @@ import (
 
 	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/extra/limitergrpc"
+	"github.com/quotagate/limiter/internal/redistest"
 	"github.com/quotagate/limiter/rules"
+	"github.com/quotagate/limiter/store"
 	"github.com/quotagate/limiter/store/goredis"
 	"github.com/quotagate/limiter/strategy"
 )
@@ -36,6 +40,12 @@ func serve(t *testing.T, m *miniredis.Miniredis, mode limiter.FailMode, limits .
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveWith(t, lim, limits...)
+}
+
+// serveWith is serve deciding with lim.
+func serveWith(t *testing.T, lim *limiter.Limiter, limits ...limiter.Limit) healthpb.HealthClient {
+	t.Helper()
 	rl, err := rules.New(context.Background(), lim, rules.Static(&rules.Set{Default: rules.LimitUnknown(limits...)}))
 	if err != nil {
 		t.Fatal(err)
@@ -136,6 +146,66 @@ func TestUnavailable(t *testing.T) {
 		m.Close()
 		if _, err := client.Check(ctx, &healthpb.HealthCheckRequest{}); status.Code(err) != tc.want {
 			t.Errorf("%s with Redis down: %v; want %s", tc.mode, err, tc.want)
+		}
+	}
+}
+
+// lateStore is a store whose every command reaches the server d later by
+// the server's (virtual) clock: a round trip as long as the window.
+type lateStore struct {
+	store.Store
+	m *redistest.Mini
+	d time.Duration
+}
+
+func (s lateStore) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	s.m.Advance(s.d)
+	return s.Store.Do(ctx, cmds...)
+}
+
+func (s lateStore) EvalSha(ctx context.Context, sha string, keys []string, args []any) (any, error) {
+	s.m.Advance(s.d)
+	return s.Store.EvalSha(ctx, sha, keys, args)
+}
+
+func (s lateStore) Eval(ctx context.Context, src string, keys []string, args []any) (any, error) {
+	s.m.Advance(s.d)
+	return s.Store.Eval(ctx, src, keys, args)
+}
+
+// TestStaleWindowDenialIsUnavailable: a denial Redis made because the
+// round trip was as long as the window (Bucketed, whose every command
+// reaches the server a window late: strategy.ErrStaleWindow), counting
+// nothing, is not a rule's refusal: codes.Unavailable, naming no rule.
+func TestStaleWindowDenialIsUnavailable(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	m := redistest.NewMini(t)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	var causes []error
+	var mu sync.Mutex
+	lim, err := limiter.New(lateStore{goredis.New(rdb), m, time.Second}, strategy.NewBucketed(strategy.WithClock(m.Now)),
+		limiter.WithObserver(limiter.ObserverFuncs{Decision: func(_ context.Context, _ string, r limiter.Result) {
+			mu.Lock()
+			defer mu.Unlock()
+			causes = append(causes, r.Cause)
+		}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := serveWith(t, lim, limiter.Limit{Rate: 3, Period: time.Second, Name: "qps"})
+	for i := range 3 {
+		var md metadata.MD
+		_, err := client.Check(ctx, &healthpb.HealthCheckRequest{}, grpc.Header(&md))
+		mu.Lock()
+		premise := len(causes) == i+1 && errors.Is(causes[i], strategy.ErrStaleWindow)
+		mu.Unlock()
+		if !premise {
+			t.Fatalf("call %d: %v, causes %v; want a denial whose Cause is ErrStaleWindow (the test's premise)", i, err, causes)
+		}
+		if status.Code(err) != codes.Unavailable || len(md.Get(limitergrpc.MetadataRule)) != 0 {
+			t.Errorf("call %d: %v, rule %q; want Unavailable, no rule named", i, err, md.Get(limitergrpc.MetadataRule))
 		}
 	}
 }
