@@ -439,16 +439,21 @@ func writeJSON(w http.ResponseWriter, v any) {
 	_ = enc.Encode(v)
 }
 
-// redisCLI is the redis-cli command that reaches the server of opt: its
-// database, user and TLS (the password is asked for, not printed).
+// redisCLI is the redis-cli command that reaches the server of opt (its
+// address, or its Unix socket): its database, user and TLS (the password
+// is asked for, not printed).
 func redisCLI(opt *redis.Options) string {
-	h, p, _ := net.SplitHostPort(opt.Addr)
-	cmd := "redis-cli -h " + h + " -p " + p
+	var cmd string
+	if h, p, err := net.SplitHostPort(opt.Addr); err == nil && opt.Network != "unix" {
+		cmd = "redis-cli -h " + shellWord(h) + " -p " + shellWord(p)
+	} else {
+		cmd = "redis-cli -s " + shellWord(opt.Addr)
+	}
 	if opt.DB != 0 {
 		cmd += " -n " + strconv.Itoa(opt.DB)
 	}
 	if opt.Username != "" {
-		cmd += " --user " + opt.Username
+		cmd += " --user " + shellWord(opt.Username)
 	}
 	if opt.Password != "" {
 		cmd += " --askpass"
@@ -457,4 +462,13 @@ func redisCLI(opt *redis.Options) string {
 		cmd += " --tls"
 	}
 	return cmd
+}
+
+// shellWord quotes s for a POSIX shell when it holds anything but letters,
+// digits and -_.:/@%+=,
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:/@%+=,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
