@@ -120,7 +120,11 @@ type Result struct {
 	// Cause is the backend error behind a Degraded decision. A decision
 	// that Redis made may carry one too, when work after the decision
 	// failed (a strategy could not take back a denied request's count):
-	// the decision stands, and the Observer is told the error.
+	// the decision stands, and the Observer is told the error. A denial
+	// made for another reason than a lack of quota carries that reason:
+	// strategy.ErrStaleWindow, a request that could not be counted in the
+	// server's window in time (nothing counted; Remaining shows the quota
+	// left).
 	Cause error
 }
 
