@@ -108,3 +108,61 @@ func TestUnroutedRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestRoutesEchoFindsLater: per-route rules apply to a route on a virtual
+// host (Echo.Host, whose routes are not among Echo.Routes), and to a route
+// added after requests were served, at a path that already had a route
+// for another method: each was decided as unrouted, under the Default.
+func TestRoutesEchoFindsLater(t *testing.T) {
+	newMiddleware := func() *httplimit.Middleware {
+		rl, err := rules.New(context.Background(), newLimiter(t), rules.Static(&rules.Set{
+			Default:  rules.LimitUnknown(limiter.PerMinute(100)),
+			Subjects: map[string][]limiter.Limit{"POST /login": {limiter.PerMinute(3).Named("login")}},
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mw, err := httplimit.New(rl, httplimit.WithRules(httplimit.Route()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mw
+	}
+	ok := func(c echo.Context) error { return c.String(http.StatusOK, "ok") }
+	call := func(e *echo.Echo, method, url string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(method, url, nil)
+		req.RemoteAddr = "192.0.2.1:1234"
+		e.ServeHTTP(rec, req)
+		return rec
+	}
+	const login = `"login";q=3;w=60`
+
+	hosted := echo.New()
+	hosted.GET("/login", ok)
+	hosted.Host("api.example.com").POST("/login", ok, limiterecho.Middleware(newMiddleware()))
+	for i := 1; i <= 4; i++ {
+		rec := call(hosted, http.MethodPost, "http://api.example.com/login")
+		want := http.StatusOK
+		if i == 4 {
+			want = http.StatusTooManyRequests
+		}
+		if rec.Code != want || rec.Header().Get("RateLimit-Policy") != login {
+			t.Errorf("POST /login %d on a virtual host's route: %d, RateLimit-Policy %q; want %d under rule login", i, rec.Code, rec.Header().Get("RateLimit-Policy"), want)
+		}
+	}
+
+	later := echo.New()
+	later.Use(limiterecho.Middleware(newMiddleware()))
+	later.GET("/login", ok)
+	if rec := call(later, http.MethodGet, "/login"); rec.Code != http.StatusOK {
+		t.Fatalf("GET /login: %d", rec.Code)
+	}
+	if rec := call(later, http.MethodPost, "/login"); rec.Code != http.StatusMethodNotAllowed {
+		t.Errorf("POST /login before its route: %d; want 405", rec.Code)
+	}
+	later.POST("/login", ok)
+	if rec := call(later, http.MethodPost, "/login"); rec.Code != http.StatusOK || rec.Header().Get("RateLimit-Policy") != login {
+		t.Errorf("POST /login, its route added after a GET /login was served: %d, RateLimit-Policy %q; want 200 under rule login", rec.Code, rec.Header().Get("RateLimit-Policy"))
+	}
+}
