@@ -32,8 +32,11 @@ type config struct{ strategy string }
 // Option configures an Observer.
 type Option func(*config)
 
-// WithStrategy sets the limiter.strategy attribute (default "").
-func WithStrategy(name string) Option { return func(c *config) { c.strategy = name } }
+// WithStrategy sets the limiter.strategy attribute (default ""); bytes
+// that are not UTF-8 become U+FFFD, as OTLP exports only UTF-8 strings.
+func WithStrategy(name string) Option {
+	return func(c *config) { c.strategy = strings.ToValidUTF8(name, "\uFFFD") }
+}
 
 // New returns an Observer reporting to mp and tp; a nil tp records no
 // spans.

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/extra/limiterotel"
 	"github.com/quotagate/limiter/strategy"
 )
 
@@ -16,12 +17,25 @@ import (
 // length, and OpenTelemetry string attributes must be UTF-8 (OTLP sends
 // them as proto3 strings, which fail to marshal otherwise): the metric's
 // and the span's limiter.rule attribute replace invalid bytes, as
-// limiterprom's label does. They carried "r\xff" as given.
+// limiterprom's label does. They carried "r\xff" as given; so did
+// limiter.strategy a name given to WithStrategy.
 func TestNonUTF8RuleNameIsValidUTF8(t *testing.T) {
+	for _, tc := range []struct {
+		rule string
+		opts []limiterotel.Option
+	}{{"r\xff", nil}, {"r", []limiterotel.Option{limiterotel.WithStrategy("caf\xe9")}}} {
+		nonUTF8Attributes(t, tc.rule, tc.opts...)
+	}
+}
+
+// nonUTF8Attributes decides a limit named rule through an Observer with
+// opts and fails t for every attribute that is not UTF-8.
+func nonUTF8Attributes(t *testing.T, rule string, opts ...limiterotel.Option) {
+	t.Helper()
 	m := miniredis.RunT(t)
-	lim, reader, spans := observed(t, m, strategy.NewFixedWindow())
+	lim, reader, spans := observed(t, m, strategy.NewFixedWindow(), opts...)
 	ctx := context.Background()
-	if _, err := lim.Allow(ctx, "u", limiter.PerMinute(2).Named("r\xff")); err != nil {
+	if _, err := lim.Allow(ctx, "u", limiter.PerMinute(2).Named(rule)); err != nil {
 		t.Fatal(err)
 	}
 	var rm metricdata.ResourceMetrics

@@ -38,3 +38,53 @@ func TestNonUTF8RuleNameDoesNotPanic(t *testing.T) {
 	r, err := lim.Allow(context.Background(), "u", limiter.PerMinute(5).Named("caf\xe9")) // Latin-1 "café"
 	t.Logf("decided: %+v, %v", r, err)
 }
+
+// TestNonUTF8StrategyIsValidUTF8: a strategy name given to WithStrategy
+// that is not UTF-8 is a label value too: New panicked on it
+// (WithLabelValues of the duration histogram). Its bytes become U+FFFD.
+func TestNonUTF8StrategyIsValidUTF8(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	var obs *limiterprom.Observer
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				t.Fatalf("New(WithStrategy(%q)) panicked: %v", "caf\xe9", p)
+			}
+		}()
+		var err error
+		if obs, err = limiterprom.New(reg, limiterprom.WithStrategy("caf\xe9")); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	m := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	defer rdb.Close()
+	lim, err := limiter.New(goredis.New(rdb), strategy.NewFixedWindow(), limiter.WithObserver(obs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lim.Allow(context.Background(), "u", limiter.PerMinute(5)); err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, mf := range mfs {
+		for _, mt := range mf.GetMetric() {
+			for _, lp := range mt.GetLabel() {
+				if lp.GetName() != "strategy" {
+					continue
+				}
+				seen++
+				if lp.GetValue() != "caf\uFFFD" {
+					t.Errorf("%s: strategy label %q; want %q", mf.GetName(), lp.GetValue(), "caf\uFFFD")
+				}
+			}
+		}
+	}
+	if seen == 0 {
+		t.Errorf("no metric has a strategy label: %v", mfs)
+	}
+}

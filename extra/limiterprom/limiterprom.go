@@ -33,8 +33,11 @@ type Option func(*config)
 // WithNamespace sets the metrics' namespace (default "limiter").
 func WithNamespace(ns string) Option { return func(c *config) { c.namespace = ns } }
 
-// WithStrategy sets the strategy label of every metric (default "").
-func WithStrategy(name string) Option { return func(c *config) { c.strategy = name } }
+// WithStrategy sets the strategy label of every metric (default ""); bytes
+// that are not UTF-8 become U+FFFD, as a label value must be UTF-8.
+func WithStrategy(name string) Option {
+	return func(c *config) { c.strategy = strings.ToValidUTF8(name, "\uFFFD") }
+}
 
 // WithBuckets sets the duration histogram's buckets, in seconds (default
 // 0.25 ms to 1 s).
