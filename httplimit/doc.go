@@ -26,5 +26,6 @@
 // applies: FailOpen admits the request without rate limit fields (the
 // numbers would not be real), FailClosed answers 503 Service Unavailable
 // with Retry-After, and FailError hands the error to the error handler
-// (503 by default).
+// (503 by default; 429 naming no rule, as in the other modes, for a key
+// too contended to decide, limiter.ErrContention).
 package httplimit

@@ -69,8 +69,11 @@ func WithLegacyHeaders(on bool) Option {
 // an error wrapping ErrNoKey from the KeyFunc, limiter.ErrInvalidKey for a
 // key the limiter refuses (an empty one, say), or the limiter's error under
 // FailError (Redis down). The default answers 400 Bad Request to the first
-// two and 503 Service Unavailable to anything else, with a short text body;
-// only the last is logged as a request the limiter could not decide. f may
+// two, and to limiter.ErrContention (Redis answered, but the key was too
+// contended to decide) what WriteDenied answers the contended denial of
+// FailOpen and FailClosed: 429 with Retry-After, naming no rule; and 503
+// Service Unavailable to anything else, with a short text body. Only the
+// last two are logged as requests the limiter could not decide. f may
 // instead call the next handler: the Middleware does not.
 func WithErrorHandler(f func(w http.ResponseWriter, r *http.Request, err error)) Option {
 	return func(m *Middleware) error {
@@ -253,6 +256,14 @@ func (m *Middleware) Decide(w http.ResponseWriter, r *http.Request) (rules.Decis
 func defaultError(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(err, ErrNoKey) || errors.Is(err, limiter.ErrInvalidKey) {
 		http.Error(w, "400 bad request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if errors.Is(err, limiter.ErrContention) {
+		// FailError's form of the contended denial that FailOpen and
+		// FailClosed make (Degraded, RetryAfter at most a second): the
+		// same answer
+		w.Header().Set(HeaderRetry, "1")
+		WriteDenied(w, r, rules.Decision{Result: limiter.Result{Degraded: true, Cause: err}})
 		return
 	}
 	http.Error(w, "503 service unavailable: the rate limiter cannot decide", http.StatusServiceUnavailable)

@@ -458,10 +458,14 @@ func (contended) Decide(context.Context, store.Store, limiter.Request) (limiter.
 // key was too contended is refused as rate limited (429, Retry-After), in
 // FailOpen and FailClosed: never served, and not a 503 "Redis down"; its
 // body names no rule as violated (it named the first, never reached).
+// Under FailError, where the limiter returns limiter.ErrContention, the
+// default error handler answers the same, headers and body (it answered
+// 503 "cannot decide", though Redis had answered).
 func TestContentionIs429(t *testing.T) {
 	m := redistest.NewMini(t)
 	st := dial(t, m.Addr())
-	for _, mode := range []limiter.FailMode{limiter.FailOpen, limiter.FailClosed} {
+	var first *httptest.ResponseRecorder
+	for _, mode := range []limiter.FailMode{limiter.FailOpen, limiter.FailClosed, limiter.FailError} {
 		lim, err := limiter.New(st, contended{}, limiter.WithFailMode(mode))
 		if err != nil {
 			t.Fatal(err)
@@ -481,6 +485,18 @@ func TestContentionIs429(t *testing.T) {
 		}
 		if body := rec.Body.String(); !strings.Contains(body, `"violated-policies":[]`) {
 			t.Errorf("%s: body %s; want no violated policy", mode, body)
+		}
+		if first == nil {
+			first = rec
+			continue
+		}
+		for _, h := range []string{"Retry-After", "Content-Type", "Cache-Control", "RateLimit", "RateLimit-Policy"} {
+			if got, want := rec.Header().Get(h), first.Header().Get(h); got != want {
+				t.Errorf("%s: %s %q; want %q, as under FailOpen", mode, h, got, want)
+			}
+		}
+		if got, want := rec.Body.String(), first.Body.String(); got != want {
+			t.Errorf("%s: body %q; want %q, as under FailOpen", mode, got, want)
 		}
 	}
 }

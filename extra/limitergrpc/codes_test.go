@@ -135,14 +135,16 @@ func (contended) Decide(context.Context, store.Store, limiter.Request) (limiter.
 
 // TestContentionNamesNoRule: a call the limiter could not decide because
 // its key was too contended is refused as rate limited (ResourceExhausted,
-// as httplimit answers 429), in FailOpen and FailClosed, but no rule
+// as httplimit answers 429), in FailOpen and FailClosed, and under
+// FailError (where the limiter returns limiter.ErrContention: it was
+// Unavailable, though Redis had answered), with a RetryInfo; but no rule
 // refused it: its header, message and details name none (they named the
 // first rule, of which nothing was used).
 func TestContentionNamesNoRule(t *testing.T) {
 	m := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	defer rdb.Close()
-	for _, mode := range []limiter.FailMode{limiter.FailOpen, limiter.FailClosed} {
+	for _, mode := range []limiter.FailMode{limiter.FailOpen, limiter.FailClosed, limiter.FailError} {
 		lim, err := limiter.New(goredis.New(rdb), contended{}, limiter.WithFailMode(mode))
 		if err != nil {
 			t.Fatal(err)
@@ -166,7 +168,11 @@ func TestContentionNamesNoRule(t *testing.T) {
 		if strings.Contains(st.Message(), "qpd") {
 			t.Errorf("%s, contention: message %q names the rule qpd, which did not refuse the call", mode, st.Message())
 		}
+		retry := false
 		for _, d := range st.Details() {
+			if ri, ok := d.(*errdetails.RetryInfo); ok && ri.GetRetryDelay().AsDuration() == time.Second {
+				retry = true
+			}
 			if q, ok := d.(*errdetails.QuotaFailure); ok {
 				for _, v := range q.GetViolations() {
 					if strings.Contains(v.GetDescription(), "qpd") {
@@ -174,6 +180,12 @@ func TestContentionNamesNoRule(t *testing.T) {
 					}
 				}
 			}
+		}
+		if !retry {
+			t.Errorf("%s, contention: details %v; want a RetryInfo of 1s", mode, st.Details())
+		}
+		if got := header.Get(limitergrpc.MetadataRetryAfter); len(got) != 1 || got[0] != "1" {
+			t.Errorf("%s, contention: %s=%q; want 1", mode, limitergrpc.MetadataRetryAfter, got)
 		}
 	}
 }

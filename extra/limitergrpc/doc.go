@@ -20,8 +20,8 @@
 // DeadlineExceeded) or codes.InvalidArgument (no subject). A subject the
 // rule set's Default denies gets codes.ResourceExhausted with no rule
 // named and no RetryInfo; so does a call whose key was too contended to
-// decide (limiter.ErrContention, a Degraded denial in any fail mode), with
-// a RetryInfo. The subject is the peer's IP address unless WithKey says
+// decide (limiter.ErrContention: a Degraded denial under FailOpen and
+// FailClosed, the error under FailError), with a RetryInfo. The subject is the peer's IP address unless WithKey says
 // otherwise; Join(Method(), PeerIP()) gives every method its own counters.
 //
 // It lives in a module of its own, so that the limiter module's users who

@@ -158,6 +158,12 @@ func (c config) decide(ctx context.Context, rl *rules.Limiter, method string, se
 			// Limiter's own timeout on a slow Redis is an outage
 			return status.FromContextError(ctx.Err()).Err()
 		}
+		if errors.Is(err, limiter.ErrContention) && len(d.Rules) > 0 {
+			// FailError's form of the contended denial that FailOpen and
+			// FailClosed make: the same answer
+			d.Result = limiter.Result{Degraded: true, Cause: err, RetryAfter: min(d.Rules[0].Period, time.Second)}
+			return denied(d, setHeader)
+		}
 		return status.Error(codes.Unavailable, "the rate limiter cannot decide")
 	}
 	if d.Allowed {
