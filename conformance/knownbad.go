@@ -50,6 +50,13 @@ func KnownBad() []Control {
 		spec.MillisecondClock = false
 		return spec
 	}
+	// claimsNoLua: a hand-written design without scripts claiming
+	// FixedWindow's guarantees
+	claimsNoLua := func(name string, s limiter.Strategy) Spec {
+		spec := claims(name, s)
+		spec.Scripts = false
+		return spec
+	}
 	// claimsBucketed: a time-bucketed design claiming Bucketed's
 	// guarantees, built with the app clock it is given.
 	claimsBucketed := func(name string, mk func(now func() time.Time) limiter.Strategy) Spec {
@@ -58,16 +65,16 @@ func KnownBad() []Control {
 		return spec
 	}
 	return []Control{
-		{Spec: claims("GetInsideMulti", knownbad.GetInsideMulti{}),
+		{Spec: claimsNoLua("GetInsideMulti", knownbad.GetInsideMulti{}),
 			MustFail: []string{"exact-admission", "weighted-costs", "multi-rule-all-or-nothing", "optimistic-contention", "window-never-slides"}},
-		{Spec: claims("IncrTwoTrips", knownbad.IncrTwoTrips{}),
+		{Spec: claimsNoLua("IncrTwoTrips", knownbad.IncrTwoTrips{}),
 			MustFail: []string{"exact-admission", "crash-between-commands", "window-never-slides"}},
 		{Spec: claimsBucketed("BucketNoTTL", func(now func() time.Time) limiter.Strategy { return knownbad.BucketNoTTL{Now: now} }),
 			MustFail: []string{"forced-leak", "leak-under-load", "self-repair", "bounded-ttls", "app-clock-skew", "epoch-not-time-zones", "cardinality-bounded"}},
 		{Spec: claimsBucketed("AppClockBucket", func(now func() time.Time) limiter.Strategy { return knownbad.AppClockBucket{Now: now} }),
 			MustFail:    []string{"window-never-slides", "app-clock-skew", "boundary-bursts", "cancel-between-round-trips", "retry-after-honoured"},
 			VirtualOnly: []string{"window-never-slides", "boundary-bursts", "retry-after-honoured"}},
-		{Spec: claims("GetThenIncr", knownbad.GetThenIncr{}),
+		{Spec: claimsNoLua("GetThenIncr", knownbad.GetThenIncr{}),
 			MustFail: []string{"exact-admission", "weighted-costs", "forced-leak", "leak-under-load", "self-repair", "bounded-ttls", "period-change"},
 			// Under real load its keys fill within a window's first
 			// microseconds, and no INCRBY meets the window's end: only
@@ -78,7 +85,7 @@ func KnownBad() []Control {
 			// loaded machine under the race detector can bring that down
 			// to one (ServerTimeBucket is 27's control).
 			VirtualOnly: []string{"leak-under-load"}},
-		{Spec: claims("IncrThenExpire", knownbad.IncrThenExpire{}),
+		{Spec: claimsNoLua("IncrThenExpire", knownbad.IncrThenExpire{}),
 			MustFail: []string{"exact-admission", "hostile-costs", "multi-rule-all-or-nothing", "window-never-slides", "corrupt-counter"}},
 		{Spec: claims("TakeBackAfterExpiry", knownbad.TakeBackAfterExpiry{}),
 			MustFail: []string{"expire-deletes-at-once"}},

@@ -153,8 +153,14 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 			return conformance.Miniredis(d)
 		}
 		// One check at a time, so that each row shows as it finishes.
-		for _, o := range conformance.RunStoreChecks(ctx, maker(nil), sel.store) {
-			rows = append(rows, prog.row(row{adapter: ad.name, Outcome: o}))
+		for _, sc := range sel.store {
+			if why := cannotRunStore(sc, server); why != "" {
+				rows = append(rows, prog.row(row{adapter: ad.name, Outcome: skipped("store", sc.Name, 0, why)}))
+				continue
+			}
+			for _, o := range conformance.RunStoreChecks(ctx, maker(nil), []conformance.StoreCheck{sc}) {
+				rows = append(rows, prog.row(row{adapter: ad.name, Outcome: o}))
+			}
 		}
 		for _, spec := range conformance.Strategies() {
 			for _, ch := range sel.checks {
@@ -162,7 +168,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 					continue
 				}
 				if why := cannotRun(spec, server); why != "" {
-					rows = append(rows, prog.row(row{adapter: ad.name, Outcome: conformance.Outcome{Spec: spec.Name, Check: ch.Name, ID: ch.ID, Skipped: true, SkipReason: why, Messages: []string{why}}}))
+					rows = append(rows, prog.row(row{adapter: ad.name, Outcome: skipped(spec.Name, ch.Name, ch.ID, why)}))
 					continue
 				}
 				for _, o := range conformance.Run(ctx, maker(nil), []conformance.Spec{spec}, []conformance.Check{ch}, false) {
@@ -181,6 +187,15 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 			name := ad.name
 			if ctl.Store != "" {
 				name += "+" + ctl.Store
+			}
+			// (a control that fails a check only because the server
+			// refused what it needs has shown nothing)
+			ctl, skips := runnable(ctl, server)
+			for _, o := range skips {
+				rows = append(rows, prog.row(row{adapter: name, expected: true, Outcome: o}))
+			}
+			if len(ctl.MustFail) == 0 {
+				continue
 			}
 			for _, o := range conformance.RunControl(ctx, maker(ctl.Wrap), ctl, nil) {
 				rows = append(rows, prog.row(row{adapter: name, expected: true, Outcome: o}))
@@ -380,6 +395,42 @@ func cannotRun(spec conformance.Spec, r *limiter.ServerReport) string {
 		return "cannot run here: it needs scripts, which the server refuses (see the report above)"
 	}
 	return fmt.Sprintf("cannot run here: it needs Redis %s or later; the server runs %s", spec.MinVersion, r.Version)
+}
+
+// cannotRunStore says why the store check sc cannot run on the server r
+// describes, or "".
+func cannotRunStore(sc conformance.StoreCheck, r *limiter.ServerReport) string {
+	if r == nil || !sc.Scripts || r.Scripting {
+		return ""
+	}
+	return "cannot run here: it needs scripts, which the server refuses (see the report above)"
+}
+
+// skipped is the outcome of a check that cannot run on the server.
+func skipped(spec, check string, id int, why string) conformance.Outcome {
+	return conformance.Outcome{Spec: spec, Check: check, ID: id, Skipped: true, SkipReason: why, Messages: []string{why}}
+}
+
+// runnable returns ctl with only the checks it can run on the server r
+// describes, and the skipped outcomes of the others.
+func runnable(ctl conformance.Control, r *limiter.ServerReport) (conformance.Control, []conformance.Outcome) {
+	var keep []string
+	var skips []conformance.Outcome
+	for _, n := range ctl.MustFail {
+		why, spec, id := "", ctl.Spec.Name, 0
+		if ch, ok := conformance.CheckByName(n); ok {
+			why, id = cannotRun(ctl.Spec, r), ch.ID
+		} else if sc, ok := conformance.StoreCheckByName(n); ok {
+			why, spec = cannotRunStore(sc, r), "store"
+		}
+		if why != "" {
+			skips = append(skips, skipped(spec, n, id, why))
+			continue
+		}
+		keep = append(keep, n)
+	}
+	ctl.MustFail = keep
+	return ctl, skips
 }
 
 // printServer prints limiter.CheckServer's report on st's server: what it

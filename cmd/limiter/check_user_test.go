@@ -143,6 +143,30 @@ func TestCheckSkipsStrategiesThatCannotRunThere(t *testing.T) {
 			t.Errorf("check on a server without scripts: %s not checked\nstdout:\n%s", want, out)
 		}
 	}
+
+	// The store checks that run scripts skip too, and so do the known-bad
+	// controls' checks that need them: a control that failed only because
+	// the server refused its scripts (NOPERM) was reported as having shown
+	// its bug, and the script store checks failed, exit 1. Those that can
+	// run there do, and fail as they must.
+	code, out, errOut = runCmd(t, "check", "-redis", "redis://noscript:nspw@"+s.Addr(), "-known-bad", "-v",
+		"-checks", "replies-normalised,scripts-and-noscript,batch-per-command,same-slot-for-hostile-subjects")
+	if table := out[strings.Index(out, "STRATEGY"):]; code != 0 || strings.Contains(table, "NOPERM") { // (the header names it)
+		t.Errorf("check -known-bad on a server without scripts: exit %d; want 0, no check failing for NOPERM\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		`store +goredis +scripts-and-noscript +skip .*cannot run here: it needs scripts`,
+		`store +redigo +batch-per-command +skip .*cannot run here: it needs scripts`,
+		`store +rueidis +replies-normalised +pass`,
+		`UntaggedKeys +goredis +P22 same-slot-for-hostile-subjects +skip .*cannot run here: it needs scripts`,
+		`store +goredis\+Unmapped +scripts-and-noscript +skip`,
+		`store +goredis\+Unmapped +replies-normalised +FAIL \(expected\)`,
+		`Bucketed +rueidis +P22 same-slot-for-hostile-subjects +pass`,
+	} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("check -known-bad on a server without scripts: no row %q\nstdout:\n%s", want, out)
+		}
+	}
 }
 
 // TestCheckAndBenchOverAUnixSocket: -redis unix:///path?db=N runs every
