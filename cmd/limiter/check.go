@@ -506,6 +506,13 @@ func parseClusterNodes(list string) ([]string, connOptions, error) {
 		from, o = opt.Addr, got
 		addrs = append(addrs, opt.Addr)
 	}
+	if o.tls != nil {
+		// ParseURL names the URL's host as the certificate's; a Cluster's
+		// nodes (and those its slot map names) each have their own host,
+		// which each dial takes from its address when none is set
+		o.tls = o.tls.Clone()
+		o.tls.ServerName = ""
+	}
 	return addrs, o, nil
 }
 

@@ -90,6 +90,20 @@ func TestCheckClusterOnSingleServer(t *testing.T) {
 	}
 }
 
+// TestCheckClusterOverTLSVerifiesEachNode: with -cluster rediss:// nodes of
+// other hosts, each node's certificate is checked against its own host
+// (here a single TLS server, whose certificate names 127.0.0.1: check
+// reaches it and finds no Cluster). Every node's was checked against the
+// last URL's host: "x509: certificate is valid for localhost, not
+// other.invalid" for 127.0.0.1.
+func TestCheckClusterOverTLSVerifiesEachNode(t *testing.T) {
+	s := redistest.StartTLSServer(t)
+	code, out, errOut := runCmd(t, "check", "-cluster", "rediss://"+s.Addr()+",rediss://other.invalid:1", "-tls-ca", s.TLS().CAFile, "-checks", "replies-normalised")
+	if code != 1 || !strings.Contains(errOut, "no Redis Cluster node") || strings.Contains(out+errOut, "certificate") {
+		t.Errorf("-cluster rediss://%s,rediss://other.invalid:1: exit %d; want 1, the first node reached over TLS and found no Cluster\nstdout:\n%s\nstderr:\n%s", s.Addr(), code, out, errOut)
+	}
+}
+
 // TestCheckClusterWithPassword: a Cluster whose nodes need a password is
 // reached with its nodes given as redis://:password@host:port; given bare,
 // check says that a password is needed (it said "no Redis Cluster node",
