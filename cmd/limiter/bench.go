@@ -319,6 +319,9 @@ func selectBenchStrategies(names string) ([]benchStrategy, error) {
 		if i < 0 {
 			return nil, fmt.Errorf("%w: unknown strategy %q (have: %s)", errUsage, n, strings.Join(benchStrategyNames(), ", "))
 		}
+		if slices.ContainsFunc(out, func(s benchStrategy) bool { return s.name == n }) {
+			continue // (named twice: measured once)
+		}
 		out = append(out, benchStrategies()[i])
 	}
 	return out, nil
@@ -331,7 +334,9 @@ func selectWorkloads(names string) ([]string, error) {
 		if !slices.Contains(benchWorkloads, n) {
 			return nil, fmt.Errorf("%w: unknown workload %q (have: %s)", errUsage, n, strings.Join(benchWorkloads, ", "))
 		}
-		out = append(out, n)
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
 	}
 	return out, nil
 }
@@ -758,9 +763,9 @@ func selectAdapters(names string) ([]adapter, error) {
 	var out []adapter
 	for _, n := range strings.Split(names, ",") {
 		n = strings.TrimSpace(n)
-		found := false
+		found := slices.ContainsFunc(out, func(ad adapter) bool { return ad.name == n }) // (named twice: measured once)
 		for _, ad := range adapters() {
-			if ad.name == n {
+			if ad.name == n && !found {
 				out, found = append(out, ad), true
 			}
 		}

@@ -61,6 +61,27 @@ func TestBenchEmbedded(t *testing.T) {
 	}
 }
 
+// TestBenchNamesTwiceMeasuredOnce: a strategy, adapter or workload named
+// twice is measured once (each was measured twice, in rows alike).
+func TestBenchNamesTwiceMeasuredOnce(t *testing.T) {
+	code, out, errOut := runCmd(t, "bench", "-strategies", "fixedwindow,fixedwindow", "-adapters", "rueidis, rueidis",
+		"-workloads", "admit,admit", "-callers", "1", "-rounds", "1", "-round", "5ms", "-allocs", "1")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	n := 0
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) >= 7 && f[0] != "STRATEGY" {
+			if _, err := strconv.Atoi(f[3]); err == nil {
+				n++
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d rows; want 1:\n%s", n, out)
+	}
+}
+
 func TestBenchUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"bench", "-callers", "0"}, {"bench", "-callers", "16,1"}, {"bench", "-callers", "x"},
