@@ -12,32 +12,9 @@ import (
 	"github.com/quotagate/limiter/httplimit"
 	"github.com/quotagate/limiter/internal/redistest"
 	"github.com/quotagate/limiter/internal/sfv"
-	"github.com/quotagate/limiter/store"
+	"github.com/quotagate/limiter/internal/storetest"
 	"github.com/quotagate/limiter/strategy"
 )
-
-// lateStore is a store whose every command reaches the server d later by
-// the server's (virtual) clock: a round trip as long as the window.
-type lateStore struct {
-	store.Store
-	m *redistest.Mini
-	d time.Duration
-}
-
-func (s lateStore) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
-	s.m.Advance(s.d)
-	return s.Store.Do(ctx, cmds...)
-}
-
-func (s lateStore) EvalSha(ctx context.Context, sha string, keys []string, args []any) (any, error) {
-	s.m.Advance(s.d)
-	return s.Store.EvalSha(ctx, sha, keys, args)
-}
-
-func (s lateStore) Eval(ctx context.Context, src string, keys []string, args []any) (any, error) {
-	s.m.Advance(s.d)
-	return s.Store.Eval(ctx, src, keys, args)
-}
 
 // TestStaleWindowDenialIsNotQuotaExceeded: a denial Redis made because the
 // round trip was as long as the window (Bucketed, whose every command
@@ -48,7 +25,7 @@ func (s lateStore) Eval(ctx context.Context, src string, keys []string, args []a
 func TestStaleWindowDenialIsNotQuotaExceeded(t *testing.T) {
 	m := redistest.NewMini(t)
 	var causes []error
-	lim, err := limiter.New(lateStore{dial(t, m.Addr()), m, time.Second}, strategy.NewBucketed(strategy.WithClock(m.Now)),
+	lim, err := limiter.New(storetest.Moving(dial(t, m.Addr()), m.Advance, time.Second), strategy.NewBucketed(strategy.WithClock(m.Now)),
 		limiter.WithObserver(limiter.ObserverFuncs{Decision: func(_ context.Context, _ string, r limiter.Result) {
 			if r.Cause != nil {
 				causes = append(causes, r.Cause)

@@ -1,17 +1,13 @@
 package limiterecho_test
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/extra/limiterecho"
-	"github.com/quotagate/limiter/httplimit"
-	"github.com/quotagate/limiter/rules"
 )
 
 // TestPerRouteRulesBehindServeMux: an app mounted on an http.ServeMux
@@ -20,18 +16,7 @@ import (
 // not: a login rule of 3/min never applied, every route fell to the
 // Default and shared one counter per client.
 func TestPerRouteRulesBehindServeMux(t *testing.T) {
-	lim := newLimiter(t)
-	rl, err := rules.New(context.Background(), lim, rules.Static(&rules.Set{
-		Default:  rules.LimitUnknown(limiter.PerMinute(100)),
-		Subjects: map[string][]limiter.Limit{"POST /login": {limiter.PerMinute(3).Named("login")}},
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mw, err := httplimit.New(rl, httplimit.WithRules(httplimit.Route()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	mw := loginRule(t, 100)
 	e := echo.New()
 	e.POST("/login", func(c echo.Context) error { return c.String(http.StatusOK, "ok") }, limiterecho.Middleware(mw))
 	mux := http.NewServeMux()

@@ -19,18 +19,7 @@ import (
 // (httplimit.WithRules(httplimit.Route())) through echo must decide the
 // request under its route's rule.
 func TestPerRouteRules(t *testing.T) {
-	lim := newLimiter(t)
-	rl, err := rules.New(context.Background(), lim, rules.Static(&rules.Set{
-		Default:  rules.LimitUnknown(limiter.PerMinute(100)),
-		Subjects: map[string][]limiter.Limit{"POST /login": {limiter.PerMinute(3).Named("login")}},
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mw, err := httplimit.New(rl, httplimit.WithRules(httplimit.Route()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	mw := loginRule(t, 100)
 	e := echo.New()
 	e.POST("/login", func(c echo.Context) error { return c.String(http.StatusOK, "ok") }, limiterecho.Middleware(mw))
 	for i := 1; i <= 4; i++ {
@@ -57,17 +46,7 @@ func TestPerRouteRules(t *testing.T) {
 // under its method and path, a 404 in a group under the group's catch-all
 // "/api/*", and each method (a client's choice) had a budget of its own.
 func TestUnroutedRequest(t *testing.T) {
-	rl, err := rules.New(context.Background(), newLimiter(t), rules.Static(&rules.Set{
-		Default:  rules.LimitUnknown(limiter.PerMinute(1)),
-		Subjects: map[string][]limiter.Limit{"POST /login": {limiter.PerMinute(3).Named("login")}},
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mw, err := httplimit.New(rl, httplimit.WithRules(httplimit.Route()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	mw := loginRule(t, 1)
 	var seen []string
 	spy := func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -114,20 +93,6 @@ func TestUnroutedRequest(t *testing.T) {
 // added after requests were served, at a path that already had a route
 // for another method: each was decided as unrouted, under the Default.
 func TestRoutesEchoFindsLater(t *testing.T) {
-	newMiddleware := func() *httplimit.Middleware {
-		rl, err := rules.New(context.Background(), newLimiter(t), rules.Static(&rules.Set{
-			Default:  rules.LimitUnknown(limiter.PerMinute(100)),
-			Subjects: map[string][]limiter.Limit{"POST /login": {limiter.PerMinute(3).Named("login")}},
-		}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		mw, err := httplimit.New(rl, httplimit.WithRules(httplimit.Route()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return mw
-	}
 	ok := func(c echo.Context) error { return c.String(http.StatusOK, "ok") }
 	call := func(e *echo.Echo, method, url string) *httptest.ResponseRecorder {
 		rec := httptest.NewRecorder()
@@ -140,7 +105,7 @@ func TestRoutesEchoFindsLater(t *testing.T) {
 
 	hosted := echo.New()
 	hosted.GET("/login", ok)
-	hosted.Host("api.example.com").POST("/login", ok, limiterecho.Middleware(newMiddleware()))
+	hosted.Host("api.example.com").POST("/login", ok, limiterecho.Middleware(loginRule(t, 100)))
 	for i := 1; i <= 4; i++ {
 		rec := call(hosted, http.MethodPost, "http://api.example.com/login")
 		want := http.StatusOK
@@ -153,7 +118,7 @@ func TestRoutesEchoFindsLater(t *testing.T) {
 	}
 
 	later := echo.New()
-	later.Use(limiterecho.Middleware(newMiddleware()))
+	later.Use(limiterecho.Middleware(loginRule(t, 100)))
 	later.GET("/login", ok)
 	if rec := call(later, http.MethodGet, "/login"); rec.Code != http.StatusOK {
 		t.Fatalf("GET /login: %d", rec.Code)
@@ -165,4 +130,23 @@ func TestRoutesEchoFindsLater(t *testing.T) {
 	if rec := call(later, http.MethodPost, "/login"); rec.Code != http.StatusOK || rec.Header().Get("RateLimit-Policy") != login {
 		t.Errorf("POST /login, its route added after a GET /login was served: %d, RateLimit-Policy %q; want 200 under rule login", rec.Code, rec.Header().Get("RateLimit-Policy"))
 	}
+}
+
+// loginRule is a middleware of per-route rules on a limiter of its own: 3
+// per minute for the route "POST /login", perMinute for the others (the
+// Default).
+func loginRule(t *testing.T, perMinute int64) *httplimit.Middleware {
+	t.Helper()
+	rl, err := rules.New(context.Background(), newLimiter(t), rules.Static(&rules.Set{
+		Default:  rules.LimitUnknown(limiter.PerMinute(perMinute)),
+		Subjects: map[string][]limiter.Limit{"POST /login": {limiter.PerMinute(3).Named("login")}},
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mw, err := httplimit.New(rl, httplimit.WithRules(httplimit.Route()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mw
 }

@@ -23,8 +23,8 @@ import (
 	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/extra/limitergrpc"
 	"github.com/quotagate/limiter/internal/redistest"
+	"github.com/quotagate/limiter/internal/storetest"
 	"github.com/quotagate/limiter/rules"
-	"github.com/quotagate/limiter/store"
 	"github.com/quotagate/limiter/store/goredis"
 	"github.com/quotagate/limiter/strategy"
 )
@@ -150,29 +150,6 @@ func TestUnavailable(t *testing.T) {
 	}
 }
 
-// lateStore is a store whose every command reaches the server d later by
-// the server's (virtual) clock: a round trip as long as the window.
-type lateStore struct {
-	store.Store
-	m *redistest.Mini
-	d time.Duration
-}
-
-func (s lateStore) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
-	s.m.Advance(s.d)
-	return s.Store.Do(ctx, cmds...)
-}
-
-func (s lateStore) EvalSha(ctx context.Context, sha string, keys []string, args []any) (any, error) {
-	s.m.Advance(s.d)
-	return s.Store.EvalSha(ctx, sha, keys, args)
-}
-
-func (s lateStore) Eval(ctx context.Context, src string, keys []string, args []any) (any, error) {
-	s.m.Advance(s.d)
-	return s.Store.Eval(ctx, src, keys, args)
-}
-
 // TestStaleWindowDenialIsUnavailable: a denial Redis made because the
 // round trip was as long as the window (Bucketed, whose every command
 // reaches the server a window late: strategy.ErrStaleWindow), counting
@@ -185,7 +162,7 @@ func TestStaleWindowDenialIsUnavailable(t *testing.T) {
 	t.Cleanup(func() { _ = rdb.Close() })
 	var causes []error
 	var mu sync.Mutex
-	lim, err := limiter.New(lateStore{goredis.New(rdb), m, time.Second}, strategy.NewBucketed(strategy.WithClock(m.Now)),
+	lim, err := limiter.New(storetest.Moving(goredis.New(rdb), m.Advance, time.Second), strategy.NewBucketed(strategy.WithClock(m.Now)),
 		limiter.WithObserver(limiter.ObserverFuncs{Decision: func(_ context.Context, _ string, r limiter.Result) {
 			mu.Lock()
 			defer mu.Unlock()

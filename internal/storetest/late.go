@@ -54,3 +54,32 @@ func (s lateWatcher) Watch(ctx context.Context, keys []string, fn func(store.Tx)
 	time.Sleep(s.delay)
 	return err
 }
+
+// Moving returns st with advance(step) called before every command it
+// sends: given a test server's virtual clock (redistest.Mini.Advance),
+// every command reaches the server step later by the server's clock than
+// the one before, as when each round trip is as long as step.
+func Moving(st store.Store, advance func(time.Duration), step time.Duration) store.Store {
+	return moving{Store: st, advance: advance, step: step}
+}
+
+type moving struct {
+	store.Store
+	advance func(time.Duration)
+	step    time.Duration
+}
+
+func (s moving) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	s.advance(s.step)
+	return s.Store.Do(ctx, cmds...)
+}
+
+func (s moving) EvalSha(ctx context.Context, sha string, keys []string, args []any) (any, error) {
+	s.advance(s.step)
+	return s.Store.EvalSha(ctx, sha, keys, args)
+}
+
+func (s moving) Eval(ctx context.Context, src string, keys []string, args []any) (any, error) {
+	s.advance(s.step)
+	return s.Store.Eval(ctx, src, keys, args)
+}
