@@ -54,7 +54,9 @@ const batchWorkers = 16
 // gets its own error while the others are decided. AlignedWindow's calls
 // that name another window than the server's clock is in (the app's clock
 // jumped) are counted nowhere and go again, named from the server's time,
-// in another batch, as its Decide makes them again. Otherwise (Bucketed,
+// in another batch, as its Decide makes them again; an AlignedWindow ask
+// that names a key of an earlier ask goes in a later batch than it, on
+// one server too. Otherwise (Bucketed,
 // Optimistic: transactions; a type that embeds a strategy of package
 // strategy, decided with its Decide, which may be its own) each decision is
 // its own call, up to 16 subjects at a time. Asks of one subject are

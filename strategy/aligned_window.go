@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -271,9 +272,13 @@ func (a *AlignedWindow) read(c *serverClock, req limiter.Request, bs *buckets, w
 // DecideRounds decides reqs for Limiter.AllowMany, each as Decide would:
 // every request's call goes in one batch (send), and those the server
 // answers with another window than the call named go again, named anew, in
-// the next batch, up to maxStamps batches in all. The server's clock is
-// read first on a store it has not been read on (TIME). The method takes
-// a type only this module can name.
+// the next batch, up to maxStamps calls each. Requests that share a
+// counter (a subject asked twice) are decided in their order, as the same
+// calls one after another: a call is sent once every earlier call sharing
+// one of its windows has its outcome (one made again in a later round
+// would otherwise find the quota taken by a later request sent beside it).
+// The server's clock is read first on a store it has not been read on
+// (TIME). The method takes a type only this module can name.
 func (a *AlignedWindow) DecideRounds(_ derive.Token, ctx context.Context, st store.Store, reqs []limiter.Request, send func([]derive.Call) []store.Reply, out []limiter.Answer) {
 	c := a.clockFor(st)
 	now, t0, err := a.serverNowAt(ctx, st, c)
@@ -287,11 +292,13 @@ func (a *AlignedWindow) DecideRounds(_ derive.Token, ctx context.Context, st sto
 	// windows' indexes and keys, and the estimate they are named from;
 	// the requests' arguments, indexes and keys share one array each.
 	type call struct {
-		i     int
-		now   int64
-		write bool
-		args  []any
-		bs    buckets
+		i       int
+		now     int64
+		write   bool
+		args    []any
+		bs      buckets
+		attempt int   // calls made
+		after   []int // the calls (by i) sharing a window with it, earlier, whose outcomes it waits for
 	}
 	limits := 0
 	for _, req := range reqs {
@@ -312,23 +319,49 @@ func (a *AlignedWindow) DecideRounds(_ derive.Token, ctx context.Context, st sto
 			bs: buckets{idx: idx[:n:n], keys: keys[:n:n], aligned: true}}
 		idx, keys = idx[n:], keys[n:]
 	}
+	// Windows named from one estimate are the same key exactly when they
+	// are the same counter.
+	var last map[string]int // a window's key -> the latest request using it
+	for k := range todo {
+		t := &todo[k]
+		t.bs.stamp(&reqs[t.i], t.now)
+		if len(todo) == 1 {
+			break
+		}
+		if last == nil {
+			last = make(map[string]int, limits)
+		}
+		for _, key := range t.bs.keys {
+			if j, ok := last[key]; ok && !slices.Contains(t.after, j) {
+				t.after = append(t.after, j)
+			}
+			last[key] = t.i
+		}
+	}
+	done := make([]bool, len(reqs))
 	calls := make([]derive.Call, 0, len(todo))
+	sent := make([]int, 0, len(todo)) // the todo index of each call sent
 	var before, after [limiter.MaxLimits]int64
 	var nums []int64
-	for attempt := 1; len(todo) > 0; attempt++ {
-		calls = calls[:0]
+	for round := 1; len(todo) > 0; round++ {
+		calls, sent = calls[:0], sent[:0]
 		for k := range todo {
 			t := &todo[k]
+			if slices.ContainsFunc(t.after, func(j int) bool { return !done[j] }) {
+				continue
+			}
 			t.bs.stamp(&reqs[t.i], t.now)
-			calls = append(calls, derive.Call{Script: alignedWindowScript, Keys: t.bs.keys, Args: t.args})
+			t.attempt++
+			calls, sent = append(calls, derive.Call{Script: alignedWindowScript, Keys: t.bs.keys, Args: t.args}), append(sent, k)
 		}
-		if attempt > 1 {
+		if round > 1 {
 			t0 = a.now()
 		}
 		replies := send(calls)
-		again := todo[:0]
-		for k, t := range todo {
-			r := replies[k]
+		for n, k := range sent {
+			t := &todo[k]
+			done[t.i] = true
+			r := replies[n]
 			if r.Err != nil {
 				out[t.i].Err = fmt.Errorf("strategy: aligned window: %w", corruptErr(r.Err))
 				continue
@@ -337,17 +370,17 @@ func (a *AlignedWindow) DecideRounds(_ derive.Token, ctx context.Context, st sto
 				out[t.i].Err = fmt.Errorf("strategy: aligned window: %w", err)
 				continue
 			}
-			res, more, err := a.read(c, reqs[t.i], &t.bs, t.write, &t.now, t0, attempt, nums, before[:], after[:])
+			res, more, err := a.read(c, reqs[t.i], &t.bs, t.write, &t.now, t0, t.attempt, nums, before[:], after[:])
 			switch {
 			case err != nil:
 				out[t.i].Err = err
 			case more:
-				again = append(again, t)
+				done[t.i] = false
 			default:
 				out[t.i].Result = res
 			}
 		}
-		todo = again
+		todo = slices.DeleteFunc(todo, func(t call) bool { return done[t.i] })
 	}
 }
 
