@@ -14,6 +14,12 @@ import (
 // denial gives doubles up to it.
 const maxOutagePause = time.Second
 
+// maxSleep bounds one sleep of WaitN: a strategy of the caller's own may
+// give any RetryAfter, and the jitter added to one near the largest
+// Duration would overflow into a negative sleep, retried at once, in a
+// loop.
+const maxSleep = 100 * 365 * 24 * time.Hour
+
 // maxJitter bounds the random time Wait adds to each sleep, so that
 // waiters denied together do not all retry at the same instant.
 const maxJitter = time.Millisecond
@@ -93,7 +99,7 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64, limits ...Limi
 			l.observeTry(ctx, key, res, nil, werr, took)
 			return res, werr
 		}
-		wait := max(res.RetryAfter, time.Millisecond)
+		wait := min(max(res.RetryAfter, time.Millisecond), maxSleep)
 		dl, ok := ctx.Deadline()
 		left := time.Until(dl)
 		switch {
@@ -104,7 +110,9 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64, limits ...Limi
 			// up to a second (a short limit's pause would have every
 			// waiter retry a recovering Redis a thousand times a second),
 			// or halfway to the deadline, while there is time.
-			wait = min(wait<<min(undecided, 10), max(wait, maxOutagePause))
+			if wait < maxOutagePause {
+				wait = min(wait<<min(undecided, 10), maxOutagePause)
+			}
 			wait += jitter(wait, left, ok)
 			undecided++
 			if ok && left < wait {
