@@ -2,6 +2,8 @@ package limiter_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,8 +22,12 @@ import (
 // pipelines, the first ask gets the hour's only unit and the second is
 // denied, as with two Allow calls. The second had been counted beside the
 // first, and took its unit.
+//
+// With 63 asks of other subjects before them, the two go in two calls of
+// the many-request script (64 asks each): the second waits for the next
+// round.
 func TestAllowManySubjectOrderAcrossRounds(t *testing.T) {
-	for _, mode := range []string{"Allow", "AllowMany on one server", "AllowMany through pipelines"} {
+	for _, mode := range []string{"Allow", "AllowMany on one server", "AllowMany through pipelines", "AllowMany on one server, two calls"} {
 		m, st := newMini(t)
 		// the server's clock 1.5 s into a window of 2 s, 30 minutes into
 		// an hour
@@ -29,7 +35,7 @@ func TestAllowManySubjectOrderAcrossRounds(t *testing.T) {
 		ms := m.Now().UnixMilli()
 		m.Advance(time.Duration((target-ms%3600000+3600000)%3600000) * time.Millisecond)
 		app := m.Now() // the app's clock stays here
-		lim, err := limiter.New(&storetest.Batches{Store: st, One: mode == "AllowMany on one server"},
+		lim, err := limiter.New(&storetest.Batches{Store: st, One: strings.HasPrefix(mode, "AllowMany on one server")},
 			strategy.NewAlignedWindow(strategy.WithAlignedClock(func() time.Time { return app })))
 		if err != nil {
 			t.Fatal(err)
@@ -48,7 +54,15 @@ func TestAllowManySubjectOrderAcrossRounds(t *testing.T) {
 				ans = append(ans, limiter.Answer{Result: r, Err: err})
 			}
 		} else {
+			if strings.HasSuffix(mode, "two calls") {
+				others := make([]limiter.Ask, 63, 65)
+				for i := range others {
+					others[i] = limiter.Ask{Key: fmt.Sprintf("other%d", i), Limits: []limiter.Limit{hour}}
+				}
+				asks = append(others, asks...)
+			}
 			ans = lim.AllowMany(ctx, asks)
+			ans = ans[len(ans)-2:]
 		}
 		if ans[0].Err != nil || ans[1].Err != nil || !ans[0].Result.Allowed || ans[1].Result.Allowed {
 			t.Errorf("%s: [%+v, %v] [%+v, %v]; want the first admitted and the second denied, in their order", mode, ans[0].Result, ans[0].Err, ans[1].Result, ans[1].Err)

@@ -54,9 +54,8 @@ const batchWorkers = 16
 // gets its own error while the others are decided. AlignedWindow's calls
 // that name another window than the server's clock is in (the app's clock
 // jumped) are counted nowhere and go again, named from the server's time,
-// in another batch, as its Decide makes them again; an AlignedWindow ask
-// that names a key of an earlier ask goes in a later batch than it, on
-// one server too. Otherwise (Bucketed,
+// in another batch, as its Decide makes them again, and the asks that
+// name a key of one of them go again behind it. Otherwise (Bucketed,
 // Optimistic: transactions; a type that embeds a strategy of package
 // strategy, decided with its Decide, which may be its own) each decision is
 // its own call, up to 16 subjects at a time. Asks of one subject are
@@ -125,7 +124,7 @@ func (l *Limiter) AllowMany(ctx context.Context, asks []Ask) []Answer {
 	outs := slices.Grow(sc.outs[:0], len(pend))[:len(pend)]
 	sc.outs = outs
 	if rounds {
-		rb.DecideRounds(derive.Token{}, bctx, l.st, reqs, sd.sendCalls(bctx), outs)
+		rb.DecideRounds(derive.Token{}, bctx, l.st, reqs, sd.sendCalls(bctx), sd.many != nil, outs)
 	} else {
 		replies := sd.send(bctx, sc.calls)
 		for j, req := range reqs {
@@ -152,14 +151,15 @@ func (l *Limiter) AllowMany(ctx context.Context, asks []Ask) []Answer {
 // is one script call on keys they name themselves, from their estimate of
 // the server's clock, a call the server may answer "another window" and
 // that is then made again (AlignedWindow). AllowMany hands such a strategy
-// the batch's requests and a function that sends one batch of calls; the
-// strategy sends a batch per round (the calls to make again in the next)
-// and writes each request's outcome in out. The method takes a type only
+// the batch's requests and a function that sends one batch of calls
+// (packed in many-request script calls, derive.ManyPerCall each, when many
+// is set); the strategy sends a batch per round (the calls to make again
+// in the next) and writes each request's outcome in out. The method takes a type only
 // this module can name, and AllowMany calls it only on a strategy that
 // declares derive.KeyDeriver itself: a type that embeds AlignedWindow has
 // its own Decide called.
 type roundBatcher interface {
-	DecideRounds(tok derive.Token, ctx context.Context, st store.Store, reqs []Request, send func([]derive.Call) []store.Reply, out []Answer)
+	DecideRounds(tok derive.Token, ctx context.Context, st store.Store, reqs []Request, send func([]derive.Call) []store.Reply, many bool, out []Answer)
 }
 
 // manyScripter is the method of ManyScriptStrategy that AllowMany needs:
@@ -317,9 +317,8 @@ func oneServer(st store.Store) bool {
 }
 
 // manyPerCall is the most requests AllowMany puts in one many-request
-// script call: enough that the server's cost of a call is spread thin,
-// few enough that one call holds the server for well under a millisecond.
-const manyPerCall = 64
+// script call (see derive.ManyPerCall).
+const manyPerCall = derive.ManyPerCall
 
 // manyPart is the calls that one call of packMany's carries: one call
 // alone (many false) or those of a many-request script, in order.

@@ -274,12 +274,15 @@ func (a *AlignedWindow) read(c *serverClock, req limiter.Request, bs *buckets, w
 // answers with another window than the call named go again, named anew, in
 // the next batch, up to maxStamps calls each. Requests that share a
 // counter (a subject asked twice) are decided in their order, as the same
-// calls one after another: a call is sent once every earlier call sharing
-// one of its windows has its outcome (one made again in a later round
-// would otherwise find the quota taken by a later request sent beside it).
-// The server's clock is read first on a store it has not been read on
-// (TIME). The method takes a type only this module can name.
-func (a *AlignedWindow) DecideRounds(_ derive.Token, ctx context.Context, st store.Store, reqs []limiter.Request, send func([]derive.Call) []store.Reply, out []limiter.Answer) {
+// calls one after another (one made again in a later round would
+// otherwise find the quota taken by a later request sent beside it): a
+// call is sent once every earlier call sharing one of its windows has its
+// outcome, or (many: send packs the calls in many-request script calls)
+// goes in the same many-request call, whose script answers a request that
+// names a key of an earlier one answered "another window" so too,
+// uncounted. The server's clock is read first on a store it has not been
+// read on (TIME). The method takes a type only this module can name.
+func (a *AlignedWindow) DecideRounds(_ derive.Token, ctx context.Context, st store.Store, reqs []limiter.Request, send func([]derive.Call) []store.Reply, many bool, out []limiter.Answer) {
 	c := a.clockFor(st)
 	now, t0, err := a.serverNowAt(ctx, st, c)
 	if err != nil {
@@ -339,6 +342,7 @@ func (a *AlignedWindow) DecideRounds(_ derive.Token, ctx context.Context, st sto
 		}
 	}
 	done := make([]bool, len(reqs))
+	part := make([]int, len(reqs)) // the many-request call a request goes in this round (by i), or -1
 	calls := make([]derive.Call, 0, len(todo))
 	sent := make([]int, 0, len(todo)) // the todo index of each call sent
 	var before, after [limiter.MaxLimits]int64
@@ -347,9 +351,12 @@ func (a *AlignedWindow) DecideRounds(_ derive.Token, ctx context.Context, st sto
 		calls, sent = calls[:0], sent[:0]
 		for k := range todo {
 			t := &todo[k]
-			if slices.ContainsFunc(t.after, func(j int) bool { return !done[j] }) {
+			p := len(calls) / derive.ManyPerCall
+			part[t.i] = -1
+			if slices.ContainsFunc(t.after, func(j int) bool { return !done[j] && (!many || part[j] != p) }) {
 				continue
 			}
+			part[t.i] = p
 			t.bs.stamp(&reqs[t.i], t.now)
 			t.attempt++
 			calls, sent = append(calls, derive.Call{Script: alignedWindowScript, Keys: t.bs.keys, Args: t.args}), append(sent, k)

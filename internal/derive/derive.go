@@ -54,6 +54,13 @@ type ClockUser interface {
 	UseClock(Token, func() time.Time) bool
 }
 
+// ManyPerCall is the most requests Limiter.AllowMany puts in one call of a
+// many-request script: enough that the server's cost of a call is spread
+// thin, few enough that one call holds the server for well under a
+// millisecond. A batch of calls of one script is packed in order, in
+// calls of ManyPerCall requests.
+const ManyPerCall = 64
+
 // Call is one script call of a batch a RoundBatcher makes: Script on Keys
 // with Args, which the Limiter sends as EVALSHA (EVAL when the server's
 // cache lacks it), or packs with others in a call of the script's

@@ -14,6 +14,13 @@
 -- or the error it ends with (as an error reply in the array). A
 -- request's error leaves what it wrote, as the script alone does, and the
 -- requests after it are decided.
+--
+-- A request answered "another window" ({-1, seconds, microseconds}: the
+-- caller's estimate of the clock named another window, and nothing was
+-- counted) goes again, named anew, in a later call: every later request
+-- that names one of its keys, or of the keys of a request answered so
+-- after it, is answered so too (the same reply), uncounted, so that the
+-- requests of one subject are decided in their order.
 
 local function decide(KEYS, ARGV)
 local KEYS, ARGV = KEYS, ARGV
@@ -203,6 +210,17 @@ end
 local keys, argv, out = KEYS, ARGV, {}
 local k, a, n, j = 0, 1, #ARGV, 0
 local ks, as, kn, an = {}, {}, 0, 0
+-- the reply of a request answered "another window", and the keys of the
+-- requests answered so
+local moved, again = false, {}
+local function names_again(ks, nk)
+  for i = 1, nk do
+    if again[ks[i]] then
+      return true
+    end
+  end
+  return false
+end
 while a <= n do
   local nk, na = argv[a] + 0, argv[a + 1] + 0
   for i = 1, nk do
@@ -221,7 +239,18 @@ while a <= n do
     end
     a, an = a + na, na
   end
-  local ok, r = pcall(decide, ks, as)
+  local ok, r
+  if moved and names_again(ks, nk) then
+    ok, r = true, moved
+  else
+    ok, r = pcall(decide, ks, as)
+  end
+  if ok and type(r) == 'table' and r[1] == -1 then
+    moved = r
+    for i = 1, nk do
+      again[ks[i]] = true
+    end
+  end
   if not ok and type(r) ~= 'table' then
     r = {err = tostring(r)} -- a Lua error, not a Redis one
   elseif r == nil then
