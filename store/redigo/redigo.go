@@ -225,11 +225,19 @@ func (s *Store) evalInt64s(ctx context.Context, name, script string, keys []stri
 
 // floatTexts writes each float64 of args as the other adapters do, in
 // plain decimals ('f', the fewest digits): redigo's own 'g' format would
-// send 1e6 as "1e+06", which Redis refuses where it reads an integer.
+// send 1e6 as "1e+06", which Redis refuses where it reads an integer. A
+// []byte becomes a string of its own: redigo may still be writing a
+// command after the call has returned (DoContext writes on a goroutine of
+// its own, and a shared pipeline writes a call its caller gave up on), and
+// the caller may by then reuse its buffer (a store keeps none of the
+// slices it is given).
 func floatTexts(args []any) {
 	for i, v := range args {
-		if f, ok := v.(float64); ok {
-			args[i] = strconv.FormatFloat(f, 'f', -1, 64)
+		switch v := v.(type) {
+		case float64:
+			args[i] = strconv.FormatFloat(v, 'f', -1, 64)
+		case []byte:
+			args[i] = string(v)
 		}
 	}
 }
@@ -317,7 +325,14 @@ func (s *Store) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error
 	case 1:
 		// (float64 arguments as their decimal text, as in a pipeline:
 		// redigo would write 1e+06)
-		v, err := s.call(ctx, cmds[0].Key(), cmds[0].Name, withFloatTexts(cmds[0].Args))
+		args := withFloatTexts(cmds[0].Args)
+		if ctx.Done() != nil {
+			// DoContext writes on a goroutine of its own, which may
+			// outlive the call: a copy, not the caller's slice
+			args = slices.Clone(cmds[0].Args)
+			floatTexts(args)
+		}
+		v, err := s.call(ctx, cmds[0].Key(), cmds[0].Name, args)
 		if err != nil {
 			return nil, err
 		}
