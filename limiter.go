@@ -322,10 +322,15 @@ func (l *Limiter) Peek(ctx context.Context, key string, limits ...Limit) (Result
 }
 
 // Reset forgets the counters of key for limits. A ReturnLeases of key's
-// leased units in flight ends first (see ReturnLeases).
+// leased units in flight ends first (see ReturnLeases). A limit the
+// strategy refuses (CheckLimits) is refused here too, before any I/O: its
+// key may be that of a limit in use (an unnamed limit's is its period's).
 func (l *Limiter) Reset(ctx context.Context, key string, limits ...Limit) error {
 	keys, err := l.keys.build(key, limits, nil)
 	if err != nil {
+		return err
+	}
+	if err := l.CheckLimits(limits...); err != nil {
 		return err
 	}
 	// While the keys are deleted, no decision is remembered by the deny
