@@ -133,6 +133,12 @@ type subjectID struct{ prefix, subject string }
 type giveBack struct {
 	running int
 	end     uint64
+	// unsettled counts the Resets among running that returned without
+	// knowing whether their deletion ran (store.ErrUnknownOutcome): it may
+	// still reach Redis, and delete a counter a decision made since counted
+	// in. They run on until a Reset of the subject ends with its deletion
+	// done (endReset).
+	unsettled int
 	// resets counts, by limit key, the subject's Resets begun while the
 	// entry is kept (it is kept while any give-back of the subject runs).
 	// returning counts the returns of its quota in flight; idle is closed
@@ -182,6 +188,30 @@ func (g *giveBacks) end(prefix, subject string) {
 			delete(g.subjects, id)
 		}
 	}
+}
+
+// endReset records that a Reset of prefix's subject is over: deleted
+// reports that its deletion ran, or was refused, and is done; it then
+// ends the subject's unsettled Resets too. A Reset whose deletion may
+// have run without its reply (store.ErrUnknownOutcome) may still reach
+// Redis: it stays running, unsettled, and no decision of the subject is
+// remembered by a deny cache or kept as a lease until a Reset of the
+// subject ends with deleted.
+func (g *giveBacks) endReset(prefix, subject string, deleted bool) {
+	if deleted {
+		g.mu.Lock()
+		b := g.subjects[subjectID{prefix, subject}]
+		n := b.unsettled
+		b.unsettled, b.running = 0, b.running-n
+		g.running.Add(int64(-n))
+		g.mu.Unlock()
+		g.end(prefix, subject)
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.subjects[subjectID{prefix, subject}].unsettled++
+	g.epoch.Add(1)
 }
 
 // mark is read before a decision is sent.

@@ -322,7 +322,11 @@ func (l *Limiter) Peek(ctx context.Context, key string, limits ...Limit) (Result
 }
 
 // Reset forgets the counters of key for limits. A ReturnLeases of key's
-// leased units in flight ends first (see ReturnLeases). A limit the
+// leased units in flight ends first (see ReturnLeases). A Reset whose
+// deletion may have run without its reply (store.ErrUnknownOutcome) may
+// reach Redis later: until a Reset of key ends without that error, key's
+// decisions are neither remembered by the deny cache nor kept as quota
+// leases (each goes to Redis), so that none rests on a count it deletes. A limit the
 // strategy refuses (CheckLimits) is refused here too, before any I/O: its
 // key may be that of a limit in use (an unnamed limit's is its period's).
 func (l *Limiter) Reset(ctx context.Context, key string, limits ...Limit) error {
@@ -338,7 +342,8 @@ func (l *Limiter) Reset(ctx context.Context, key string, limits ...Limit) error 
 	// answered after it saw the old count); what was remembered before is
 	// forgotten.
 	l.backs.begin(l.keys.prefix, key)
-	defer l.backs.end(l.keys.prefix, key)
+	deleted := true
+	defer func() { l.backs.endReset(l.keys.prefix, key, deleted) }()
 	// (this Limiter's and its With copies': they count on the same keys)
 	l.backs.forgetDenials(l.keys.prefix, key)
 	l.backs.forgetLeases(l.keys.prefix, key)
@@ -363,6 +368,9 @@ func (l *Limiter) Reset(ctx context.Context, key string, limits ...Limit) error 
 		}
 	}
 	if err != nil {
+		// a deletion that may have run without its reply may also reach
+		// Redis later, after decisions made since (endReset)
+		deleted = !errors.Is(err, store.ErrUnknownOutcome)
 		return fmt.Errorf("limiter: reset: %w", err)
 	}
 	return nil
