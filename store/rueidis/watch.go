@@ -376,6 +376,16 @@ func (s *Store) watch(ctx context.Context, keys []string) (*tx, func(), error) {
 				s.c.Do(ctx, s.c.B().Exists().Key(keys[0]).Build())
 				p = s.nodes.pool(moved)
 			}
+			// A node rueidis follows a MOVED to but does not list (a
+			// master demoted to a replica and promoted again by a
+			// failover: rueidis dropped it, and keeps the connection of a
+			// redirection hidden) is listed at its next refresh, which a
+			// MOVED starts within a second: until then the Cluster
+			// client's own connection would follow the old slot map to
+			// the node that refused, every redirect.
+			for waits := 1; p == nil && !ask && waits <= unknownNodeWaits && store.TryAgainPause(ctx, waits); waits++ {
+				p = s.nodes.pool(moved)
+			}
 			if p == nil && ask {
 				// (the Cluster client's own connection, the fallback
 				// below, would follow its slot map to the source)
@@ -438,6 +448,10 @@ func (s *Store) watch(ctx context.Context, keys []string) (*tx, func(), error) {
 // WATCH refused with MOVED, or a node tried for a slot not learned yet
 // that did not answer.
 const maxRedirects = 5
+
+// unknownNodeWaits bounds the pauses (store.TryAgainPause: about 2 s in
+// all) a Cluster Watch makes for rueidis to list the node a MOVED names.
+const unknownNodeWaits = 25
 
 // watchOn pins a connection from p (nil: a dedicated connection of the
 // Cluster client, closed when done) and WATCHes keys on it. A pooled
