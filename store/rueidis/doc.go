@@ -104,5 +104,8 @@
 // refused because the keys' slot moved since the WATCH (a failover, a
 // migration) ran nothing and is store.ErrTxAborted. A MOVED
 // to a node that joined after the client read the slots makes rueidis
-// learn the node (a read of the key through the client follows it).
+// learn the node (a read of the key through the client follows it); one
+// to a node rueidis does not list yet (a master demoted by a failover and
+// promoted again, listed at rueidis's next refresh, within a second or
+// so) makes the Watch pause for it, about 2 s at most.
 package rueidis

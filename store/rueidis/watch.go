@@ -55,9 +55,11 @@ import (
 // nothing, and the connection is kept. A MOVED to a node rueidis does
 // not know yet (one that joined after rueidis read the slots) is followed
 // by a read of the key through the Cluster client, which makes rueidis
-// follow it too and add the node; should it still not know the node, the
-// Watch goes through the Cluster client's own dedicated connection, which
-// is closed afterwards, never handed back.
+// follow it too and add the node; should rueidis still not list the node
+// (it lists a master demoted by a failover again only at its next
+// refresh), the Watch pauses for it, about 2 s at most, and then goes
+// through the Cluster client's own dedicated connection, which is closed
+// afterwards, never handed back.
 
 // maxIdle is the most dedicated connections a Store keeps for the next
 // Watch by default (WithWatchConns): as many as rueidis's pool would keep,
