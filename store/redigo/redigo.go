@@ -325,12 +325,14 @@ func (s *Store) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error
 	case 1:
 		// (float64 arguments as their decimal text, as in a pipeline:
 		// redigo would write 1e+06)
-		args := withFloatTexts(cmds[0].Args)
+		var args []any
 		if ctx.Done() != nil {
 			// DoContext writes on a goroutine of its own, which may
 			// outlive the call: a copy, not the caller's slice
 			args = slices.Clone(cmds[0].Args)
 			floatTexts(args)
+		} else {
+			args = withFloatTexts(cmds[0].Args)
 		}
 		v, err := s.call(ctx, cmds[0].Key(), cmds[0].Name, args)
 		if err != nil {
