@@ -273,7 +273,10 @@ for i = 1, n do
         r = math.max(x - clock() + 1999, 0)
         slack = 1999
       end
-      epoch[i] = true
+      -- (the slack, taken out again when the TAT is written back on
+      -- TIME's clock: otherwise each admission would move it by that
+      -- much more)
+      epoch[i] = slack
     end
     if d == -1 then
       repair[i] = true
@@ -303,15 +306,16 @@ for i = 1, n do
 end
 
 -- put writes limit i's state, TAT - now = r microseconds (r > 0), in its
--- limit's form
-local function put(i, r)
+-- limit's form; slack is what r was read as more than the TAT, on TIME's
+-- clock (0 on the other)
+local function put(i, r, slack)
   if ms[i] then
     redis.call('SET', KEYS[i], string.format('%d', r / 1000 + 9000000000000000), 'PX', string.format('%d', r / 1000))
   elseif r < 1000000000000000 then
     redis.call('SET', KEYS[i], string.format('%d', r + 8000000000000000), 'PX', string.format('%d', math.ceil(r / 1000)))
   else
     -- (more than 31 years: a TAT since the Unix epoch)
-    redis.call('SET', KEYS[i], string.format('%d', clock() + r), 'PX', string.format('%d', math.ceil(r / 1000)))
+    redis.call('SET', KEYS[i], string.format('%d', clock() + r - slack), 'PX', string.format('%d', math.ceil(r / 1000)))
   end
 end
 
@@ -319,13 +323,13 @@ if write then
   for i = 1, n do
     local interval = tonumber(ARGV[o - 1 + 2 * i])
     if allowed == 1 then
-      put(i, rel[i] + cost * interval)
+      put(i, rel[i] + cost * interval, epoch[i] or 0)
     elseif repair[i] then
       -- A denial writes no state, but repairs what it found: a TAT
       -- clamped above, a key without a TTL (a leak from elsewhere); a
       -- TAT read with its slack is written back within the burst.
       if rel[i] > 0 then
-        put(i, math.min(rel[i], tonumber(ARGV[o + 2 * i]) * interval))
+        put(i, math.min(rel[i], tonumber(ARGV[o + 2 * i]) * interval), 0)
       else
         redis.call('PEXPIRE', KEYS[i], 1)
       end
