@@ -95,7 +95,13 @@ type AlignedWindowOption func(*AlignedWindow)
 
 // WithAlignedClock sets the app clock AlignedWindow aligns to Redis TIME
 // (default: the system clock, read once and then as the monotonic time
-// since). Only its Unix time is used, never its location.
+// since). Only its Unix time is used, never its location. A step of the
+// clock is found out by the next call that names a window the server's
+// clock is not in; the time left in a window that a call reports without
+// reading the server's clock (ResetAfter, which a quota lease lives by) is
+// measured from the last reading on the monotonic clock when the clock's
+// readings carry it (time.Now's do), and otherwise on this clock, which
+// must then not step back within a window.
 func WithAlignedClock(now func() time.Time) AlignedWindowOption {
 	return func(a *AlignedWindow) {
 		if now != nil {
@@ -187,6 +193,29 @@ func alignedArgs(req limiter.Request, ints []int64) ([]int64, bool) {
 // limit.
 func (a *AlignedWindow) read(c *serverClock, req limiter.Request, bs *buckets, write bool, now *int64, t0 time.Time, attempt int, nums, before, after []int64) (limiter.Result, bool, error) {
 	n := len(req.Limits)
+	if len(nums) == 3 && nums[0] == -1 {
+		// The server's clock is not in a window this call would have
+		// created, or (a read) in the window of a counter it found
+		// missing: counted nowhere. (No other reply starts with a
+		// negative number.) Name the windows again for the
+		// server's time when the next attempt arrives: now on the app
+		// clock, plus the offset just observed, plus half a round trip (a
+		// window about as short as the round trip would otherwise end
+		// before every attempt arrives).
+		*now = nums[1]*1_000_000 + nums[2]
+		t1 := a.now()
+		c.observe(t0, t1, *now)
+		if attempt < maxStamps {
+			*now = max(*now, a.now().UnixMicro()+c.offset.Load()+t1.Sub(t0).Microseconds()/2)
+			return limiter.Result{}, true, nil
+		}
+		for i := range n {
+			before[i] = 0
+		}
+		res := bindBuckets(req, bs, *now, before, before, false, true)
+		res.Cause = ErrStaleWindow
+		return res, false, nil
+	}
 	if !write {
 		if len(nums) != n {
 			return limiter.Result{}, false, fmt.Errorf("strategy: aligned window: %d values for %d limits", len(nums), n)
@@ -205,27 +234,6 @@ func (a *AlignedWindow) read(c *serverClock, req limiter.Request, bs *buckets, w
 			allowed = allowed && fits(before[i], req.Cost, l.Rate)
 		}
 		return bindBuckets(req, bs, *now, before, before, allowed, false), false, nil
-	}
-	if len(nums) == 3 && nums[0] == -1 {
-		// The server's clock is not in a window this call would have
-		// created: counted nowhere. Name the windows again for the
-		// server's time when the next attempt arrives: now on the app
-		// clock, plus the offset just observed, plus half a round trip (a
-		// window about as short as the round trip would otherwise end
-		// before every attempt arrives).
-		*now = nums[1]*1_000_000 + nums[2]
-		t1 := a.now()
-		c.observe(t0, t1, *now)
-		if attempt < maxStamps {
-			*now = max(*now, a.now().UnixMicro()+c.offset.Load()+t1.Sub(t0).Microseconds()/2)
-			return limiter.Result{}, true, nil
-		}
-		for i := range n {
-			before[i] = 0
-		}
-		res := bindBuckets(req, bs, *now, before, before, false, true)
-		res.Cause = ErrStaleWindow
-		return res, false, nil
 	}
 	if len(nums) < n {
 		return limiter.Result{}, false, fmt.Errorf("strategy: aligned window: %d values for %d limits", len(nums), n)

@@ -221,15 +221,21 @@ const maxStamps = 4
 type serverClock struct {
 	synced atomic.Bool
 	offset atomic.Int64 // microseconds: server - app
-	// bound is the latest time the server's clock may show, as
-	// latestAt reads it: from the last TIME reading, the server read its
-	// clock after the call was sent (at t0), so at app time t it shows at
-	// most t + (serverUs - t0) + clockRate·(t - t0), where clockRate bounds
-	// how much faster the server's clock may run than the app's. It holds
-	// serverUs - t0 - clockRate·t0, so that one atomic word carries it
-	// (any reading's bound is a bound: concurrent readings may land in any
+	// reading is the last TIME reading, from which latestAt bounds the
+	// latest time the server's clock may show: the server read its clock
+	// after the call was sent (at sent), so at app time t it shows at most
+	// serverUs + (t - sent) + clockRate·(t - sent), where clockRate bounds
+	// how much faster the server's clock may run than the app's (any
+	// reading's bound is a bound: concurrent readings may land in any
 	// order).
-	bound atomic.Int64
+	reading atomic.Pointer[clockReading]
+}
+
+// clockReading is a TIME reading: the server's clock, in microseconds, and
+// when the call that read it was sent, on the app clock.
+type clockReading struct {
+	serverUs int64
+	sent     time.Time
 }
 
 // clockRateDiv is 1/clockRate: clocks are taken to run at rates within
@@ -263,18 +269,23 @@ func (b *epochClock) clockFor(st store.Store) (c *serverClock) {
 func (c *serverClock) observe(t0, t1 time.Time, serverUs int64) {
 	mid := t0.UnixMicro() + t1.Sub(t0).Microseconds()/2
 	c.offset.Store(serverUs - mid)
-	sent := t0.UnixMicro()
-	c.bound.Store(serverUs - sent - sent/clockRateDiv)
+	c.reading.Store(&clockReading{serverUs: serverUs, sent: t0})
 	c.synced.Store(true)
 }
 
 // latestAt returns the latest time, in microseconds, that the server's
 // clock may show at app time t (after a reading: synced), rather than the
 // estimate: a time left in a window counted from it is never longer than
-// the window's on the server.
+// the window's on the server. The time since the reading is measured as
+// time.Time.Sub measures it: on the monotonic clock when both readings
+// carry it (the default clock's and time.Now's do), so that a step of the
+// wall clock since (by hand, by NTP) does not stretch the bound; on the
+// wall clock otherwise (a virtual clock, taken to move as the server's).
 func (c *serverClock) latestAt(t time.Time) int64 {
-	us := t.UnixMicro()
-	return us + c.bound.Load() + us/clockRateDiv
+	r := c.reading.Load()
+	e := t.Sub(r.sent).Microseconds()
+	// e < 0: t precedes the reading's call (a concurrent one)
+	return r.serverUs + e + max(e, -e)/clockRateDiv
 }
 
 // serverNow returns the estimated server time in microseconds, sampling
@@ -289,23 +300,32 @@ func (b *epochClock) serverNow(ctx context.Context, st store.Store, c *serverClo
 // time.Now is not free, and a decision's hot path reads it once.
 func (b *epochClock) serverNowAt(ctx context.Context, st store.Store, c *serverClock) (int64, time.Time, error) {
 	if !c.synced.Load() {
-		t0 := b.now()
-		rs, err := st.Do(ctx, store.Cmd{Name: "TIME"})
-		t1 := b.now()
-		if err != nil {
-			return 0, time.Time{}, fmt.Errorf("strategy: %s: TIME: %w", b.name, err)
-		}
-		if rs[0].Err != nil {
-			return 0, time.Time{}, fmt.Errorf("strategy: %s: TIME: %w", b.name, rs[0].Err)
-		}
-		us, err := parseTime(rs[0].Val)
-		if err != nil {
+		if _, err := b.readTime(ctx, st, c); err != nil {
 			return 0, time.Time{}, err
 		}
-		c.observe(t0, t1, us)
 	}
 	at := b.now()
 	return at.UnixMicro() + c.offset.Load(), at, nil
+}
+
+// readTime reads the server's clock (TIME), in microseconds, and records
+// it in c.
+func (b *epochClock) readTime(ctx context.Context, st store.Store, c *serverClock) (int64, error) {
+	t0 := b.now()
+	rs, err := st.Do(ctx, store.Cmd{Name: "TIME"})
+	t1 := b.now()
+	if err != nil {
+		return 0, fmt.Errorf("strategy: %s: TIME: %w", b.name, err)
+	}
+	if rs[0].Err != nil {
+		return 0, fmt.Errorf("strategy: %s: TIME: %w", b.name, rs[0].Err)
+	}
+	us, err := parseTime(rs[0].Val)
+	if err != nil {
+		return 0, err
+	}
+	c.observe(t0, t1, us)
+	return us, nil
 }
 
 // parseTime reads a TIME reply, [seconds, microseconds], as microseconds.
@@ -866,8 +886,13 @@ func (b *Bucketed) ResetRequest(ctx context.Context, st store.Store, req limiter
 
 // resetWindows deletes the keys of the current window, and of the windows
 // on either side, of every limit of req.
+//
+// The windows are named from the server's clock, read first (TIME): a
+// decision named from an estimate that was off finds out and goes again,
+// a Reset would delete other windows than the server's and leave the
+// count, and it is rare enough to pay a round trip more.
 func (b *epochClock) resetWindows(ctx context.Context, st store.Store, req limiter.Request, aligned bool) error {
-	now, err := b.serverNow(ctx, st, b.clockFor(st))
+	now, err := b.readTime(ctx, st, b.clockFor(st))
 	if err != nil {
 		return err
 	}

@@ -26,7 +26,10 @@
 -- below was not written by it), and every number stays exact in Lua.
 --
 -- A read returns what the counters hold, 0 for a counter that does not
--- exist (the caller turns them into counts).
+-- exist (the caller turns them into counts); or, when a counter does not
+-- exist and the server's clock (TIME) is outside its window, {-1, seconds,
+-- microseconds} as a counting call does: a counter that exists is in its
+-- window, one that does not may be named from an estimate that was off.
 --
 -- A counting call: the common call (one limit, a counter that exists,
 -- admitted) returns, as an integer, what the counter holds after taking
@@ -86,13 +89,27 @@ elseif n == 1 and m == 2 then
     return first
   end
 elseif m == 0 then
-  local out = {}
+  local out, t = {}, nil
   for i = 1, n do
     local v = redis.call('GET', KEYS[i])
     -- a decimal integer as DECRBY reads it: no sign, no leading zero,
     -- at most 2^53 - 1
     if v and not (v == '0' or (#v <= 16 and string.match(v, '^[1-9]%d*$') and tonumber(v) <= 9007199254740991)) then
       return redis.error_reply('ERR limiter corrupt counter: the key of limit ' .. i .. ' holds no counter')
+    end
+    if not v then
+      -- No counter: an unused window, or one the server's clock is not
+      -- in (the caller's estimate was off), whose count says nothing.
+      local p, b = string.match(KEYS[i], ':([1-9]%d*):(%d+)$')
+      if not p then
+        return redis.error_reply('ERR limiter aligned window: the key of limit ' .. i .. ' does not end in :period:index')
+      end
+      t = t or redis.call('TIME')
+      local ms = t[1] * 1000 + math.floor(t[2] / 1000)
+      p, b = tonumber(p), tonumber(b)
+      if ms < b * p or ms >= (b + 1) * p then
+        return {-1, t[1], t[2]}
+      end
     end
     out[i] = tonumber(v or '0')
   end
