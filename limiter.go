@@ -268,17 +268,18 @@ func WithClock(now func() time.Time) Option {
 }
 
 // CheckLimits reports, without I/O, whether every call with limits would
-// refuse them as invalid: the Limiter's own bounds on each limit (as Key
-// checks them) and the strategy's (LimitChecker), as an error wrapping
+// refuse them as invalid: the Limiter's own bounds (each limit's, as Key
+// checks them; at least one limit and at most MaxLimits; no two sharing a
+// counter) and the strategy's (LimitChecker), as an error wrapping
 // ErrInvalidLimit that names the first limit at fault. A rule set's loader
 // calls it so that a limit the strategy cannot hold (above a sliding log's
 // 10 000 per window, say) is refused before it is put in force.
 func (l *Limiter) CheckLimits(limits ...Limit) error {
+	if err := l.keys.check("-", limits); err != nil { // any subject
+		return err
+	}
 	lc, _ := l.strategy.(LimitChecker)
 	for _, lim := range limits {
-		if err := lim.validate(); err != nil {
-			return err
-		}
 		if lc != nil {
 			if err := lc.CheckLimit(lim); err != nil {
 				return err
