@@ -1160,7 +1160,7 @@ func (t txn) execAsking(ctx context.Context, cmds []store.Cmd) ([]store.Reply, e
 		return nil, fmt.Errorf("goredis: %w", store.ErrTxAborted)
 	case exec.Err != nil:
 		queued := gcmds[2 : len(gcmds)-1]
-		if re := movedAway(gcmds[len(gcmds)-1].Err(), queued); re != nil {
+		if re := movedAway(gcmds[len(gcmds)-1].Err(), cmds, queued, t.slot); re != nil {
 			return nil, fmt.Errorf("goredis: %w: %w", store.ErrTxAborted, re)
 		}
 		return nil, exec.Err
@@ -1181,10 +1181,13 @@ func (t txn) execAsking(ctx context.Context, cmds []store.Cmd) ([]store.Reply, e
 }
 
 // movedAway returns the refusal (MOVED, ASK, or TRYAGAIN: keys a slot's
-// migration split) for which a Cluster node did not run a transaction:
-// EXEC's own, or, when EXEC's is EXECABORT, that of every command it
-// refused to queue; nil for any other failure.
-func movedAway(execErr error, queued []*redis.Cmd) error {
+// migration split) for which a Cluster node did not run a transaction
+// because the watched keys' slot moved: EXEC's own, or, when EXEC's is
+// EXECABORT, that of every command it refused to queue, one of them on a
+// key of the watched slot; nil for any other failure (a command on
+// another slot's key keeps its refusal: watching again would not change
+// it). queued[i] was sent for cmds[i].
+func movedAway(execErr error, cmds []store.Cmd, queued []*redis.Cmd, slot int) error {
 	if isRedirect(execErr) || isTryAgain(execErr) {
 		return execErr
 	}
@@ -1192,9 +1195,12 @@ func movedAway(execErr error, queued []*redis.Cmd) error {
 		return nil
 	}
 	var first error
-	for _, c := range queued {
+	for i, c := range queued {
 		if err := c.Err(); err != nil && !execAborted(err) {
 			if !isRedirect(err) && !isTryAgain(err) {
+				return nil
+			}
+			if k := cmds[i].Key(); k == "" || int(store.KeySlot(k)) != slot {
 				return nil
 			}
 			if first == nil {
@@ -1226,7 +1232,7 @@ func (t txn) Exec(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error)
 	if errors.Is(err, redis.TxFailedErr) {
 		return nil, fmt.Errorf("%w: %w", store.ErrTxAborted, err)
 	}
-	if re := movedAway(err, gcmds); re != nil {
+	if re := movedAway(err, cmds, gcmds, t.slot); re != nil {
 		// the keys' slot moved, or is being migrated, since the WATCH:
 		// nothing ran, and the keys are to be watched again where they
 		// are now

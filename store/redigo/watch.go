@@ -109,6 +109,22 @@ func movedAway(refusals []any) bool {
 	return len(refusals) > 0
 }
 
+// otherSlotRefused reports a transaction in which a command on a key of
+// another slot than the watched keys' was refused while queued (raw[1+i]
+// is cmds[i]'s reply): an error of the call, not a moved slot, which
+// watching again would not change.
+func (t *txn) otherSlotRefused(cmds []store.Cmd, raw []any) bool {
+	for i, c := range cmds {
+		if _, ok := raw[1+i].(redis.Error); !ok {
+			continue
+		}
+		if k := c.Key(); k != "" && redisc.Slot(k) != t.slot {
+			return true
+		}
+	}
+	return false
+}
+
 // txn is a connection pinned by Watch.
 type txn struct {
 	c redis.Conn
@@ -211,7 +227,7 @@ func (t *txn) Exec(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error
 			out[i] = toReply(v)
 		}
 	case redis.Error:
-		if rs := txRefusals(raw); movedAway(rs) {
+		if rs := txRefusals(raw); movedAway(rs) && !t.otherSlotRefused(cmds, raw) {
 			// the keys' slot moved, or is being migrated, since the
 			// WATCH: nothing ran, and the keys are to be watched again
 			// where they are now
