@@ -14,14 +14,6 @@ import (
 	"github.com/quotagate/limiter/store/redigo"
 )
 
-// TestExecOnAnotherSlotIsNotTxAborted: inside Watch on a Cluster, a
-// transaction that names a key of another slot (served by another node)
-// is refused (MOVED, EXECABORT). Nothing watched changed and the watched
-// keys' slot did not move: watching again changes nothing, so the error
-// must not be store.ErrTxAborted (store.Tx: "A command on another slot's
-// key is not ErrTxAborted: watching again changes nothing"). A caller that
-// retries on ErrTxAborted would retry forever. Tx.Do already makes this
-// distinction (it compares the refused key's slot with t.slot).
 // A transaction's command on a key of another slot than the watched
 // keys' is refused by the node: an error of the call, not
 // store.ErrTxAborted (nothing watched changed; a caller that retries on
