@@ -56,7 +56,11 @@ type Store interface {
 	// Do sends cmds in one round trip (a pipeline) and returns one Reply per
 	// command, in order. The error is for the round trip as a whole; it wraps
 	// ErrUnknownOutcome when any command may have run without its reply
-	// arriving. All keys of one call hash to one Cluster slot.
+	// arriving. All keys of one call hash to one Cluster slot. cmds of the
+	// form MULTI, commands, EXEC (IsTx) are one transaction; any other call
+	// holding a command that changes a connection's state (ConnCommand: a
+	// lone MULTI, WATCH, SUBSCRIBE) is refused with an error wrapping
+	// ErrNotSupported before anything is sent (CheckConnCommands).
 	Do(ctx context.Context, cmds ...Cmd) ([]Reply, error)
 	// EvalSha runs the cached script sha. A NOSCRIPT reply is ErrNoScript; a
 	// lost reply is ErrUnknownOutcome.
@@ -102,7 +106,9 @@ type Batcher interface {
 	// error reply (NOSCRIPT as ErrNoScript), ErrNil, or the failure of the
 	// round trip that carried it, which wraps ErrUnknownOutcome when the
 	// command may have run: a failure is the failure of the commands it
-	// touched, never of the others.
+	// touched, never of the others. A command that changes a connection's
+	// state (ConnCommand) is not sent: its Err wraps ErrNotSupported
+	// (SplitConnCommands).
 	Batch(ctx context.Context, cmds []Cmd) []Reply
 }
 

@@ -338,3 +338,66 @@ func AllowManyCalls(t testing.TB, st store.Store, wantOne bool) {
 		t.Errorf("AllowMany of 8 asks ran %d EVALSHA calls on the server, want %d (OneServer %v)", calls, want, wantOne)
 	}
 }
+
+// ConnCommands proves that st refuses, before sending anything, a command
+// that would change the state of a connection other calls share or reuse
+// (store.ConnCommand) outside one whole transaction, with
+// store.ErrNotSupported: in Do, the call; in Batch, that command alone. A
+// transaction as a whole goes through, and decisions made after the
+// refusals are exact (a lone MULTI that went out would have other calls'
+// commands queued, and run by a later EXEC).
+func ConnCommands(t *testing.T, st store.Store) {
+	ctx := context.Background()
+	lim, err := limiter.New(st, strategy.NewFixedWindow(), limiter.WithPrefix("conncmd"), limiter.WithTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := limiter.PerMinute(100)
+	decide := func(want int64) {
+		t.Helper()
+		if r, err := lim.Allow(ctx, "u", l); err != nil || !r.Allowed || r.Remaining != want {
+			t.Fatalf("Allow after the refusals = %+v, %v; want admitted, %d remaining", r, err, want)
+		}
+	}
+	decide(99)
+	k := "conncmd:{k}:x"
+	for _, cmds := range [][]store.Cmd{
+		{{Name: "MULTI"}},
+		{{Name: "multi"}},
+		{{Name: "WATCH", Args: []any{k}}},
+		{{Name: "UNWATCH"}},
+		{{Name: "EXEC"}},
+		{{Name: "DISCARD"}},
+		{{Name: "SUBSCRIBE", Args: []any{"conncmd"}}},
+		{{Name: "PSUBSCRIBE", Args: []any{"conncmd*"}}},
+		{{Name: "MONITOR"}},
+		{{Name: "GET", Args: []any{k}}, {Name: "MULTI"}},
+		{{Name: "MULTI"}, {Name: "INCR", Args: []any{k}}},
+		{{Name: "MULTI"}, {Name: "WATCH", Args: []any{k}}, {Name: "EXEC"}},
+	} {
+		if rs, err := st.Do(ctx, cmds...); !errors.Is(err, store.ErrNotSupported) {
+			t.Errorf("Do%v = %v, %v; want an error wrapping store.ErrNotSupported", cmds, rs, err)
+		}
+	}
+	rs := st.(store.Batcher).Batch(ctx, []store.Cmd{
+		{Name: "INCR", Args: []any{k}},
+		{Name: "MULTI"},
+		{Name: "INCR", Args: []any{k}},
+		{Name: "WATCH", Args: []any{k}},
+	})
+	if rs[0].Err != nil || rs[0].Val != int64(1) || rs[2].Err != nil || rs[2].Val != int64(2) ||
+		!errors.Is(rs[1].Err, store.ErrNotSupported) || !errors.Is(rs[3].Err, store.ErrNotSupported) {
+		t.Errorf("Batch(INCR, MULTI, INCR, WATCH) = %+v; want 1, ErrNotSupported, 2, ErrNotSupported", rs)
+	}
+	for i := range int64(5) {
+		decide(98 - i)
+	}
+	tx, err := st.Do(ctx, store.Cmd{Name: "MULTI"}, store.Cmd{Name: "INCR", Args: []any{k}}, store.Cmd{Name: "DEL", Args: []any{k}}, store.Cmd{Name: "EXEC"})
+	if err != nil || len(tx) != 4 || tx[3].Err != nil {
+		t.Fatalf("Do(MULTI, INCR, DEL, EXEC) = %+v, %v; want the transaction's replies", tx, err)
+	}
+	if vals, _ := tx[3].Val.([]any); len(vals) != 2 || vals[0] != int64(3) || vals[1] != int64(1) {
+		t.Errorf("EXEC's replies = %v; want [3 1]", tx[3].Val)
+	}
+	decide(93)
+}

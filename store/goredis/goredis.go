@@ -627,6 +627,9 @@ func (s *Store) send(ctx context.Context, call *evalCall, cmd *redis.Cmd) error 
 // master); its replies are the server's: OK, QUEUED per command, then
 // EXEC's array, in which a command's error reply is an error value.
 func (s *Store) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	if err := store.CheckConnCommands(cmds); err != nil {
+		return nil, fmt.Errorf("goredis: %w", err) // nothing sent
+	}
 	if store.IsTx(cmds) {
 		return s.doTx(ctx, cmds)
 	}
@@ -1362,6 +1365,12 @@ func normalise(v any) any {
 // without store.ErrUnknownOutcome.
 func (s *Store) Batch(ctx context.Context, cmds []store.Cmd) []store.Reply {
 	out := make([]store.Reply, len(cmds))
+	if rest, at := store.SplitConnCommands(cmds, out); at != nil {
+		for j, r := range s.Batch(ctx, rest) {
+			out[at[j]] = r
+		}
+		return out
+	}
 	cc, ok := s.c.(*redis.ClusterClient)
 	if !ok || len(cmds) < 2 {
 		s.batch(ctx, cmds, out)

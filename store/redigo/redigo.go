@@ -319,6 +319,9 @@ func (s *Store) callFrom(ctx context.Context, key, name string, args []any, atte
 // Do implements store.Store: the commands go in one pipeline, on one
 // connection (on a Cluster, the node of the first key).
 func (s *Store) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	if err := store.CheckConnCommands(cmds); err != nil {
+		return nil, fmt.Errorf("redigo: %w", err) // nothing sent
+	}
 	switch len(cmds) {
 	case 0:
 		return nil, nil
@@ -728,6 +731,12 @@ func normalise(v any) any {
 // of the commands it carried.
 func (s *Store) Batch(ctx context.Context, cmds []store.Cmd) []store.Reply {
 	out := make([]store.Reply, len(cmds))
+	if rest, at := store.SplitConnCommands(cmds, out); at != nil {
+		for j, r := range s.Batch(ctx, rest) {
+			out[at[j]] = r
+		}
+		return out
+	}
 	if s.cluster == nil || len(cmds) < 2 {
 		at := make([]int, len(cmds))
 		for i := range at {

@@ -350,6 +350,9 @@ func (s *Store) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error
 			return nil, err
 		}
 	}
+	if err := store.CheckConnCommands(cmds); err != nil {
+		return nil, fmt.Errorf("rueidis: %w", err) // nothing sent
+	}
 	switch len(cmds) {
 	case 0:
 		return []store.Reply{}, nil
@@ -501,6 +504,10 @@ func (s *Store) Batch(ctx context.Context, cmds []store.Cmd) []store.Reply {
 	for i, c := range cmds {
 		if err := checkCmd(c); err != nil {
 			out[i].Err = err
+			continue
+		}
+		if store.ConnCommand(c.Name) {
+			out[i].Err = fmt.Errorf("rueidis: %w", store.CheckConnCommands(cmds[i:i+1]))
 			continue
 		}
 		b, hasKey := build(s.c.B(), c)
