@@ -74,7 +74,10 @@ import (
 //   - a counter that INCRBY cannot read, or a key of another type, is
 //     limiter.ErrCorruptCounter; the increments of the other limits are
 //     taken back (on the detached context) before the call returns, so no
-//     counter is left moved unless Redis is lost just then;
+//     counter is left moved unless Redis is lost just then; the corrupt
+//     key keeps its value but gets its window's expiry, set in the same
+//     transaction (MULTI runs the PEXPIREAT after the INCRBY it refused:
+//     no command makes it conditional without Lua);
 //   - a multi-limit call is all-or-nothing in the same sense: the
 //     increments of a denied call are taken back from every limit;
 //   - round trips: 1 for an admitted request, 2 for a denied one, 1 for a
