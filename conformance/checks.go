@@ -173,19 +173,25 @@ func checkWeightedCosts(c *checker) {
 		}
 	}
 
-	// A request larger than what remains is denied whole.
+	// A request larger than what remains is denied whole, and told what
+	// remains.
 	small := limiter.PerHour(10)
 	for _, step := range []struct {
-		cost    int64
-		allowed bool
-		counter int64
-	}{{7, true, 7}, {5, false, 7}, {4, false, 7}, {3, true, 10}, {1, false, 10}} {
+		cost      int64
+		allowed   bool
+		counter   int64
+		remaining int64
+	}{{7, true, 7, 3}, {5, false, 7, 3}, {4, false, 7, 3}, {3, true, 10, 0}, {1, false, 10, 0}} {
 		r, err := lim.AllowN(c.ctx, "p2-whole", step.cost, small)
 		if err != nil {
 			c.t.Fatalf("property 2: AllowN(%d): %v", step.cost, err)
 		}
 		if r.Allowed != step.allowed {
 			c.t.Errorf("property 2: AllowN(%d) allowed=%v, want %v", step.cost, r.Allowed, step.allowed)
+		}
+		// (a unit refills in 6 minutes: none while these run)
+		if r.Remaining != step.remaining && !c.spec.DeniedConsume && c.spec.LeaseUnits == 0 {
+			c.t.Errorf("property 2: AllowN(%d) Remaining %d, want %d", step.cost, r.Remaining, step.remaining)
 		}
 		if n := c.counter("p2-whole", small); n != step.counter && !c.spec.DeniedConsume && c.spec.LeaseUnits == 0 {
 			c.t.Errorf("property 2: after AllowN(%d) the counter is %d, want %d (a denied request was partly consumed)", step.cost, n, step.counter)
@@ -261,6 +267,8 @@ func checkMultiRule(c *checker) {
 	c.window(ten)
 	lim := c.limiter(nil)
 
+	// (a unit of five refills in 12 s: none while these run)
+	exact := !c.spec.DeniedConsume && c.spec.LeaseUnits == 0
 	admitted := 0
 	for i := 0; i < 12; i++ {
 		r, err := lim.Allow(c.ctx, "p4-seq", ten, five)
@@ -272,11 +280,30 @@ func checkMultiRule(c *checker) {
 		} else if r.Limit.Name != "five" || r.Index != 1 {
 			c.t.Errorf("property 4: denial bound by %s (index %d), want five (index 1)", r.Limit, r.Index)
 		}
+		if want := int64(5 - admitted); exact && r.Remaining != want {
+			c.t.Errorf("property 4: call %d of %s and %s: Remaining %d, want %d (the least any limit has left)", i+1, ten, five, r.Remaining, want)
+		}
 	}
 	if admitted != 5 {
 		c.t.Errorf("property 4: sequential: admitted %d, want 5", admitted)
 	}
 	c.assertCounters("p4-seq", 5, ten, five)
+	// A Peek decides on every limit, in either order: five is used up.
+	for _, order := range [][]limiter.Limit{{ten, five}, {five, ten}} {
+		r, err := lim.Peek(c.ctx, "p4-seq", order...)
+		at := slices.Index(order, five)
+		if err != nil || r.Allowed || r.Index != at || r.Limit.Name != "five" || r.RetryAfter <= 0 {
+			c.t.Errorf("property 4: Peek of %s and %s with five used up = %+v, %v; want denied by five (index %d), RetryAfter > 0", order[0], order[1], r, err, at)
+		}
+	}
+	// A denial by a later limit waits for that limit, not the first.
+	fast := limiter.Limit{Rate: 10, Period: time.Second, Name: "fast"}
+	slow := limiter.Limit{Rate: 1, Period: time.Minute, Name: "slow"}
+	if r, err := lim.Allow(c.ctx, "p4-retry", fast, slow); err != nil || !r.Allowed {
+		c.t.Errorf("property 4: first call of %s and %s = %+v, %v; want admitted", fast, slow, r, err)
+	} else if r, err := lim.Allow(c.ctx, "p4-retry", fast, slow); err != nil || r.Allowed || r.Index != 1 || r.RetryAfter <= c.spec.life(fast.Period)+time.Millisecond {
+		c.t.Errorf("property 4: second call of %s and %s = %+v, %v; want denied by slow (index 1), RetryAfter beyond fast's %s", fast, slow, r, err, c.spec.life(fast.Period))
+	}
 
 	start := time.Now()
 	a, _, errs := hammer(32, 4, func(int, int) (limiter.Result, error) {
@@ -900,6 +927,58 @@ func checkWindowLengths(c *checker) {
 		}
 	}
 	checkMixedWindows(c, lim)
+	if virtual && c.spec.LeaseUnits == 0 && !c.spec.DeniedConsume {
+		checkResetAfterExact(c, lim)
+	}
+}
+
+// checkResetAfterExact is property 10's half on ResetAfter, on a virtual
+// clock: it is the time until the limit is full again, exactly (to the
+// millisecond it is reported in): a millisecond before it the limit is
+// not full, at it the limit is.
+func checkResetAfterExact(c *checker, lim *limiter.Limiter) {
+	l := limiter.Per(2, time.Minute)
+	c.window(l)
+	advance := c.h.Advance
+	if c.spec.Clocked != nil {
+		// A strategy that counts time on the app's clock between its
+		// readings of the server's (AlignedWindow: a call that reads no
+		// clock) is given one that moves with the server's.
+		var shift atomic.Int64
+		lim = c.limiterOf(nil, c.spec.Clocked(func() time.Time { return time.Now().Add(time.Duration(shift.Load())) }))
+		advance = func(d time.Duration) { shift.Add(int64(d)); c.h.Advance(d) }
+	}
+	const subject = "p10-reset"
+	if r, err := lim.Allow(c.ctx, subject, l); err != nil || !r.Allowed {
+		c.t.Errorf("property 10: ResetAfter: first call = %+v, %v; want admitted", r, err)
+		return
+	}
+	advance(15 * time.Second)
+	r, err := lim.Allow(c.ctx, subject, l)
+	if err != nil || !r.Allowed {
+		c.t.Errorf("property 10: ResetAfter: second call, 15 s later = %+v, %v; want admitted", r, err)
+		return
+	}
+	if r.ResetAfter <= time.Millisecond || r.ResetAfter > c.spec.life(l.Period) {
+		c.t.Errorf("property 10: ResetAfter: second call's ResetAfter %s out of (1ms, %s]", r.ResetAfter, c.spec.life(l.Period))
+		return
+	}
+	advance(r.ResetAfter - time.Millisecond)
+	if p, err := lim.Peek(c.ctx, subject, l); err != nil || p.Remaining >= l.Rate {
+		c.t.Errorf("property 10: ResetAfter %s, a millisecond before it: Peek = %+v, %v; want the limit not yet full (it was full earlier than ResetAfter said)", r.ResetAfter, p, err)
+	}
+	// An epoch-aligned window's call that reads no clock counts the time
+	// left from the latest time the server's clock may show, which runs
+	// ahead of it by up to 1/10 000 of the time since the strategy's last
+	// reading (a minute at most here): ResetAfter may be that much short.
+	late := time.Millisecond
+	if c.spec.Aligned {
+		late += 6 * time.Millisecond
+	}
+	advance(late)
+	if p, err := lim.Peek(c.ctx, subject, l); err != nil || !p.Allowed || p.Remaining != l.Rate {
+		c.t.Errorf("property 10: ResetAfter %s, %s after it: Peek = %+v, %v; want the limit full (%d remaining)", r.ResetAfter, late-time.Millisecond, p, err, l.Rate)
+	}
 }
 
 // checkMixedWindows is property 10's half on a short and a long limit in
@@ -934,8 +1013,14 @@ func checkSelfRepair(c *checker) {
 	l := limiter.PerMinute(3)
 	c.window(l)
 	lim := c.limiter(nil)
+	// only names the subject whose keys persist and check take ("" for
+	// every key)
+	only := ""
 	persist := func() {
 		for _, k := range c.keys() {
+			if !strings.Contains(k, "{"+only) {
+				continue
+			}
 			if _, err := c.do(store.Cmd{Name: "PERSIST", Args: []any{k}}); err != nil {
 				c.t.Fatalf("PERSIST: %v", err)
 			}
@@ -947,6 +1032,9 @@ func checkSelfRepair(c *checker) {
 			c.t.Errorf("property 11: %s: no keys", when)
 		}
 		for k, p := range ks {
+			if !strings.Contains(k, "{"+only) {
+				continue
+			}
 			if p <= 0 || time.Duration(p)*time.Millisecond > c.spec.life(l.Period) {
 				c.t.Errorf("property 11: %s: %q has PTTL %d, want in (0, %s]", when, k, p, l.Period)
 			}
@@ -970,6 +1058,21 @@ func checkSelfRepair(c *checker) {
 		c.t.Fatalf("property 11: fourth call of 3/min = %+v, %v; want denied", r, err)
 	}
 	check("after a denied call")
+	// Every limit's key is repaired, not only the first's.
+	a := limiter.Limit{Rate: 3, Period: time.Minute, Name: "a"}
+	b := limiter.Limit{Rate: 2, Period: time.Minute, Name: "b"}
+	only = "p11-two}"
+	for i := range 3 { // admitted, admitted, denied by b
+		r, err := lim.Allow(c.ctx, "p11-two", a, b)
+		if err != nil || r.Allowed != (i < 2) {
+			c.t.Fatalf("property 11: call %d of %s and %s = %+v, %v; want allowed=%v", i+1, a, b, r, err, i < 2)
+		}
+		if i == 1 {
+			persist()
+		}
+	}
+	check("after a denied call of two limits whose keys were stripped")
+	only = "p11}"
 	if !c.spec.Window || !c.h.Caps().VirtualClock {
 		return
 	}

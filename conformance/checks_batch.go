@@ -79,6 +79,10 @@ func checkAllowMany(c *checker) {
 	unknownCost := make([]int64, len(subjects))
 	var errs []error
 	var problems []string
+	// fresh: the first batch, alone, on subjects not asked before: each
+	// admitted ask is told exactly what is left (Remaining), as AllowN
+	// would tell it
+	fresh := true
 	batch := func() {
 		ctx, cancel := context.WithTimeout(c.ctx, loadTimeout)
 		defer cancel()
@@ -111,6 +115,9 @@ func checkAllowMany(c *checker) {
 			if a.Err == nil && a.Result.Limit != s.l {
 				problems = append(problems, fmt.Sprintf("%s: binding limit %v, want %v", s.key, a.Result.Limit, s.l))
 			}
+			if fresh && a.Err == nil && c.spec.LeaseUnits == 0 && (!a.Result.Allowed || a.Result.Remaining != s.l.Rate-s.cost || a.Result.ResetAfter <= 0 || a.Result.ResetAfter > c.spec.life(s.l.Period)) {
+				problems = append(problems, fmt.Sprintf("%s, the first ask (cost %d) of a fresh subject: %+v; want admitted with %d remaining, ResetAfter in (0, %s]", s.key, s.cost, a.Result, s.l.Rate-s.cost, c.spec.life(s.l.Period)))
+			}
 		}
 		for j, b := range bad {
 			if a := answers[first+j]; !errors.Is(a.Err, b.want) {
@@ -120,6 +127,7 @@ func checkAllowMany(c *checker) {
 	}
 	start := time.Now()
 	batch()
+	fresh = false
 	if c.h.Caps().Private {
 		for _, n := range c.h.Nodes() {
 			if rs, err := n.Do(c.ctx, store.Cmd{Name: "SCRIPT", Args: []any{"FLUSH"}}); err != nil || rs[0].Err != nil {

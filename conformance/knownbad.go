@@ -179,6 +179,8 @@ func KnownBad() []Control {
 			MustFail: []string{"lease-return-own-window"}},
 		{Spec: claims("BatchOneCost", knownbad.BatchOneCost{}),
 			MustFail: []string{"allow-many-exact"}},
+		{Spec: claims("ResetPrimaryKey", knownbad.ResetPrimaryKey{}),
+			MustFail: []string{"reset-forgets-every-limit"}},
 		{Spec: claims("ManyStopsAtError", knownbad.ManyStopsAtError{}),
 			MustFail: []string{"allow-many-exact"}},
 		{Spec: leaser("CounterLeases", knownbad.CounterLeases{}),

@@ -636,3 +636,15 @@ func (TakeBackAfterExpiry) Decide(ctx context.Context, st store.Store, req limit
 		return []any{l.Rate, l.Period.Milliseconds(), cost}
 	})
 }
+
+// ResetPrimaryKey is FixedWindow with a hand-written Reset that deletes the
+// key of the subject's first limit alone: a Reset written when the subject
+// had one limit, kept when others were added. They keep their counts, and a
+// subject reset under several limits is still denied.
+type ResetPrimaryKey struct{ strategy.FixedWindow }
+
+// Reset implements limiter.Resetter, wrongly.
+func (ResetPrimaryKey) Reset(ctx context.Context, st store.Store, keys []string) error {
+	_, err := st.Do(ctx, store.Cmd{Name: "DEL", Args: []any{keys[0]}})
+	return err
+}

@@ -1,0 +1,206 @@
+package conformance_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/conformance"
+	"github.com/quotagate/limiter/store"
+	"github.com/quotagate/limiter/strategy"
+)
+
+// Mutants of correct strategies, each with one plausible mistake, and the
+// check of the suite that must fail it: the proof that the check's
+// assertions on what a decision reports (Remaining, ResetAfter,
+// RetryAfter, a Peek's verdict, a Reset's reach, a repaired TTL on every
+// limit's key) can fail, beside the known-bad controls (KnownBad), which
+// prove that each check can. Uses dial from controls_test.go.
+
+// luaWindow is FixedWindow's general path alone (fast paths cut), run
+// through a small Go binding: the base of the Lua mutants below.
+type luaWindow struct{ s *store.Script }
+
+func (w luaWindow) args(req limiter.Request) []any {
+	args := []any{req.Cost, 0}
+	if req.DryRun {
+		args[1] = 1
+	}
+	for _, l := range req.Limits {
+		args = append(args, l.Rate, l.Period.Milliseconds())
+	}
+	return args
+}
+
+func (w luaWindow) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	v, err := w.s.Run(ctx, st, req.Keys, w.args(req))
+	return bindReply(req, v, err, 0)
+}
+
+// bindReply reads the general path's reply; extra is added to every
+// Remaining (0 but in the AllowMany mutant).
+func bindReply(req limiter.Request, v any, err error, extra int64) (limiter.Result, error) {
+	if err != nil {
+		msg := err.Error()
+		if strings.Contains(msg, "WRONGTYPE") || strings.Contains(msg, "not an integer") || strings.Contains(msg, "would overflow") || strings.Contains(msg, "limiter corrupt counter") {
+			return limiter.Result{}, fmt.Errorf("%w: %w", limiter.ErrCorruptCounter, err)
+		}
+		return limiter.Result{}, err
+	}
+	nums, err := store.Int64s(v)
+	if err != nil {
+		return limiter.Result{}, err
+	}
+	n := len(req.Limits)
+	if len(nums) != 1+3*n {
+		return limiter.Result{}, fmt.Errorf("bad reply %v", nums)
+	}
+	var b limiter.Binder
+	for i := 0; i < n; i++ {
+		retry := time.Duration(nums[3+3*i]) * time.Millisecond
+		if nums[3+3*i] < 0 {
+			retry = -1
+		}
+		b.Add(i, nums[1+3*i]+extra, time.Duration(nums[2+3*i])*time.Millisecond, retry)
+	}
+	return b.Result(nums[0] == 1), nil
+}
+
+// scriptWindow is luaWindow as a limiter.ScriptStrategy, so that AllowMany
+// batches its calls; batchExtra is added to Remaining in AllowMany's
+// results only (BatchResult), the mutant.
+type scriptWindow struct {
+	luaWindow
+	batchExtra int64
+}
+
+func (w scriptWindow) BatchScript(req limiter.Request) (*store.Script, []any, error) {
+	return w.s, w.args(req), nil
+}
+
+func (w scriptWindow) BatchResult(req limiter.Request, r store.Reply) (limiter.Result, error) {
+	return bindReply(req, r.Val, r.Err, w.batchExtra)
+}
+
+// generalLua is strategy/lua/fixed_window.lua with its two fast paths cut:
+// every call takes the general path (read every counter, then write).
+func generalLua(t testing.TB) string {
+	b, err := os.ReadFile("../strategy/lua/fixed_window.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := string(b)
+	i := strings.Index(src, "-- The common call, one limit")
+	j := strings.Index(src, "local counts, ttls, exists, repair = {}, {}, {}, {}")
+	if i < 0 || j < 0 {
+		t.Fatal("layout of fixed_window.lua changed")
+	}
+	return src[:i] + src[j:]
+}
+
+func mutate(t testing.TB, src, old, new string) string {
+	if strings.Count(src, old) != 1 {
+		t.Fatalf("mutation site %q found %d times", old, strings.Count(src, old))
+	}
+	return strings.Replace(src, old, new, 1)
+}
+
+// luaMut builds the general-path script with edits (old, new, ...).
+func luaMut(t testing.TB, edits ...string) luaWindow {
+	src := generalLua(t)
+	for i := 0; i < len(edits); i += 2 {
+		src = mutate(t, src, edits[i], edits[i+1])
+	}
+	return luaWindow{store.NewScript(src)}
+}
+
+// mutantSpec is FixedWindow's Spec (the claims a correct implementation
+// makes) for strategy s.
+func mutantSpec(name string, s limiter.Strategy) conformance.Spec {
+	spec := conformance.FixedWindow()
+	spec.Name, spec.Strategy = name, s
+	return spec
+}
+
+// alignedResetFirst is AlignedWindow whose Reset forgets the first limit's
+// window only.
+type alignedResetFirst struct{ *strategy.AlignedWindow }
+
+func (a alignedResetFirst) ResetRequest(ctx context.Context, st store.Store, req limiter.Request) error {
+	req.Keys, req.Limits = req.Keys[:1], req.Limits[:1]
+	return a.AlignedWindow.ResetRequest(ctx, st, req)
+}
+
+// windowQuota marks a mutant as limiter.WindowQuota.
+type windowQuota struct{ luaWindow }
+
+func (windowQuota) WindowQuota() {}
+
+// TestMutantsFail runs each mutant through the check that must catch it,
+// on miniredis, and the unmutated general path through the same checks.
+func TestMutantsFail(t *testing.T) {
+	fixedSpec := func(name string, s limiter.Strategy) conformance.Spec {
+		spec := conformance.FixedWindow()
+		spec.Name, spec.Strategy = name, s
+		return spec
+	}
+	halfReset := []string{"  out[#out + 1] = ttls[i]\n", "  out[#out + 1] = math.max(1, math.floor(ttls[i] / 2))\n"}
+	aligned := conformance.AlignedWindow()
+	aligned.Name, aligned.Strategy = "AlignedResetFirstOnly", alignedResetFirst{strategy.NewAlignedWindow()}
+	mutants := []struct {
+		spec  conformance.Spec
+		check string
+	}{
+		// a key found without a TTL repaired for the first limit only
+		{fixedSpec("RepairFirstLimitOnly", luaMut(t, "    if repair[i] then", "    if repair[i] and i == 1 then")), "self-repair"},
+		// ResetAfter half the time until the window's end; the whole
+		// Period whatever has passed of it
+		{fixedSpec("ResetAfterHalved", luaMut(t, halfReset...)), "short-and-long-windows"},
+		{fixedSpec("ResetAfterHalvedWindowQuota", windowQuota{luaMut(t, halfReset...)}), "short-and-long-windows"},
+		{fixedSpec("ResetAfterFullPeriod", luaMut(t, "  out[#out + 1] = ttls[i]\n", "  out[#out + 1] = tonumber(ARGV[o + 2 * i])\n")), "short-and-long-windows"},
+		// Remaining one too high on decisions of several limits
+		{fixedSpec("MultiLimitRemainingPlusOne", luaMut(t, "  out[#out + 1] = rate - used\n", "  out[#out + 1] = rate - used + (n > 1 and 1 or 0)\n")), "multi-rule-all-or-nothing"},
+		// a Peek that decides on the first limit alone
+		{fixedSpec("PeekChecksFirstLimitOnly", luaMut(t, "  if count + cost > rate then\n    allowed = 0", "  if count + cost > rate and (write or i == 1) then\n    allowed = 0")), "multi-rule-all-or-nothing"},
+		// a denial's RetryAfter taken from the first limit's window
+		{fixedSpec("RetryFromFirstLimit", luaMut(t, "    retry = ttls[i]\n", "    retry = ttls[1]\n")), "multi-rule-all-or-nothing"},
+		// a denial reporting Remaining 0 whatever is left
+		{fixedSpec("DeniedRemainingZero", luaMut(t, "  out[#out + 1] = rate - used\n", "  out[#out + 1] = (allowed == 1) and (rate - used) or 0\n")), "weighted-costs"},
+		// AllowMany's results one unit more Remaining than Allow's
+		{fixedSpec("AllowManyRemainingPlusOne", scriptWindow{luaMut(t), 1}), "allow-many-exact"},
+		// a Reset that forgets the first limit's window only
+		{aligned, "reset-forgets-every-limit"},
+	}
+	checks := map[string]bool{}
+	for _, m := range mutants {
+		checks[m.check] = true
+		ch, ok := conformance.CheckByName(m.check)
+		if !ok {
+			t.Fatalf("no check %s", m.check)
+		}
+		t.Run(m.spec.Name, func(t *testing.T) {
+			outcomes := conformance.Run(context.Background(), conformance.Miniredis(dial), []conformance.Spec{m.spec}, []conformance.Check{ch}, false)
+			if len(outcomes) != 1 || outcomes[0].Passed || outcomes[0].Skipped || !outcomes[0].FailedOnFinding() {
+				t.Fatalf("check %s passes mutant %s: %+v", m.check, m.spec.Name, outcomes)
+			}
+			t.Logf("%s fails it as it must: %s", m.check, strings.Join(outcomes[0].Messages, " | "))
+		})
+	}
+	// The control: the unmutated general path, alone and batched, passes
+	// the same checks (the mutations fail them, not the harness).
+	var all []conformance.Check
+	for name := range checks {
+		ch, _ := conformance.CheckByName(name)
+		all = append(all, ch)
+	}
+	specs := []conformance.Spec{fixedSpec("general", luaMut(t)), fixedSpec("general-batched", scriptWindow{luaMut(t), 0})}
+	for _, o := range conformance.Run(context.Background(), conformance.Miniredis(dial), specs, all, false) {
+		if !o.Passed {
+			t.Errorf("control %s: %s failed (skipped=%v): %v", o.Spec, o.Check, o.Skipped, o.Messages)
+		}
+	}
+}
