@@ -418,7 +418,9 @@ type alignedBuf struct {
 var alignedBufs = sync.Pool{New: func() any { return new(alignedBuf) }}
 
 // ResetRequest implements limiter.RequestResetter: it deletes the keys of
-// the current window, and of the windows on either side, of every limit.
+// the current window, and of the windows on either side, of every limit,
+// the current one named by the server's clock, read first (two round
+// trips: TIME, then DEL).
 func (a *AlignedWindow) ResetRequest(ctx context.Context, st store.Store, req limiter.Request) error {
 	return a.resetWindows(ctx, st, req, true)
 }

@@ -882,7 +882,9 @@ func bindBuckets(req limiter.Request, bs *buckets, nowUs int64, before, after []
 }
 
 // ResetRequest implements limiter.RequestResetter: it deletes the keys of
-// the current window, and of the windows on either side, of every limit.
+// the current window, and of the windows on either side, of every limit,
+// the current one named by the server's clock, read first (two round
+// trips: TIME, then DEL).
 func (b *Bucketed) ResetRequest(ctx context.Context, st store.Store, req limiter.Request) error {
 	return b.resetWindows(ctx, st, req, false)
 }
