@@ -95,13 +95,14 @@ type AlignedWindowOption func(*AlignedWindow)
 
 // WithAlignedClock sets the app clock AlignedWindow aligns to Redis TIME
 // (default: the system clock, read once and then as the monotonic time
-// since). Only its Unix time is used, never its location. A step of the
-// clock is found out by the next call that names a window the server's
-// clock is not in; the time left in a window that a call reports without
-// reading the server's clock (ResetAfter, which a quota lease lives by) is
-// measured from the last reading on the monotonic clock when the clock's
-// readings carry it (time.Now's do), and otherwise on this clock, which
-// must then not step back within a window.
+// since, which no step of the wall clock moves). Only its Unix time is
+// used, never its location. A step of the clock is found out by the next
+// call that names a window the server's clock is not in; but the time left
+// in a window that a call reports without reading the server's clock
+// (ResetAfter, which a quota lease lives by) is measured on this clock
+// since the last reading: a clock that steps back within a window (the
+// wall clock, time.Now, under an NTP step) makes it up to the step too
+// long until the next reading.
 func WithAlignedClock(now func() time.Time) AlignedWindowOption {
 	return func(a *AlignedWindow) {
 		if now != nil {

@@ -224,21 +224,15 @@ const maxStamps = 4
 type serverClock struct {
 	synced atomic.Bool
 	offset atomic.Int64 // microseconds: server - app
-	// reading is the last TIME reading, from which latestAt bounds the
-	// latest time the server's clock may show: the server read its clock
-	// after the call was sent (at sent), so at app time t it shows at most
-	// serverUs + (t - sent) + clockRate·(t - sent), where clockRate bounds
-	// how much faster the server's clock may run than the app's (any
-	// reading's bound is a bound: concurrent readings may land in any
+	// bound is the latest time the server's clock may show, as
+	// latestAt reads it: from the last TIME reading, the server read its
+	// clock after the call was sent (at t0), so at app time t it shows at
+	// most t + (serverUs - t0) + clockRate·(t - t0), where clockRate bounds
+	// how much faster the server's clock may run than the app's. It holds
+	// serverUs - t0 - clockRate·t0, so that one atomic word carries it
+	// (any reading's bound is a bound: concurrent readings may land in any
 	// order).
-	reading atomic.Pointer[clockReading]
-}
-
-// clockReading is a TIME reading: the server's clock, in microseconds, and
-// when the call that read it was sent, on the app clock.
-type clockReading struct {
-	serverUs int64
-	sent     time.Time
+	bound atomic.Int64
 }
 
 // clockRateDiv is 1/clockRate: clocks are taken to run at rates within
@@ -272,23 +266,18 @@ func (b *epochClock) clockFor(st store.Store) (c *serverClock) {
 func (c *serverClock) observe(t0, t1 time.Time, serverUs int64) {
 	mid := t0.UnixMicro() + t1.Sub(t0).Microseconds()/2
 	c.offset.Store(serverUs - mid)
-	c.reading.Store(&clockReading{serverUs: serverUs, sent: t0})
+	sent := t0.UnixMicro()
+	c.bound.Store(serverUs - sent - sent/clockRateDiv)
 	c.synced.Store(true)
 }
 
 // latestAt returns the latest time, in microseconds, that the server's
 // clock may show at app time t (after a reading: synced), rather than the
 // estimate: a time left in a window counted from it is never longer than
-// the window's on the server. The time since the reading is measured as
-// time.Time.Sub measures it: on the monotonic clock when both readings
-// carry it (the default clock's and time.Now's do), so that a step of the
-// wall clock since (by hand, by NTP) does not stretch the bound; on the
-// wall clock otherwise (a virtual clock, taken to move as the server's).
+// the window's on the server.
 func (c *serverClock) latestAt(t time.Time) int64 {
-	r := c.reading.Load()
-	e := t.Sub(r.sent).Microseconds()
-	// e < 0: t precedes the reading's call (a concurrent one)
-	return r.serverUs + e + max(e, -e)/clockRateDiv
+	us := t.UnixMicro()
+	return us + c.bound.Load() + us/clockRateDiv
 }
 
 // serverNow returns the estimated server time in microseconds, sampling
