@@ -201,3 +201,47 @@ func TestGroup(t *testing.T) {
 		t.Errorf("Group = %v, want %v", got, want)
 	}
 }
+
+// noScriptFake answers every EVALSHA and every EVAL with NOSCRIPT (as a
+// script whose own error reply begins "NOSCRIPT" does: the adapters map
+// it to ErrNoScript), plain and integer calls alike.
+type noScriptFake struct {
+	store.Store
+	evals int
+}
+
+func (f *noScriptFake) EvalSha(context.Context, string, []string, []any) (any, error) {
+	return nil, store.ErrNoScript
+}
+
+func (f *noScriptFake) Eval(context.Context, string, []string, []any) (any, error) {
+	f.evals++
+	if f.evals > 5 {
+		return nil, errors.New("stop: EVAL sent again and again")
+	}
+	return nil, store.ErrNoScript
+}
+
+func (f *noScriptFake) EvalShaInt64s(context.Context, string, []string, []int64, []int64) ([]int64, error) {
+	return nil, store.ErrNoScript
+}
+
+func (f *noScriptFake) EvalInt64s(ctx context.Context, src string, keys []string, _ []int64, _ []int64) ([]int64, error) {
+	_, err := f.Eval(ctx, src, keys, nil)
+	return nil, err
+}
+
+// NOSCRIPT is answered with EVAL once: an EVAL answered NOSCRIPT too (the
+// script's own error) is the call's error, never sent again (the script
+// ran each time).
+func TestScriptEvalsOnce(t *testing.T) {
+	s := store.NewScript("return 1")
+	f := &noScriptFake{}
+	if _, err := s.Run(context.Background(), f, nil, nil); !errors.Is(err, store.ErrNoScript) || f.evals != 1 {
+		t.Errorf("Run = %v after %d EVALs; want ErrNoScript after one", err, f.evals)
+	}
+	f.evals = 0
+	if _, err := s.RunInt64s(context.Background(), f, nil, nil, nil); !errors.Is(err, store.ErrNoScript) || f.evals != 1 {
+		t.Errorf("RunInt64s = %v after %d EVALs; want ErrNoScript after one", err, f.evals)
+	}
+}
