@@ -1280,4 +1280,35 @@ func checkLostReply(c *checker) {
 	if want := l.Rate - counted - 1; err != nil || !r.Allowed || r.Degraded || r.Remaining != want {
 		c.t.Errorf("property 19: the next call = %+v, %v; want admitted with %d remaining", r, err, want)
 	}
+
+	// AllowMany: an ask whose reply was lost is an unknown outcome, and
+	// ran at most once (a store's Batch that sent it again would count it
+	// twice); the one whose reply the proxy read ran (the proxy forwards
+	// nothing after it on that connection).
+	asks := []limiter.Ask{{Key: "p19-many-a", Limits: []limiter.Limit{l}}, {Key: "p19-many-b", Limits: []limiter.Limit{l}}}
+	p.DropReply(c.spec.Commit)
+	ans := lim.AllowMany(c.ctx, asks)
+	noscript := bytes.HasPrefix(p.Dropped(), []byte("-NOSCRIPT"))
+	lost, ranLost := 0, int64(0)
+	for i, a := range ans {
+		n := c.counter(asks[i].Key, l)
+		switch {
+		case errors.Is(a.Err, store.ErrUnknownOutcome):
+			lost++
+			ranLost += n
+			if n > 1 {
+				c.t.Errorf("property 19: AllowMany: ask %d, whose reply was lost: the counter is %d, want at most 1 (it ran once, or was not sent)", i, n)
+			}
+		case a.Err != nil:
+			c.t.Errorf("property 19: AllowMany with a lost reply: ask %d = %v; want an error wrapping store.ErrUnknownOutcome, or an answer", i, a.Err)
+		case !a.Result.Allowed || n != 1:
+			c.t.Errorf("property 19: AllowMany with a lost reply: ask %d = %+v, counter %d; want admitted, counted once", i, a.Result, n)
+		}
+	}
+	switch {
+	case lost == 0 && p.Dropped() != nil:
+		c.t.Errorf("property 19: AllowMany: a reply was lost (%q), but no ask's outcome is unknown: %+v", p.Dropped(), ans)
+	case lost > 0 && ranLost == 0 && !noscript:
+		c.t.Errorf("property 19: AllowMany: %d asks' outcome unknown, none counted; want the one whose reply was lost counted", lost)
+	}
 }

@@ -202,6 +202,27 @@ func checkRedisDown(c *checker) {
 	}
 	p.Blackhole(true)
 	modes("blackholed")
+	// AllowMany too: the Limiter's timeout bounds the whole batch, and
+	// every ask is an error (a store's Batch that ignored its context
+	// would hang here).
+	start := time.Now()
+	done := make(chan []limiter.Answer, 1)
+	go func() {
+		done <- lim.AllowMany(c.ctx, []limiter.Ask{{Key: "p21", Limits: []limiter.Limit{l}}, {Key: "p21-b", Limits: []limiter.Limit{l}}})
+	}()
+	select {
+	case ans := <-done:
+		if took := time.Since(start); took > faultTimeout+faultMargin {
+			c.t.Errorf("property 21: blackholed: AllowMany took %s with a %s timeout", took, faultTimeout)
+		}
+		for i, a := range ans {
+			if a.Err == nil {
+				c.t.Errorf("property 21: blackholed: AllowMany's ask %d = %+v and no error", i, a.Result)
+			}
+		}
+	case <-time.After(faultTimeout + faultMargin + faultWatchdog):
+		c.t.Fatalf("property 21: blackholed: AllowMany had not returned %s after it was called with a %s timeout", time.Since(start).Round(time.Millisecond), faultTimeout)
+	}
 	p.Blackhole(false)
 	// Service resumes within a second: a call started within a second of
 	// the recovery succeeds. Calls get the time they need to dial.

@@ -219,3 +219,54 @@ func (s pipelineFailsWhole) Batch(ctx context.Context, cmds []store.Cmd) []store
 	}
 	return rs
 }
+
+// RetryingBatch wraps st so that its Batch sends again every command whose
+// reply was lost, as a hand-written pipeline loop with a retry does (Do
+// and the script calls are st's own).
+func RetryingBatch(st store.Store) store.Store { return retryingBatch{st} }
+
+type retryingBatch struct{ store.Store }
+
+func (s retryingBatch) Batch(ctx context.Context, cmds []store.Cmd) []store.Reply {
+	b := s.Store.(store.Batcher)
+	rs := b.Batch(ctx, cmds)
+	var again []store.Cmd
+	var at []int
+	for i, r := range rs {
+		if errors.Is(r.Err, store.ErrUnknownOutcome) {
+			again, at = append(again, cmds[i]), append(at, i)
+		}
+	}
+	if len(again) > 0 {
+		for j, r := range b.Batch(ctx, again) {
+			rs[at[j]] = r
+		}
+	}
+	return rs
+}
+
+// UnmappedBatch wraps st so that the errors of its Batch lose their store
+// sentinels (a lost reply is no longer ErrUnknownOutcome), as a Batch
+// written over a client's pipeline that passes its errors through does.
+func UnmappedBatch(st store.Store) store.Store { return unmappedBatch{st} }
+
+type unmappedBatch struct{ store.Store }
+
+func (s unmappedBatch) Batch(ctx context.Context, cmds []store.Cmd) []store.Reply {
+	rs := s.Store.(store.Batcher).Batch(ctx, cmds)
+	for i := range rs {
+		rs[i].Err = strip(rs[i].Err)
+	}
+	return rs
+}
+
+// BatchIgnoresDeadline wraps st so that its Batch ignores the context's
+// deadline (Do and the script calls keep it): a blackholed Redis holds
+// Limiter.AllowMany past the Limiter's timeout.
+func BatchIgnoresDeadline(st store.Store) store.Store { return batchIgnoresDeadline{st} }
+
+type batchIgnoresDeadline struct{ store.Store }
+
+func (s batchIgnoresDeadline) Batch(ctx context.Context, cmds []store.Cmd) []store.Reply {
+	return s.Store.(store.Batcher).Batch(context.WithoutCancel(ctx), cmds)
+}
