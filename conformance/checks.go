@@ -218,6 +218,20 @@ func checkHostileCosts(c *checker) {
 	if ks := c.keys(); len(ks) != 0 {
 		c.t.Errorf("property 3: a negative cost wrote keys %q", ks)
 	}
+	// A cost above the limit never fits, on a fresh subject (a full
+	// bucket, an empty window) too, alone or beside another limit.
+	other := limiter.Limit{Rate: 1000, Period: time.Hour, Name: "other"}
+	for _, ls := range [][]limiter.Limit{{l}, {other, l}} {
+		for _, cost := range []int64{11, math.MaxInt64} {
+			r, err := lim.AllowN(c.ctx, "p3-fresh", cost, ls...)
+			if err != nil || r.Allowed || r.RetryAfter != -1 {
+				c.t.Errorf("property 3: cost %d above %s on a fresh subject = %+v, %v; want denied with RetryAfter -1", cost, l, r, err)
+			}
+		}
+	}
+	if ks := c.keys(); len(ks) != 0 && !c.spec.DeniedConsume {
+		c.t.Errorf("property 3: a cost above the limit wrote keys %q", ks)
+	}
 
 	if r, err := lim.AllowN(c.ctx, "p3", 4, l); err != nil || !r.Allowed {
 		c.t.Fatalf("property 3: AllowN(4) = %+v, %v", r, err)

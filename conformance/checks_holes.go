@@ -480,7 +480,9 @@ func checkPeekAfterRuleChange(c *checker) {
 	if c.spec.Refills {
 		changes = append(changes,
 			change{"p30-peek-burst", limiter.Limit{Rate: 10, Period: time.Second, Burst: 10, Name: "peek-b"}, limiter.Limit{Rate: 10, Period: time.Second, Burst: 2, Name: "peek-b"}},
-			change{"p30-peek-rate", limiter.Limit{Rate: 2, Period: 200 * time.Millisecond, Burst: 5, Name: "peek-r"}, limiter.Limit{Rate: 20, Period: 200 * time.Millisecond, Burst: 5, Name: "peek-r"}})
+			change{"p30-peek-rate", limiter.Limit{Rate: 2, Period: 200 * time.Millisecond, Burst: 5, Name: "peek-r"}, limiter.Limit{Rate: 20, Period: 200 * time.Millisecond, Burst: 5, Name: "peek-r"}},
+			// an interval that is not whole milliseconds, to another
+			change{"p30-peek-scale", limiter.Limit{Rate: 3, Period: time.Second, Name: "peek-s"}, limiter.Limit{Rate: 30, Period: 10 * time.Second, Name: "peek-s"}})
 	}
 	lim := c.limiter(nil)
 	judged := 0
@@ -505,9 +507,20 @@ func checkPeekAfterRuleChange(c *checker) {
 			c.t.Fatalf("property 30: the first call at %s was denied", ch.was)
 		}
 		c.h.Advance(time.Millisecond)
+		before := c.snapshot(ch.subject)
 		r, err := lim.Peek(c.ctx, ch.subject, ch.now)
 		if err != nil {
 			c.t.Fatalf("property 30: Peek at %s after %d used at %s: %v", ch.now, used, ch.was, err)
+		}
+		// A Peek writes nothing, not even to a state of another rule.
+		for k, b := range before {
+			a, ok := c.snapshot(ch.subject)[k]
+			switch {
+			case !ok:
+				c.t.Errorf("property 30: a Peek at %s deleted %q (written at %s)", ch.now, k, ch.was)
+			case a.val != b.val || a.ttl > b.ttl || (virtual && a.ttl != b.ttl):
+				c.t.Errorf("property 30: a Peek at %s rewrote %q (written at %s): %q, PTTL %d ms → %q, PTTL %d ms", ch.now, k, ch.was, b.val, b.ttl, a.val, a.ttl)
+			}
 		}
 		if r.Allowed || r.RetryAfter <= time.Millisecond {
 			continue // the new rule finds room, or a denial too short to judge
@@ -753,4 +766,26 @@ func checkRateChange(c *checker) {
 			c.t.Errorf("property 30: with %d used at %s, then 8 calls at %s: %d admitted, the first leaving %d; want %d admitted, the first leaving %d (the window's count is kept)", ch.used, ch.was, ch.now, admitted, first.Remaining, ch.admitted, ch.remaining)
 		}
 	}
+}
+
+// keyState is a key's value (a string key's; "" for another type) and PTTL.
+type keyState struct {
+	val string
+	ttl int64
+}
+
+// snapshot returns the state of every key of subject.
+func (c *checker) snapshot(subject string) map[string]keyState {
+	out := map[string]keyState{}
+	for _, k := range c.keys() {
+		if !strings.Contains(k, "{"+subject+"}") {
+			continue
+		}
+		st := keyState{ttl: c.pttl(k)}
+		if r, err := c.do(store.Cmd{Name: "GET", Args: []any{k}}); err == nil && r.Err == nil {
+			st.val, _ = r.Val.(string)
+		}
+		out[k] = st
+	}
+	return out
 }

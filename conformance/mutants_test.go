@@ -172,6 +172,10 @@ func TestMutantsFail(t *testing.T) {
 		{fixedSpec("DeniedRemainingZero", luaMut(t, "  out[#out + 1] = rate - used\n", "  out[#out + 1] = (allowed == 1) and (rate - used) or 0\n")), "weighted-costs"},
 		// AllowMany's results one unit more Remaining than Allow's
 		{fixedSpec("AllowManyRemainingPlusOne", scriptWindow{luaMut(t), 1}), "allow-many-exact"},
+		// a cost above the limit admitted on an empty window
+		{fixedSpec("CostAboveRateOnFreshKey", luaMut(t, "  if count + cost > rate then\n    allowed = 0", "  if count > 0 and count + cost > rate then\n    allowed = 0")), "hostile-costs"},
+		// a Peek that repairs what it finds (a key of a longer period)
+		{fixedSpec("PeekRepairs", luaMut(t, "if write then\n  for i = 1, n do\n    if repair[i] then", "if true then\n  for i = 1, n do\n    if repair[i] then")), "period-change"},
 		// a Reset that forgets the first limit's window only
 		{aligned, "reset-forgets-every-limit"},
 	}
