@@ -96,7 +96,7 @@ func KnownBad() []Control {
 		{Spec: FixedWindow(), Store: "Retrying", Wrap: knownbad.Retrying,
 			MustFail: []string{"lost-reply-counted-once"}},
 		{Spec: FixedWindow(), Store: "Unmapped", Wrap: knownbad.Unmapped,
-			MustFail:   []string{"replies-normalised", "scripts-and-noscript", "integer-scripts", "server-conditions"},
+			MustFail:   []string{"replies-normalised", "scripts-and-noscript", "integer-scripts", "conn-commands-refused", "server-conditions"},
 			ServerOnly: []string{"server-conditions"}},
 		{Spec: FixedWindow(), Store: "FirstErrorFailsBatch", Wrap: knownbad.FirstErrorFailsBatch,
 			MustFail: []string{"batch-per-command"}},

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/store"
 )
 
@@ -39,6 +40,7 @@ func StoreChecks() []StoreCheck {
 		{Name: "scripts-and-noscript", Scripts: true, run: checkScripts},
 		{Name: "integer-scripts", Scripts: true, run: checkIntScripts},
 		{Name: "batch-per-command", Scripts: true, run: checkBatch},
+		{Name: "conn-commands-refused", Scripts: true, run: checkConnCommands},
 	}
 }
 
@@ -250,5 +252,55 @@ func checkBatch(c *checker) {
 		if rs, err := c.h.Store().Do(c.ctx, store.Cmd{Name: "DEL", Args: []any{key}}); err != nil || rs[0].Err != nil {
 			c.t.Errorf("store: DEL %s: %v", key, err)
 		}
+	}
+}
+
+// A command that changes the state of a connection other calls share or
+// reuse (a lone MULTI, WATCH, SUBSCRIBE) is refused before it is sent,
+// with an error wrapping store.ErrNotSupported: in Do, the call; in Batch,
+// that command alone, the others answered. Decisions after the refusals
+// are exact (a lone MULTI that went out would have other calls' commands
+// queued, told they failed, and run by a later EXEC).
+func checkConnCommands(c *checker) {
+	st := c.h.Store()
+	k := c.prefix + ":{conn}:k"
+	lim := c.limiter(nil)
+	l := limiter.PerHour(100)
+	decide := func(want int64) {
+		c.t.Helper()
+		if r, err := lim.Allow(c.ctx, "conn", l); err != nil || !r.Allowed || r.Remaining != want {
+			c.t.Fatalf("store: Allow after the refused calls = %+v, %v; want admitted with %d remaining", r, err, want)
+		}
+	}
+	decide(99)
+	for _, cmds := range [][]store.Cmd{
+		{{Name: "MULTI"}},
+		{{Name: "multi"}},
+		{{Name: "EXEC"}},
+		{{Name: "DISCARD"}},
+		{{Name: "WATCH", Args: []any{k}}},
+		{{Name: "UNWATCH"}},
+		{{Name: "SUBSCRIBE", Args: []any{c.prefix}}},
+		{{Name: "PSUBSCRIBE", Args: []any{c.prefix + "*"}}},
+		{{Name: "MONITOR"}},
+		{{Name: "GET", Args: []any{k}}, {Name: "MULTI"}},
+		{{Name: "MULTI"}, {Name: "GET", Args: []any{k}}},
+	} {
+		if rs, err := st.Do(c.ctx, cmds...); !errors.Is(err, store.ErrNotSupported) {
+			c.t.Errorf("store: Do%v = %v, %v; want an error wrapping store.ErrNotSupported, nothing sent", cmds, rs, err)
+		}
+	}
+	if b, ok := st.(store.Batcher); ok {
+		rs := b.Batch(c.ctx, []store.Cmd{{Name: "INCR", Args: []any{k}}, {Name: "MULTI"}, {Name: "INCR", Args: []any{k}}, {Name: "WATCH", Args: []any{k}}})
+		if len(rs) != 4 || rs[0].Err != nil || rs[0].Val != int64(1) || rs[2].Err != nil || rs[2].Val != int64(2) ||
+			!errors.Is(rs[1].Err, store.ErrNotSupported) || !errors.Is(rs[3].Err, store.ErrNotSupported) {
+			c.t.Errorf("store: Batch(INCR, MULTI, INCR, WATCH) = %+v; want 1, ErrNotSupported, 2, ErrNotSupported", rs)
+		}
+	}
+	for i := range int64(3) {
+		decide(98 - i)
+	}
+	if rs, err := st.Do(c.ctx, store.Cmd{Name: "DEL", Args: []any{k}}); err != nil || rs[0].Err != nil {
+		c.t.Fatalf("DEL %s: %v %v", k, err, rs)
 	}
 }
