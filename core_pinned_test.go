@@ -48,7 +48,7 @@ func TestLeaseNotAfterItsWindow(t *testing.T) {
 		}
 	}
 	clock.Advance(10 * time.Second)
-	clock.Server().Del("limiter:{s}:60000ms") // W1's counter evicted
+	clock.Server().Del("limiter:{s}:60000ms")                              // W1's counter evicted
 	if r, err := other.AllowN(ctx, "s", 15, l); err != nil || !r.Allowed { // W2 [10s, 70s)
 		t.Fatal(r, err)
 	}
