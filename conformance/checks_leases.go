@@ -198,6 +198,39 @@ func checkLeaseRetry(c *checker) {
 	if n := c.inFlight("p39", f); n != 0 {
 		c.t.Errorf("property 39: Extend of a lease never held took a slot (%d held)", n)
 	}
+	if !c.h.Caps().VirtualClock {
+		return
+	}
+	// A held lease renewed (Extend, or Acquire of its ID again) 8 s into
+	// its 10 s is held until 18 s: at 13 s its slot is still taken.
+	g := limiter.InFlight{Max: 1, TTL: 10 * time.Second}
+	c.concurrency(g)
+	for _, op := range []string{"Extend", "Acquire"} {
+		mine := limiter.LeaseRequest{Key: mustInFlightKey(c, "p39-renew-"+op, g), ID: "renewed", Limit: g}
+		if st, err := c.spec.Leaser.Acquire(c.ctx, c.h.Store(), mine); err != nil || !st.Held {
+			c.t.Fatalf("property 39: Acquire = %+v, %v; want held", st, err)
+		}
+		c.h.Advance(8 * time.Second)
+		renew := c.spec.Leaser.Extend
+		if op == "Acquire" {
+			renew = c.spec.Leaser.Acquire
+		}
+		if st, err := renew(c.ctx, c.h.Store(), mine); err != nil || !st.Held {
+			c.t.Fatalf("property 39: %s of a held lease 8 s into its 10 s = %+v, %v; want held", op, st, err)
+		}
+		c.h.Advance(5 * time.Second)
+		other := mine
+		other.ID = "other"
+		if st, err := c.spec.Leaser.Acquire(c.ctx, c.h.Store(), other); err != nil || st.Held {
+			c.t.Errorf("property 39: 13 s after the Acquire of a lease renewed by %s at 8 s for 10 s, another Acquire of its one slot = %+v, %v; want refused (the lease is held until 18 s)", op, st, err)
+		}
+		if st, err := c.spec.Leaser.Extend(c.ctx, c.h.Store(), mine); err != nil || !st.Held {
+			c.t.Errorf("property 39: 13 s after the Acquire, Extend of the lease renewed by %s at 8 s = %+v, %v; want held", op, st, err)
+		}
+		if err := c.spec.Leaser.Release(c.ctx, c.h.Store(), mine); err != nil {
+			c.t.Fatal(err)
+		}
+	}
 }
 
 func mustInFlightKey(c *checker, subject string, f limiter.InFlight) string {

@@ -115,6 +115,8 @@ func KnownBad() []Control {
 			MustFail: []string{"self-repair"}, VirtualOnly: []string{"self-repair"}},
 		{Spec: FixedWindow(), Store: "IgnoresDeadline", Wrap: knownbad.IgnoresDeadline,
 			MustFail: []string{"slow-reply-past-deadline", "redis-down-or-blackholed"}},
+		{Spec: FixedWindow(), Store: "OneByOne", Wrap: knownbad.OneByOne,
+			MustFail: []string{"do-one-round-trip"}},
 		{Spec: FixedWindow(), Store: "RetryingBatch", Wrap: knownbad.RetryingBatch,
 			MustFail: []string{"lost-reply-counted-once"}},
 		{Spec: FixedWindow(), Store: "UnmappedBatch", Wrap: knownbad.UnmappedBatch,
@@ -195,6 +197,8 @@ func KnownBad() []Control {
 			MustFail: []string{"leases-exact"}},
 		{Spec: leaser("ReleaseAbandon", knownbad.ReleaseAbandon{Concurrency: strategy.NewConcurrency()}),
 			MustFail: []string{"late-acquire-abandoned"}},
+		{Spec: leaser("CheckOnlyExtend", knownbad.CheckOnlyExtend{Concurrency: strategy.NewConcurrency()}),
+			MustFail: []string{"retried-lease-holds-one"}, VirtualOnly: []string{"retried-lease-holds-one"}},
 		{Spec: leaser("RepairThenRead", knownbad.RepairThenRead{}),
 			MustFail: []string{"lease-expire-deletes-at-once"}},
 	}

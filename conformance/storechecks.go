@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/store"
@@ -41,6 +42,7 @@ func StoreChecks() []StoreCheck {
 		{Name: "integer-scripts", Scripts: true, run: checkIntScripts},
 		{Name: "batch-per-command", Scripts: true, run: checkBatch},
 		{Name: "conn-commands-refused", Scripts: true, run: checkConnCommands},
+		{Name: "do-one-round-trip", run: checkDoOneRoundTrip},
 	}
 }
 
@@ -299,6 +301,38 @@ func checkConnCommands(c *checker) {
 	}
 	for i := range int64(3) {
 		decide(98 - i)
+	}
+	if rs, err := st.Do(c.ctx, store.Cmd{Name: "DEL", Args: []any{k}}); err != nil || rs[0].Err != nil {
+		c.t.Fatalf("DEL %s: %v %v", k, err, rs)
+	}
+}
+
+// Do sends its commands in one round trip (a pipeline): through a proxy
+// that holds every reply 200 ms, ten commands take about 200 ms, not ten
+// times that.
+func checkDoOneRoundTrip(c *checker) {
+	p, st := c.proxied()
+	k := c.prefix + ":{rt}:k"
+	cmds := make([]store.Cmd, 10)
+	for i := range cmds {
+		cmds[i] = store.Cmd{Name: "INCR", Args: []any{k}}
+	}
+	if _, err := st.Do(c.ctx, store.Cmd{Name: "PING"}); err != nil { // connected first
+		c.t.Fatalf("store: PING through the proxy: %v", err)
+	}
+	const delay = 200 * time.Millisecond
+	p.Delay(delay)
+	start := time.Now()
+	rs, err := st.Do(c.ctx, cmds...)
+	took := time.Since(start)
+	p.Delay(0)
+	if err != nil || len(rs) != len(cmds) || rs[len(rs)-1].Val != int64(len(cmds)) {
+		c.t.Fatalf("store: Do of %d INCRs = %v, %v", len(cmds), rs, err)
+	}
+	// (3 round trips' time: room for a loaded machine; one per command
+	// would take 10)
+	if took >= 3*delay {
+		c.t.Errorf("store: Do of %d commands took %s with each reply held %s: not one round trip", len(cmds), took.Round(time.Millisecond), delay)
 	}
 	if rs, err := st.Do(c.ctx, store.Cmd{Name: "DEL", Args: []any{k}}); err != nil || rs[0].Err != nil {
 		c.t.Fatalf("DEL %s: %v %v", k, err, rs)

@@ -3,7 +3,9 @@ package knownbad
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/quotagate/limiter"
@@ -148,4 +150,37 @@ func (r RepairThenRead) Extend(ctx context.Context, st store.Store, req limiter.
 func (RepairThenRead) Release(ctx context.Context, st store.Store, req limiter.LeaseRequest) error {
 	_, err := st.Do(ctx, store.Cmd{Name: "ZREM", Args: []any{req.Key, req.ID}})
 	return err
+}
+
+// CheckOnlyExtend is a correct leaser whose Extend checks that the lease
+// is held and moves nothing (ZSCORE against TIME): a holder that extends
+// its lease to outlive its TTL loses the slot at the first TTL, to
+// another caller, while it still works.
+type CheckOnlyExtend struct {
+	strategy.Concurrency
+}
+
+// Extend implements limiter.Leaser, wrongly.
+func (e CheckOnlyExtend) Extend(ctx context.Context, st store.Store, req limiter.LeaseRequest) (limiter.LeaseState, error) {
+	rs, err := st.Do(ctx, store.Cmd{Name: "TIME"}, store.Cmd{Name: "ZSCORE", Args: []any{req.Key, req.ID}})
+	if err != nil {
+		return limiter.LeaseState{}, err
+	}
+	for _, r := range rs {
+		if r.Err != nil && !errors.Is(r.Err, store.ErrNil) {
+			return limiter.LeaseState{}, r.Err
+		}
+	}
+	t, err := store.Slice(rs[0].Val)
+	if err != nil || len(t) != 2 {
+		return limiter.LeaseState{}, fmt.Errorf("knownbad: TIME reply %v", rs[0].Val)
+	}
+	sec, _ := store.Int64(t[0])
+	usec, _ := store.Int64(t[1])
+	s, _ := rs[1].Val.(string)
+	score, err := strconv.ParseFloat(s, 64)
+	if err != nil || score <= float64(sec*1000+usec/1000) {
+		return limiter.LeaseState{}, nil
+	}
+	return limiter.LeaseState{Held: true, InFlight: 1}, nil
 }

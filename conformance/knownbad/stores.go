@@ -270,3 +270,26 @@ type batchIgnoresDeadline struct{ store.Store }
 func (s batchIgnoresDeadline) Batch(ctx context.Context, cmds []store.Cmd) []store.Reply {
 	return s.Store.(store.Batcher).Batch(context.WithoutCancel(ctx), cmds)
 }
+
+// OneByOne wraps st so that Do sends a pipeline's commands one round trip
+// each, as a client without pipelining does (a transaction, MULTI …
+// EXEC, still goes whole): every decision of several commands costs as
+// many round trips.
+func OneByOne(st store.Store) store.Store { return oneByOne{st} }
+
+type oneByOne struct{ store.Store }
+
+func (s oneByOne) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	if len(cmds) < 2 || store.IsTx(cmds) {
+		return s.Store.Do(ctx, cmds...)
+	}
+	out := make([]store.Reply, 0, len(cmds))
+	for _, c := range cmds {
+		rs, err := s.Store.Do(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rs...)
+	}
+	return out, nil
+}
