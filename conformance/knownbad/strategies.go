@@ -523,14 +523,14 @@ func (s LongestWindow) Decide(ctx context.Context, st store.Store, req limiter.R
 }
 
 // KeepsSubjects is a correct strategy that keeps, in the app's memory, a
-// log of the last 2048 decisions of every subject it has seen (a local
+// log of the last 4096 decisions of every subject it has seen (a local
 // audit trail, or a per-user cache) and never evicts it: the process's
 // memory grows with the number of distinct subjects, without bound.
 type KeepsSubjects struct {
 	Strategy limiter.Strategy // the correct strategy wrapped
 
 	mu   sync.Mutex
-	logs map[string]*[2048]int64
+	logs map[string]*[4096]int64
 }
 
 // Decide implements limiter.Strategy, wastefully.
@@ -539,11 +539,11 @@ func (s *KeepsSubjects) Decide(ctx context.Context, st store.Store, req limiter.
 	if err == nil && len(req.Keys) > 0 {
 		s.mu.Lock()
 		if s.logs == nil {
-			s.logs = map[string]*[2048]int64{}
+			s.logs = map[string]*[4096]int64{}
 		}
 		log := s.logs[req.Keys[0]]
 		if log == nil {
-			log = new([2048]int64)
+			log = new([4096]int64)
 			s.logs[req.Keys[0]] = log
 		}
 		copy(log[1:], log[:])
