@@ -393,7 +393,7 @@ func TestAllowManyAllocations(t *testing.T) {
 }
 
 // TestAllowManyAlignedAllocations: AlignedWindow's decisions in a batch
-// share their arrays (arguments, window indexes and keys): 2.75
+// share their arrays (arguments, window indexes and keys): 3.12
 // allocations per decision of AllowMany's own, the window's key among
 // them (5.56 with arrays of each request's own).
 func TestAllowManyAlignedAllocations(t *testing.T) {
@@ -421,8 +421,14 @@ func TestAllowManyAlignedAllocations(t *testing.T) {
 	canned := testing.AllocsPerRun(100, func() { cannedBatcher{reply: strategy.AlignedCountBase - 1}.Batch(ctx, cmds) })
 	per := (testing.AllocsPerRun(200, check) - canned) / float64(len(asks))
 	t.Logf("AllowMany, AlignedWindow: %.2f allocations per decision of its own", per)
-	if per > 3.5 {
-		t.Errorf("AllowMany makes %.2f allocations per decision of AlignedWindow, want at most 3.5", per)
+	// 3.12 measured; 3.44-3.56 with the race detector, whose sync.Pool
+	// drops a quarter of what goes back to it, at random
+	limit := 3.5
+	if raceDetector {
+		limit = 4
+	}
+	if per > limit {
+		t.Errorf("AllowMany makes %.2f allocations per decision of AlignedWindow, want at most %.2f", per, limit)
 	}
 }
 
