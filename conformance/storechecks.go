@@ -302,8 +302,13 @@ func checkConnCommands(c *checker) {
 	for i := range int64(3) {
 		decide(98 - i)
 	}
-	if rs, err := st.Do(c.ctx, store.Cmd{Name: "DEL", Args: []any{k}}); err != nil || rs[0].Err != nil {
-		c.t.Fatalf("DEL %s: %v %v", k, err, rs)
+	// A whole transaction goes through.
+	tx, err := st.Do(c.ctx, store.Cmd{Name: "MULTI"}, store.Cmd{Name: "SET", Args: []any{k, 7}}, store.Cmd{Name: "DEL", Args: []any{k}}, store.Cmd{Name: "EXEC"})
+	if err != nil || len(tx) != 4 || tx[3].Err != nil {
+		c.t.Fatalf("store: Do(MULTI, SET, DEL, EXEC) = %+v, %v; want the transaction's replies", tx, err)
+	}
+	if vals, _ := tx[3].Val.([]any); len(vals) != 2 || vals[1] != int64(1) {
+		c.t.Errorf("store: EXEC's replies = %v; want [OK 1]", tx[3].Val)
 	}
 }
 
