@@ -166,7 +166,7 @@ func KnownBad() []Control {
 		}(),
 			MustFail: []string{"corrupt-counter"}},
 		{Spec: floatTokenBucket(),
-			MustFail: []string{"refill-exact"}, VirtualOnly: []string{"refill-exact"}},
+			MustFail: []string{"refill-exact", "refill-model"}, VirtualOnly: []string{"refill-exact", "refill-model"}},
 		{Spec: func() Spec {
 			spec := TokenBucket()
 			spec.Name, spec.Strategy = "WholeMsTokenBucket", knownbad.WholeMsTokenBucket{}

@@ -118,6 +118,47 @@ func luaMut(t testing.TB, edits ...string) luaWindow {
 	return luaWindow{store.NewScript(src)}
 }
 
+// luaGCRA is GCRA's general path alone (its one-limit fast paths cut),
+// through the same small binding (the replies have the same shape): the
+// base of the refill mutants below.
+type luaGCRA struct{ s *store.Script }
+
+func (g luaGCRA) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	args := []any{req.Cost, 0}
+	if req.DryRun {
+		args[1] = 1
+	}
+	for _, l := range req.Limits {
+		burst := l.Burst
+		if burst == 0 {
+			burst = l.Rate
+		}
+		// the emission interval in whole microseconds, rounded up
+		args = append(args, (l.Period.Microseconds()+l.Rate-1)/l.Rate, burst)
+	}
+	v, err := g.s.Run(ctx, st, req.Keys, args)
+	return bindReply(req, v, err, 0)
+}
+
+// gcraMut builds GCRA's general path with edits (old, new, ...).
+func gcraMut(t testing.TB, edits ...string) luaGCRA {
+	b, err := os.ReadFile("../strategy/lua/gcra.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := string(b)
+	i := strings.Index(src, "if #KEYS == 1 and write then")
+	j := strings.Index(src, "-- The general path:")
+	if i < 0 || j < i {
+		t.Fatal("layout of gcra.lua changed")
+	}
+	src = src[:i] + src[j:]
+	for k := 0; k < len(edits); k += 2 {
+		src = mutate(t, src, edits[k], edits[k+1])
+	}
+	return luaGCRA{store.NewScript(src)}
+}
+
 // mutantSpec is FixedWindow's Spec (the claims a correct implementation
 // makes) for strategy s.
 func mutantSpec(name string, s limiter.Strategy) conformance.Spec {
@@ -145,6 +186,11 @@ func (windowQuota) WindowQuota() {}
 func TestMutantsFail(t *testing.T) {
 	fixedSpec := func(name string, s limiter.Strategy) conformance.Spec {
 		spec := conformance.FixedWindow()
+		spec.Name, spec.Strategy = name, s
+		return spec
+	}
+	gcraSpec := func(name string, s limiter.Strategy) conformance.Spec {
+		spec := conformance.GCRA()
 		spec.Name, spec.Strategy = name, s
 		return spec
 	}
@@ -178,10 +224,28 @@ func TestMutantsFail(t *testing.T) {
 		{fixedSpec("PeekRepairs", luaMut(t, "if write then\n  for i = 1, n do\n    if repair[i] then", "if true then\n  for i = 1, n do\n    if repair[i] then")), "period-change"},
 		// a Reset that forgets the first limit's window only
 		{aligned, "reset-forgets-every-limit"},
+		// GCRA's ResetAfter rounded up to 10 ms (every other check passes
+		// it: it only ever reports a later reset)
+		{gcraSpec("ResetAfterCeil10ms", gcraMut(t, "out[#out + 1] = math.ceil(r / 1000)", "out[#out + 1] = math.ceil(r / 10000) * 10")), "refill-model"},
+		// ResetAfter from before the admission
+		{gcraSpec("ResetAfterBeforeAdmission", gcraMut(t, "out[#out + 1] = math.ceil(r / 1000)", "out[#out + 1] = math.ceil(rel[i] / 1000)")), "refill-model"},
+		// Remaining counting a unit half back as back
+		{gcraSpec("RemainingHalfUnit", gcraMut(t, "out[#out + 1] = math.max(math.floor((burst * interval - r) / interval), 0)", "out[#out + 1] = math.max(math.floor((burst * interval - r + interval / 2) / interval), 0)")), "refill-model"},
+		// a denial's RetryAfter from the first limit's state
+		{gcraSpec("RefillRetryFromFirstLimit", gcraMut(t, "retry = math.max(1, math.ceil((rel[i] + cost", "retry = math.max(1, math.ceil((rel[1] + cost")), "refill-model"},
+		// the time left read in steps of 10 ms (units back up to 9 ms
+		// early)
+		{gcraSpec("TATRead10ms", gcraMut(t, "      if d >= 0 then\n        r = d * 1000\n      else\n        r = (x - 9000000000000000) * 1000", "      if d >= 0 then\n        r = (d - d % 10) * 1000\n      else\n        r = (x - 9000000000000000) * 1000")), "refill-model"},
 	}
-	checks := map[string]bool{}
+	// the checks each family's mutants must fail, which its unmutated
+	// base must pass (the windows' checks FixedWindow's)
+	checks := map[string]map[string]bool{"FixedWindow": {}, "GCRA": {}}
 	for _, m := range mutants {
-		checks[m.check] = true
+		family := "FixedWindow"
+		if m.spec.Refills {
+			family = "GCRA"
+		}
+		checks[family][m.check] = true
 		ch, ok := conformance.CheckByName(m.check)
 		if !ok {
 			t.Fatalf("no check %s", m.check)
@@ -194,17 +258,22 @@ func TestMutantsFail(t *testing.T) {
 			t.Logf("%s fails it as it must: %s", m.check, strings.Join(outcomes[0].Messages, " | "))
 		})
 	}
-	// The control: the unmutated general path, alone and batched, passes
-	// the same checks (the mutations fail them, not the harness).
-	var all []conformance.Check
-	for name := range checks {
-		ch, _ := conformance.CheckByName(name)
-		all = append(all, ch)
-	}
-	specs := []conformance.Spec{fixedSpec("general", luaMut(t)), fixedSpec("general-batched", scriptWindow{luaMut(t), 0})}
-	for _, o := range conformance.Run(context.Background(), conformance.Miniredis(dial), specs, all, false) {
-		if !o.Passed {
-			t.Errorf("control %s: %s failed (skipped=%v): %v", o.Spec, o.Check, o.Skipped, o.Messages)
+	// The control: the unmutated general paths (FixedWindow's alone and
+	// batched, GCRA's) pass the same checks (the mutations fail them, not
+	// the harness).
+	for family, specs := range map[string][]conformance.Spec{
+		"FixedWindow": {fixedSpec("general", luaMut(t)), fixedSpec("general-batched", scriptWindow{luaMut(t), 0})},
+		"GCRA":        {gcraSpec("gcra-general", gcraMut(t))},
+	} {
+		var all []conformance.Check
+		for name := range checks[family] {
+			ch, _ := conformance.CheckByName(name)
+			all = append(all, ch)
+		}
+		for _, o := range conformance.Run(context.Background(), conformance.Miniredis(dial), specs, all, false) {
+			if !o.Passed {
+				t.Errorf("control %s: %s failed (skipped=%v): %v", o.Spec, o.Check, o.Skipped, o.Messages)
+			}
 		}
 	}
 }

@@ -97,6 +97,7 @@ func Checks() []Check {
 		{ID: 44, Name: "window-quota-reset", run: checkWindowQuotaReset},
 		{ID: 45, Name: "expire-deletes-at-once", run: checkExpireDeletesAtOnce},
 		{ID: 47, Name: "reset-forgets-every-limit", run: checkReset},
+		{ID: 48, Name: "refill-model", run: checkRefillModel},
 		{ID: 36, Name: "leases-exact", run: checkLeasesExact, leases: true},
 		{ID: 37, Name: "crashed-holder-frees-slot", run: checkCrashedHolder, leases: true},
 		{ID: 38, Name: "release-frees-own-slot", run: checkReleaseHarmless, leases: true},
