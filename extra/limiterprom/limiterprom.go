@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -40,8 +41,13 @@ func WithStrategy(name string) Option {
 }
 
 // WithBuckets sets the duration histogram's buckets, in seconds (default
-// 0.25 ms to 1 s).
+// 0.25 ms to 1 s; none: Prometheus's default buckets), in increasing
+// order: New returns ErrInvalidBuckets for others.
 func WithBuckets(b ...float64) Option { return func(c *config) { c.buckets = b } }
+
+// ErrInvalidBuckets is returned by New for buckets that are not in
+// increasing order (or not numbers); it registers nothing then.
+var ErrInvalidBuckets = errors.New("limiterprom: invalid histogram buckets")
 
 // New registers the metrics with reg and returns their Observer. Several
 // Observers may share one registry (one per strategy or Limiter, told
@@ -52,6 +58,13 @@ func New(reg prometheus.Registerer, opts ...Option) (*Observer, error) {
 	c := config{namespace: "limiter", buckets: []float64{.00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1}}
 	for _, o := range opts {
 		o(&c)
+	}
+	// (client_golang checks the buckets when the histogram is first used,
+	// with a panic, after it was registered: checked before anything is)
+	for i, b := range c.buckets {
+		if math.IsNaN(b) || i > 0 && b <= c.buckets[i-1] {
+			return nil, fmt.Errorf("%w: %v: each must be a number above the one before", ErrInvalidBuckets, c.buckets)
+		}
 	}
 	decisions := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: c.namespace, Name: "decisions_total",
