@@ -18,6 +18,10 @@ type ServerReport struct {
 	Version string
 	// Mode is redis_mode: "standalone", "cluster" or "sentinel".
 	Mode string
+	// Role is the server's role: "master", or "slave" for a replica, whose
+	// counts the primary does not see (and which refuses writes unless
+	// replica-read-only is off).
+	Role string
 	// MaxMemory is maxmemory in bytes; 0 is no limit.
 	MaxMemory int64
 	// MaxMemoryPolicy is maxmemory-policy, such as "noeviction".
@@ -63,7 +67,7 @@ func CheckServer(ctx context.Context, st store.Store) (ServerReport, error) {
 			}
 		}
 	}
-	r.Version, r.Mode, r.MaxMemoryPolicy = info["redis_version"], info["redis_mode"], info["maxmemory_policy"]
+	r.Version, r.Mode, r.Role, r.MaxMemoryPolicy = info["redis_version"], info["redis_mode"], info["role"], info["maxmemory_policy"]
 	r.MaxMemory, _ = strconv.ParseInt(info["maxmemory"], 10, 64)
 	if len(rs) == 1 && rs[0].Err != nil && authRefused(rs[0].Err) {
 		// Every command will be refused alike: not a report of the
@@ -88,6 +92,9 @@ func CheckServer(ctx context.Context, st store.Store) (ServerReport, error) {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("scripts are refused (%v): strategy.FixedWindow cannot run here; Bucketed and Optimistic can", rs[0].Err))
 	default:
 		r.Scripting = true
+	}
+	if r.Role == "slave" {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("this server is a replica of %s:%s: it refuses the limiter's writes (READONLY), or, writable, keeps counts its primary never sees; use the primary", info["master_host"], info["master_port"]))
 	}
 	switch p := r.MaxMemoryPolicy; {
 	case p == "" || p == "noeviction":

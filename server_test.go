@@ -39,8 +39,8 @@ func TestCheckServer(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		if r.Version == "" || r.Mode != "standalone" || !r.Scripting || r.MaxMemoryPolicy == "" {
-			t.Errorf("%s: report %+v; want a version, standalone, scripting, a policy", c.name, r)
+		if r.Version == "" || r.Mode != "standalone" || r.Role != "master" || !r.Scripting || r.MaxMemoryPolicy == "" {
+			t.Errorf("%s: report %+v; want a version, standalone, master, scripting, a policy", c.name, r)
 		}
 		switch {
 		case c.warn == "" && len(r.Warnings) != 0:
@@ -65,6 +65,16 @@ func TestCheckServer(t *testing.T) {
 	}
 	if r.Scripting || r.ScriptingErr == nil || !strings.Contains(r.ScriptingErr.Error(), "NOPERM") || len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "FixedWindow") {
 		t.Errorf("a user without scripting: %+v; want Scripting false, a NOPERM error and a warning naming FixedWindow", r)
+	}
+
+	// A replica: its role, and a warning naming its primary.
+	host, port, _ := strings.Cut(s.Addr(), ":")
+	replica := redistest.StartServer(t, "--replicaof", host, port)
+	repl := redis.NewClient(&redis.Options{Addr: replica.Addr(), MaxRetries: -1})
+	defer repl.Close()
+	r, err = limiter.CheckServer(ctx, goredis.New(repl))
+	if err != nil || r.Role != "slave" || len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "a replica of "+s.Addr()+": it refuses the limiter's writes") {
+		t.Errorf("a replica: %+v, %v; want role slave and one warning naming its primary %s", r, err, s.Addr())
 	}
 
 	// The embedded miniredis answers what it can; no error.

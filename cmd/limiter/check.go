@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -111,6 +112,15 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 			server, err = printServer(rctx, out, st)
 			cancel()
 			closeFn()
+		}
+		switch {
+		case err != nil:
+		case *url != "" && server.Mode == "cluster":
+			// a single-server client cannot follow the slots: every
+			// check would fail with MOVED
+			err = fmt.Errorf("-redis %s: a Redis Cluster node: give its nodes with -cluster", redactPassword(*url, *url))
+		case server.Role == "slave":
+			err = errors.New("a replica: run the checks against its primary")
 		}
 		if err != nil {
 			// Every check would fail the same way: say why once.
@@ -449,7 +459,19 @@ func printServer(ctx context.Context, w io.Writer, st store.Store) (*limiter.Ser
 	if policy == "" {
 		policy = "unknown"
 	}
-	fmt.Fprintf(w, "server: Redis %s, %s, maxmemory %d, maxmemory-policy %s, %s\n", r.Version, r.Mode, r.MaxMemory, policy, scripts)
+	if r.Version == "" {
+		// INFO refused (an ACL without it): nothing of it is known
+		fmt.Fprintf(w, "server: Redis of unknown version, mode and maxmemory (INFO refused), %s\n", scripts)
+	} else {
+		parts := []string{"Redis " + r.Version}
+		for _, p := range []string{r.Mode, r.Role} {
+			if p != "" {
+				parts = append(parts, p)
+			}
+		}
+		parts = append(parts, fmt.Sprintf("maxmemory %d", r.MaxMemory), "maxmemory-policy "+policy, scripts)
+		fmt.Fprintf(w, "server: %s\n", strings.Join(parts, ", "))
+	}
 	var works []string
 	for _, spec := range conformance.Strategies() {
 		if spec.Runs(r) {
@@ -466,11 +488,43 @@ func printServer(ctx context.Context, w io.Writer, st store.Store) (*limiter.Ser
 // parseRedisURL reads a -redis URL: redis:// or rediss:// (TLS), or
 // unix:///path/to/redis.sock, whose address is the socket's path.
 func parseRedisURL(url string) (string, connOptions, error) {
-	opt, err := redis.ParseURL(url)
+	opt, err := parseURL("-redis", url)
 	if err != nil {
-		return "", connOptions{}, fmt.Errorf("%w: -redis: %w", errUsage, err)
+		return "", connOptions{}, err
 	}
 	return opt.Addr, connOptions{username: opt.Username, password: opt.Password, db: opt.DB, tls: opt.TLSConfig}, nil
+}
+
+// parseURL parses the Redis URL raw given to flag, or returns a usage
+// error that does not show its password (the parser's error quotes the
+// whole URL).
+func parseURL(flag, raw string) (*redis.Options, error) {
+	opt, err := redis.ParseURL(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %s", errUsage, flag, redactPassword(err.Error(), raw))
+	}
+	return opt, nil
+}
+
+// redactPassword returns msg with the password of the URL raw (the text
+// between the user's colon and the last @ of its authority) replaced.
+func redactPassword(msg, raw string) string {
+	_, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return msg
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
+		return msg
+	}
+	_, password, ok := strings.Cut(rest[:at], ":")
+	if !ok || password == "" {
+		return msg
+	}
+	return strings.ReplaceAll(msg, password, "xxxxx")
 }
 
 // parseClusterNodes parses -cluster: nodes given as host:port, or as
@@ -489,9 +543,9 @@ func parseClusterNodes(list string) ([]string, connOptions, error) {
 			addrs = append(addrs, n)
 			continue
 		}
-		opt, err := redis.ParseURL(n)
+		opt, err := parseURL("-cluster", n)
 		if err != nil {
-			return nil, o, fmt.Errorf("%w: -cluster: %w", errUsage, err)
+			return nil, o, err
 		}
 		if opt.Network == "unix" {
 			return nil, o, fmt.Errorf("%w: -cluster: %s is a Unix socket; a Cluster's nodes are reached over TCP", errUsage, n)

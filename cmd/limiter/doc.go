@@ -11,11 +11,11 @@
 // adapter (go-redis, rueidis, redigo) on an embedded miniredis, a fresh one
 // per check, and exits 1 if any check fails. On a Redis of yours (-redis,
 // -cluster) it first prints the server's report (limiter.CheckServer): its
-// version, mode, eviction policy, whether scripts may run and which
+// version, mode, role, eviction policy, whether scripts may run and which
 // strategies can run there (the checks of the others skip, saying why),
 // with a warning for what can make a limit fail; when the server cannot be
-// used at all (refused, a certificate not
-// trusted, a wrong password) it says why and exits 1. Every check is
+// used at all (refused, a certificate not trusted, a wrong password, a
+// replica, a Cluster node given to -redis) it says why and exits 1. Every check is
 // bounded (5 min): one that hangs fails saying so. Flags:
 //
 //	-redis URL     run on the Redis at URL (redis://[user:pass@]host:port/db)

@@ -91,8 +91,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	}
 	opt := &redis.Options{}
 	if *url != "" {
-		if opt, err = redis.ParseURL(*url); err != nil {
-			return 0, fmt.Errorf("%w: -redis: %w", errUsage, err)
+		if opt, err = parseURL("-redis", *url); err != nil {
+			return 0, err
+		}
+		if opt.TLSConfig != nil {
+			// go-redis cannot see through TLS that the server closed an
+			// idle connection: goredis.TLSDialer's connections can
+			opt.Dialer = goredis.TLSDialer(&net.Dialer{Timeout: 5 * time.Second}, opt.TLSConfig)
+			opt.TLSConfig = nil
 		}
 		fmt.Fprintf(stdout, "limiter serve: Redis at %s\n", opt.Addr)
 	} else {
