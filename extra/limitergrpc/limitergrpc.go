@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/internal/ctxend"
 	"github.com/quotagate/limiter/rules"
 	"github.com/quotagate/limiter/strategy"
 )
@@ -153,9 +154,10 @@ func (c config) decide(ctx context.Context, rl *rules.Limiter, method string, se
 			// key): no retry can succeed
 			return status.Error(codes.InvalidArgument, err.Error())
 		}
-		if err := ended(ctx); err != nil {
-			// the call's own end (the client gone, its deadline); the
-			// Limiter's own timeout on a slow Redis is an outage
+		if err := ctxend.Err(ctx); err != nil {
+			// the call's own end (the client gone, its deadline, which
+			// a client's socket read may meet before ctx's timer fires);
+			// the Limiter's own timeout on a slow Redis is an outage
 			return status.FromContextError(err).Err()
 		}
 		if errors.Is(err, limiter.ErrContention) && len(d.Rules) > 0 {
@@ -170,20 +172,6 @@ func (c config) decide(ctx context.Context, rl *rules.Limiter, method string, se
 		return nil
 	}
 	return denied(d, setHeader)
-}
-
-// ended is ctx's error, or context.DeadlineExceeded once its deadline has
-// passed: a client that sets the call's deadline on its socket (go-redis
-// with ContextTimeoutEnabled) times its read out at that instant, which
-// may end the decision before ctx's own timer has fired.
-func ended(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
-		return context.DeadlineExceeded
-	}
-	return nil
 }
 
 // denied is the status of a denied call, with its details and header
