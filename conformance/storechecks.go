@@ -258,11 +258,14 @@ func checkBatch(c *checker) {
 }
 
 // A command that changes the state of a connection other calls share or
-// reuse (a lone MULTI, WATCH, SUBSCRIBE) is refused before it is sent,
-// with an error wrapping store.ErrNotSupported: in Do, the call; in Batch,
-// that command alone, the others answered. Decisions after the refusals
-// are exact (a lone MULTI that went out would have other calls' commands
-// queued, told they failed, and run by a later EXEC).
+// reuse (a lone MULTI, WATCH, SUBSCRIBE, SELECT, CLIENT REPLY, inside a
+// transaction too) is refused before it is sent, with an error wrapping
+// store.ErrNotSupported: in Do, the call; in Batch, that command alone,
+// the others answered; in a Watch's Tx, the Tx's call (WATCH and UNWATCH
+// but in Exec allowed). Decisions after the refusals are exact (a lone
+// MULTI that went out would have other calls' commands queued, told they
+// failed, and run by a later EXEC; a SELECT, counted in another
+// database).
 func checkConnCommands(c *checker) {
 	st := c.h.Store()
 	k := c.prefix + ":{conn}:k"
@@ -287,9 +290,47 @@ func checkConnCommands(c *checker) {
 		{{Name: "MONITOR"}},
 		{{Name: "GET", Args: []any{k}}, {Name: "MULTI"}},
 		{{Name: "MULTI"}, {Name: "GET", Args: []any{k}}},
+		{{Name: "SELECT", Args: []any{1}}},
+		{{Name: "select", Args: []any{0}}},
+		{{Name: "RESET"}},
+		{{Name: "HELLO", Args: []any{2}}},
+		{{Name: "AUTH", Args: []any{"nobody", "nothing"}}},
+		{{Name: "CLIENT", Args: []any{"REPLY", "OFF"}}},
+		{{Name: "CLIENT", Args: []any{"TRACKING", "ON"}}},
+		{{Name: "READONLY"}},
+		{{Name: "QUIT"}},
+		{{Name: "MULTI"}, {Name: "SELECT", Args: []any{1}}, {Name: "EXEC"}},
+		{{Name: "MULTI"}, {Name: "SUBSCRIBE", Args: []any{c.prefix}}, {Name: "EXEC"}},
 	} {
 		if rs, err := st.Do(c.ctx, cmds...); !errors.Is(err, store.ErrNotSupported) {
 			c.t.Errorf("store: Do%v = %v, %v; want an error wrapping store.ErrNotSupported, nothing sent", cmds, rs, err)
+		}
+	}
+	if w, ok := st.(store.Watcher); ok {
+		// A Watch's connection goes back to its pool after it: its Tx
+		// refuses alike (WATCH and UNWATCH, but in Exec, allowed).
+		refused := func(step string, rs []store.Reply, err error) {
+			c.t.Helper()
+			if !errors.Is(err, store.ErrNotSupported) {
+				c.t.Errorf("store: in a Watch, %s = %v, %v; want an error wrapping store.ErrNotSupported, nothing sent", step, rs, err)
+			}
+		}
+		err := w.Watch(c.ctx, []string{k}, func(tx store.Tx) error {
+			rs, err := tx.Do(c.ctx, store.Cmd{Name: "MULTI"})
+			refused("Tx.Do(MULTI)", rs, err)
+			rs, err = tx.Do(c.ctx, store.Cmd{Name: "GET", Args: []any{k}}, store.Cmd{Name: "SELECT", Args: []any{1}})
+			refused("Tx.Do(GET, SELECT 1)", rs, err)
+			rs, err = tx.Exec(c.ctx, store.Cmd{Name: "SUBSCRIBE", Args: []any{c.prefix}})
+			refused("Tx.Exec(SUBSCRIBE)", rs, err)
+			rs, err = tx.Exec(c.ctx, store.Cmd{Name: "WATCH", Args: []any{k}})
+			refused("Tx.Exec(WATCH)", rs, err)
+			if rs, err = tx.Do(c.ctx, store.Cmd{Name: "WATCH", Args: []any{k}}); err != nil || len(rs) != 1 || rs[0].Err != nil {
+				c.t.Errorf("store: in a Watch, Tx.Do(WATCH) = %v, %v; want OK (the Watch watches one key more)", rs, err)
+			}
+			return nil
+		})
+		if err != nil {
+			c.t.Errorf("store: Watch of the refused calls: %v", err)
 		}
 	}
 	if b, ok := st.(store.Batcher); ok {

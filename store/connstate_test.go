@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/quotagate/limiter/store"
@@ -11,10 +12,39 @@ func TestConnCommand(t *testing.T) {
 	for name, want := range map[string]bool{
 		"MULTI": true, "exec": true, "Discard": true, "WATCH": true, "unwatch": true, "MONITOR": true,
 		"SUBSCRIBE": true, "psubscribe": true, "SSUBSCRIBE": true, "UNSUBSCRIBE": true,
-		"GET": false, "EVALSHA": false, "EXECX": false, "SCRIBE": false, "": false, "TIME": false,
+		"SELECT": true, "reset": true, "HELLO": true, "Auth": true, "READONLY": true, "readwrite": true, "QUIT": true,
+		"GET": false, "EVALSHA": false, "EXECX": false, "SCRIBE": false, "": false, "TIME": false, "CLIENT": false, "SELECTX": false,
 	} {
-		if got := store.ConnCommand(name); got != want {
+		if got := store.ConnCommand(store.Cmd{Name: name}); got != want {
 			t.Errorf("ConnCommand(%q) = %v, want %v", name, got, want)
+		}
+	}
+	for _, c := range []struct {
+		sub  any
+		want bool
+	}{{"REPLY", true}, {"reply", true}, {[]byte("TRACKING"), true}, {"CACHING", true}, {"ID", false}, {"LIST", false}, {"SETNAME", false}, {7, false}} {
+		if got := store.ConnCommand(store.Cmd{Name: "client", Args: []any{c.sub, "OFF"}}); got != c.want {
+			t.Errorf("ConnCommand(CLIENT %v) = %v, want %v", c.sub, got, c.want)
+		}
+	}
+	// A transaction is whole when nothing inside it changes the
+	// connection: SELECT or SUBSCRIBE queued in it would, once EXEC ran.
+	for _, inner := range []string{"SELECT", "SUBSCRIBE", "MONITOR", "HELLO"} {
+		cmds := []store.Cmd{{Name: "MULTI"}, {Name: inner, Args: []any{"1"}}, {Name: "EXEC"}}
+		if err := store.CheckConnCommands(cmds); !errors.Is(err, store.ErrNotSupported) || !strings.Contains(err.Error(), inner) {
+			t.Errorf("MULTI, %s, EXEC: %v; want ErrNotSupported naming %s", inner, err, inner)
+		}
+	}
+	// A Watch's Tx: WATCH and UNWATCH in Tx.Do only, no other.
+	for _, c := range []struct {
+		name    string
+		inMulti bool
+		ok      bool
+	}{{"WATCH", false, true}, {"UNWATCH", false, true}, {"GET", false, true}, {"GET", true, true},
+		{"WATCH", true, false}, {"MULTI", false, false}, {"EXEC", false, false}, {"DISCARD", false, false}, {"SELECT", false, false}, {"SUBSCRIBE", true, false}} {
+		err := store.CheckTxCommands([]store.Cmd{{Name: "GET", Args: []any{"k"}}, {Name: c.name, Args: []any{"k"}}}, c.inMulti)
+		if (err == nil) != c.ok || err != nil && !errors.Is(err, store.ErrNotSupported) {
+			t.Errorf("CheckTxCommands(GET, %s; inMulti %v) = %v; want ok %v (else ErrNotSupported)", c.name, c.inMulti, err, c.ok)
 		}
 	}
 	tx := []store.Cmd{{Name: "MULTI"}, {Name: "INCR", Args: []any{"k"}}, {Name: "EXEC"}}

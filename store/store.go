@@ -59,8 +59,9 @@ type Store interface {
 	// arriving. All keys of one call hash to one Cluster slot. cmds of the
 	// form MULTI, commands, EXEC (IsTx) are one transaction; any other call
 	// holding a command that changes a connection's state (ConnCommand: a
-	// lone MULTI, WATCH, SUBSCRIBE) is refused with an error wrapping
-	// ErrNotSupported before anything is sent (CheckConnCommands).
+	// lone MULTI, WATCH, SUBSCRIBE, SELECT, inside a transaction too) is
+	// refused with an error wrapping ErrNotSupported before anything is
+	// sent (CheckConnCommands).
 	Do(ctx context.Context, cmds ...Cmd) ([]Reply, error)
 	// EvalSha runs the cached script sha. A NOSCRIPT reply is ErrNoScript; a
 	// lost reply is ErrUnknownOutcome.
@@ -89,10 +90,16 @@ type Tx interface {
 	// (MOVED, ASK, TRYAGAIN), as in a failover or a slot's migration, makes
 	// Do return an error that wraps ErrTxAborted, as Exec does: the keys
 	// are to be watched again where they are now. A command on another
-	// slot's key is not ErrTxAborted: watching again changes nothing.
+	// slot's key is not ErrTxAborted: watching again changes nothing. A
+	// command that changes the connection's state, but WATCH and UNWATCH,
+	// is refused with an error wrapping ErrNotSupported before anything is
+	// sent (CheckTxCommands): the connection goes back to its pool after
+	// the Watch.
 	Do(ctx context.Context, cmds ...Cmd) ([]Reply, error)
 	// Exec runs cmds inside MULTI/EXEC on the pinned connection. A
-	// transaction aborted by a watched key is ErrTxAborted.
+	// transaction aborted by a watched key is ErrTxAborted. A command that
+	// changes the connection's state is refused as in Do, WATCH and
+	// UNWATCH too.
 	Exec(ctx context.Context, cmds ...Cmd) ([]Reply, error)
 }
 

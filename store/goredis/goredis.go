@@ -1076,6 +1076,11 @@ func (t txn) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("goredis: %w", err) // nothing sent
 	}
+	if err := store.CheckTxCommands(cmds, false); err != nil {
+		// (go-redis hands the connection back to its pool as it is: a
+		// lone MULTI or a SELECT would outlive the Watch)
+		return nil, fmt.Errorf("goredis: %w", err) // nothing sent
+	}
 	for _, c := range cmds {
 		if strings.EqualFold(c.Name, "WATCH") {
 			t.ws.mu.Lock()
@@ -1218,6 +1223,9 @@ func movedAway(execErr error, cmds []store.Cmd, queued []*redis.Cmd, slot int) e
 // it.
 func (t txn) Exec(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
 	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("goredis: %w", err) // nothing sent
+	}
+	if err := store.CheckTxCommands(cmds, true); err != nil {
 		return nil, fmt.Errorf("goredis: %w", err) // nothing sent
 	}
 	if !t.ws.sending() {

@@ -169,6 +169,9 @@ func (t *txn) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) 
 	if err := t.usable(ctx); err != nil {
 		return nil, err
 	}
+	if err := store.CheckTxCommands(cmds, false); err != nil {
+		return nil, fmt.Errorf("redigo: %w", err) // nothing sent
+	}
 	for _, c := range cmds {
 		if strings.EqualFold(c.Name, "WATCH") {
 			t.watching = true // fn watches more keys: un-watch them on release
@@ -200,6 +203,9 @@ func (t *txn) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) 
 func (t *txn) Exec(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
 	if err := t.usable(ctx); err != nil {
 		return nil, err
+	}
+	if err := store.CheckTxCommands(cmds, true); err != nil {
+		return nil, fmt.Errorf("redigo: %w", err) // nothing sent
 	}
 	all := make([]store.Cmd, 0, len(cmds)+2)
 	all = append(all, store.Cmd{Name: "MULTI"})

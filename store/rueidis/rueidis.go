@@ -506,7 +506,7 @@ func (s *Store) Batch(ctx context.Context, cmds []store.Cmd) []store.Reply {
 			out[i].Err = err
 			continue
 		}
-		if store.ConnCommand(c.Name) {
+		if store.ConnCommand(c) {
 			out[i].Err = fmt.Errorf("rueidis: %w", store.CheckConnCommands(cmds[i:i+1]))
 			continue
 		}

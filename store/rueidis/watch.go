@@ -290,10 +290,6 @@ const unwatchTimeout = 2 * time.Second
 // has returned (nothing is sent: the connection may be another Watch's).
 var errTxDone = errors.New("rueidis: Tx used after its Watch returned")
 
-// errTxState is returned for a command that would change the transaction
-// state of the pinned connection behind Watch's back.
-var errTxState = errors.New("rueidis: MULTI, EXEC and DISCARD are issued by Tx.Exec only")
-
 // Watch implements store.Watcher on a dedicated rueidis connection. On
 // every way out of Watch — fn's error, a panic in fn, a failed WATCH, a
 // lost connection, the context — the connection is kept for the next
@@ -814,6 +810,9 @@ func (t *tx) build(ctx context.Context, cmds []store.Cmd, multi bool) ([]rd.Comp
 	if t.done.Load() {
 		return nil, errTxDone
 	}
+	if err := store.CheckTxCommands(cmds, multi); err != nil {
+		return nil, fmt.Errorf("rueidis: %w", err) // nothing sent
+	}
 	n := len(cmds)
 	if multi {
 		n += 2
@@ -832,10 +831,6 @@ func (t *tx) build(ctx context.Context, cmds []store.Cmd, multi bool) ([]rd.Comp
 	for _, c := range cmds {
 		if err := checkCmd(c); err != nil {
 			return nil, err
-		}
-		switch strings.ToUpper(c.Name) {
-		case "MULTI", "EXEC", "DISCARD":
-			return nil, errTxState
 		}
 		b, hasKey := build(t.s.c.B(), c) // (a Cluster's computes the slot)
 		if t.cluster && hasKey && b.Slot() != t.slot {
