@@ -73,6 +73,32 @@ func TestKeysInjective(t *testing.T) {
 	}
 }
 
+// TestForgedHashTag: a subject spelled as another subject's hashed tag
+// ("#" and 32 hex digits) is hashed too: it never takes that subject's
+// keys.
+func TestForgedHashTag(t *testing.T) {
+	l := limiter.Limit{Rate: 1, Period: time.Second}
+	hashed := 0
+	for _, s := range hostile {
+		k, err := limiter.Key("rl", s, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tag := k[strings.IndexByte(k, '{')+1 : strings.IndexByte(k, '}')]
+		if !strings.HasPrefix(tag, "#") {
+			continue
+		}
+		hashed++
+		forged, err := limiter.Key("rl", tag, l)
+		if err != nil || forged == k {
+			t.Errorf("subject %q (the hashed tag of %.30q) = %q, %v; want a key of its own, not %q", tag, s, forged, err, k)
+		}
+	}
+	if hashed == 0 {
+		t.Fatal("no hostile subject is hashed: the test proves nothing")
+	}
+}
+
 // FuzzKey: distinct (subject, name) pairs never share a key, and keys stay
 // short whatever the subject.
 func FuzzKey(f *testing.F) {
