@@ -10,7 +10,8 @@ import (
 // UNWATCH, MONITOR and the (P|S)SUBSCRIBE family; SELECT (another
 // database for every later command), RESET, HELLO and AUTH (another
 // protocol or user), READONLY and READWRITE (a Cluster replica's reads),
-// QUIT; and CLIENT REPLY, CLIENT TRACKING and CLIENT CACHING. Sent on a
+// QUIT, SYNC and PSYNC (a replication stream); and CLIENT REPLY, TRACKING,
+// CACHING, NO-EVICT and NO-TOUCH. Sent on a
 // connection that other calls share (a pipelining client) or reuse later
 // (a pool), it changes what their commands do: after a lone MULTI they
 // are queued, and run by whoever sends EXEC, while their callers were told
@@ -19,9 +20,9 @@ func ConnCommand(c Cmd) bool {
 	name := c.Name
 	switch len(name) {
 	case 4:
-		return strings.EqualFold(name, "EXEC") || strings.EqualFold(name, "AUTH") || strings.EqualFold(name, "QUIT")
+		return strings.EqualFold(name, "EXEC") || strings.EqualFold(name, "AUTH") || strings.EqualFold(name, "QUIT") || strings.EqualFold(name, "SYNC")
 	case 5:
-		return strings.EqualFold(name, "MULTI") || strings.EqualFold(name, "WATCH") || strings.EqualFold(name, "RESET") || strings.EqualFold(name, "HELLO")
+		return strings.EqualFold(name, "MULTI") || strings.EqualFold(name, "WATCH") || strings.EqualFold(name, "RESET") || strings.EqualFold(name, "HELLO") || strings.EqualFold(name, "PSYNC")
 	case 6:
 		if strings.EqualFold(name, "SELECT") {
 			return true
@@ -35,7 +36,11 @@ func ConnCommand(c Cmd) bool {
 				sub, ok = string(b), true
 			}
 		}
-		return ok && (strings.EqualFold(sub, "REPLY") || strings.EqualFold(sub, "TRACKING") || strings.EqualFold(sub, "CACHING"))
+		switch strings.ToUpper(sub) {
+		case "REPLY", "TRACKING", "CACHING", "NO-EVICT", "NO-TOUCH":
+			return ok
+		}
+		return false
 	case 7:
 		return strings.EqualFold(name, "DISCARD") || strings.EqualFold(name, "UNWATCH") || strings.EqualFold(name, "MONITOR")
 	case 8:

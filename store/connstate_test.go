@@ -12,7 +12,7 @@ func TestConnCommand(t *testing.T) {
 	for name, want := range map[string]bool{
 		"MULTI": true, "exec": true, "Discard": true, "WATCH": true, "unwatch": true, "MONITOR": true,
 		"SUBSCRIBE": true, "psubscribe": true, "SSUBSCRIBE": true, "UNSUBSCRIBE": true,
-		"SELECT": true, "reset": true, "HELLO": true, "Auth": true, "READONLY": true, "readwrite": true, "QUIT": true,
+		"SELECT": true, "reset": true, "HELLO": true, "Auth": true, "READONLY": true, "readwrite": true, "QUIT": true, "SYNC": true, "psync": true,
 		"GET": false, "EVALSHA": false, "EXECX": false, "SCRIBE": false, "": false, "TIME": false, "CLIENT": false, "SELECTX": false,
 	} {
 		if got := store.ConnCommand(store.Cmd{Name: name}); got != want {
@@ -22,7 +22,7 @@ func TestConnCommand(t *testing.T) {
 	for _, c := range []struct {
 		sub  any
 		want bool
-	}{{"REPLY", true}, {"reply", true}, {[]byte("TRACKING"), true}, {"CACHING", true}, {"ID", false}, {"LIST", false}, {"SETNAME", false}, {7, false}} {
+	}{{"REPLY", true}, {"reply", true}, {[]byte("TRACKING"), true}, {"CACHING", true}, {"no-evict", true}, {"NO-TOUCH", true}, {"ID", false}, {"LIST", false}, {"SETNAME", false}, {7, false}} {
 		if got := store.ConnCommand(store.Cmd{Name: "client", Args: []any{c.sub, "OFF"}}); got != c.want {
 			t.Errorf("ConnCommand(CLIENT %v) = %v, want %v", c.sub, got, c.want)
 		}

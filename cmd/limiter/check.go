@@ -118,7 +118,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 		case *url != "" && server.Mode == "cluster":
 			// a single-server client cannot follow the slots: every
 			// check would fail with MOVED
-			err = fmt.Errorf("-redis %s: a Redis Cluster node: give its nodes with -cluster", redactPassword(*url, *url))
+			err = fmt.Errorf("-redis %s: a Redis Cluster node: give its nodes with -cluster", maskUserinfo(*url))
 		case server.Role == "slave":
 			err = errors.New("a replica: run the checks against its primary")
 		}
@@ -496,35 +496,44 @@ func parseRedisURL(url string) (string, connOptions, error) {
 }
 
 // parseURL parses the Redis URL raw given to flag, or returns a usage
-// error that does not show its password (the parser's error quotes the
-// whole URL).
+// error that does not show its password: the parser's own error quotes
+// the whole URL, and a password with a character that ends the host part
+// ("/", "?", "#") or that the quoting escapes is the very reason some URLs
+// do not parse. Its message is then the parse error of the URL with the
+// password masked (maskUserinfo), or, when that one parses, a word on
+// percent-encoding.
 func parseURL(flag, raw string) (*redis.Options, error) {
 	opt, err := redis.ParseURL(raw)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %s", errUsage, flag, redactPassword(err.Error(), raw))
+	if err == nil {
+		return opt, nil
 	}
-	return opt, nil
+	masked := maskUserinfo(raw)
+	if masked == raw {
+		return nil, fmt.Errorf("%w: %s: %w", errUsage, flag, err)
+	}
+	if _, merr := redis.ParseURL(masked); merr != nil {
+		return nil, fmt.Errorf("%w: %s: %v", errUsage, flag, merr)
+	}
+	return nil, fmt.Errorf("%w: %s: cannot parse %s: its user or password holds a character to percent-encode (such as / ? # @ %% \" or \\)", errUsage, flag, masked)
 }
 
-// redactPassword returns msg with the password of the URL raw (the text
-// between the user's colon and the last @ of its authority) replaced.
-func redactPassword(msg, raw string) string {
-	_, rest, ok := strings.Cut(raw, "://")
-	if !ok {
-		return msg
-	}
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		rest = rest[:i]
-	}
+// maskUserinfo returns the URL raw with the password of its user
+// information (between "://" and the last "@") replaced by xxxxx, or the
+// whole user information when it has no colon; raw as it is when it has
+// none.
+func maskUserinfo(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
 	at := strings.LastIndex(rest, "@")
-	if at < 0 {
-		return msg
+	if !ok || at < 0 {
+		return raw
 	}
-	_, password, ok := strings.Cut(rest[:at], ":")
-	if !ok || password == "" {
-		return msg
+	user, _, hasPassword := strings.Cut(rest[:at], ":")
+	if !hasPassword {
+		user = "xxxxx"
+	} else {
+		user += ":xxxxx"
 	}
-	return strings.ReplaceAll(msg, password, "xxxxx")
+	return scheme + "://" + user + rest[at:]
 }
 
 // parseClusterNodes parses -cluster: nodes given as host:port, or as

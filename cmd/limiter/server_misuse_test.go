@@ -18,20 +18,35 @@ import (
 // TestURLPasswordNotPrinted: a -redis or -cluster URL that does not parse
 // is a usage error (exit 2) that names the flag and what is wrong, but not
 // the URL's password (the parser's own error quotes the whole URL), in
-// each command.
+// each command: neither for a bad port, nor for a password whose own
+// characters make the URL fail to parse (not percent-encoded: "/", "?" and
+// "#" end the host part, and the quoting escapes '"' and '\').
 func TestURLPasswordNotPrinted(t *testing.T) {
-	for _, args := range [][]string{
-		{"check", "-redis", "redis://u:s3cretpw@127.0.0.1:x/0"},
-		{"check", "-cluster", "redis://u:s3cretpw@127.0.0.1:x"},
-		{"bench", "-redis", "redis://u:s3cretpw@127.0.0.1:x"},
-		{"serve", "-addr", "127.0.0.1:0", "-redis", "redis://u:s3cretpw@127.0.0.1:x"},
-	} {
-		code, out, errOut := runCmd(t, args...)
-		if code != 2 || !strings.Contains(errOut, args[len(args)-2]+": ") || !strings.Contains(errOut, `invalid port ":x"`) {
-			t.Errorf("%q: exit %d, stderr %q; want 2 and a usage error naming the flag and the bad port", args, code, errOut)
+	commands := func(url string) [][]string {
+		return [][]string{
+			{"check", "-redis", url + "/0"},
+			{"check", "-cluster", url},
+			{"bench", "-redis", url},
+			{"serve", "-addr", "127.0.0.1:0", "-redis", url},
 		}
-		if strings.Contains(out+errOut, "s3cretpw") {
-			t.Errorf("%q: the password is printed: %s", args, strings.TrimSpace(out+errOut))
+	}
+	for _, c := range []struct{ url, why string }{
+		{"redis://u:s3cretpw@127.0.0.1:x", `redis://u:xxxxx@127.0.0.1:x`},
+		{"redis://u:s3cr/etpw@127.0.0.1:6390", "cannot parse redis://u:xxxxx@127.0.0.1:6390"},
+		{"redis://u:s3cr?etpw@127.0.0.1:6390", "cannot parse redis://u:xxxxx@127.0.0.1:6390"},
+		{"redis://u:s3cr#etpw@127.0.0.1:6390", "cannot parse redis://u:xxxxx@127.0.0.1:6390"},
+		{`redis://u:s3cr"etpw@127.0.0.1:6390`, "cannot parse redis://u:xxxxx@127.0.0.1:6390"},
+		{`redis://u:s3cr\etpw@127.0.0.1:6390`, "cannot parse redis://u:xxxxx@127.0.0.1:6390"},
+		{"redis://s3cr/etpw@127.0.0.1:6390", "cannot parse redis://xxxxx@127.0.0.1:6390"},
+	} {
+		for _, args := range commands(c.url) {
+			code, out, errOut := runCmd(t, args...)
+			if code != 2 || !strings.Contains(errOut, args[len(args)-2]+": ") || !strings.Contains(errOut, c.why) {
+				t.Errorf("%q: exit %d, stderr %q; want 2 and a usage error naming the flag and saying %q", args, code, errOut, c.why)
+			}
+			if strings.Contains(out+errOut, "etpw") {
+				t.Errorf("%q: the password (or its end) is printed: %s", args, strings.TrimSpace(out+errOut))
+			}
 		}
 	}
 }
