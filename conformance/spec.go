@@ -88,7 +88,10 @@ type Spec struct {
 	Optimistic func(maxAttempts int) limiter.Strategy
 	// Clocked is non-nil for a strategy that reads the app server's clock
 	// (aligned to Redis TIME): it returns the strategy reading now instead
-	// (property 13 skews it). Nil: the strategy never reads the app clock.
+	// (property 13 skews it; property 10 runs it on a clock that moves with
+	// the virtual one). It must build the same strategy as Strategy, on
+	// another clock: those checks run what it returns. Nil: the strategy
+	// never reads the app clock.
 	Clocked func(now func() time.Time) limiter.Strategy
 	// Scripts: the strategy runs Lua (EVAL, EVALSHA), which a server or an
 	// ACL may refuse.
