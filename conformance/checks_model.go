@@ -89,36 +89,36 @@ func checkRefillModel(c *checker) {
 			c.t.Fatalf("property 48: step %d at %s: %s: %v", step, now, call, err)
 		}
 
-		// The model's decision.
-		fits := func(li int) bool {
-			l := limits[li]
-			interval := l.Period / time.Duration(l.Rate)
-			from := max(tat[subject][li], now)
-			return cost <= burst(l) && from+time.Duration(cost)*interval <= now+time.Duration(burst(l))*interval
-		}
+		// The model's decision: a limit fits when the cost is within its
+		// burst and over, how far past the limit's full point the cost
+		// would take its TAT, is not positive.
+		type model struct{ interval, full, from, over time.Duration }
+		per := make([]model, len(set))
 		allowed := true
-		for _, li := range set {
-			allowed = allowed && fits(li)
+		for i, li := range set {
+			l := limits[li]
+			m := model{interval: l.Period / time.Duration(l.Rate), from: max(tat[subject][li], now)}
+			m.full = now + time.Duration(burst(l))*m.interval
+			m.over = m.from + time.Duration(cost)*m.interval - m.full
+			per[i] = m
+			allowed = allowed && cost <= burst(l) && m.over <= 0
 		}
 		var b limiter.Binder
 		for i, li := range set {
-			l := limits[li]
-			interval := l.Period / time.Duration(l.Rate)
-			full := now + time.Duration(burst(l))*interval
-			from := max(tat[subject][li], now)
-			after := from
+			m := per[i]
+			after := m.from
 			if allowed && !peek {
-				after += time.Duration(cost) * interval
+				after += time.Duration(cost) * m.interval
 				tat[subject][li] = after
 			}
 			retry := time.Duration(0)
 			switch {
-			case cost > burst(l):
+			case cost > burst(limits[li]):
 				retry = -1
-			case !fits(li):
-				retry = from + time.Duration(cost)*interval - full
+			case m.over > 0:
+				retry = m.over
 			}
-			b.Add(i, int64((full-after)/interval), after-now, retry)
+			b.Add(i, int64((m.full-after)/m.interval), after-now, retry)
 		}
 		want := b.Result(allowed)
 		if got.Allowed != want.Allowed || got.Remaining != want.Remaining || got.ResetAfter != want.ResetAfter || got.RetryAfter != want.RetryAfter || got.Index != want.Index {

@@ -89,15 +89,21 @@ func (w scriptWindow) BatchResult(req limiter.Request, r store.Reply) (limiter.R
 // generalLua is strategy/lua/fixed_window.lua with its two fast paths cut:
 // every call takes the general path (read every counter, then write).
 func generalLua(t testing.TB) string {
-	b, err := os.ReadFile("../strategy/lua/fixed_window.lua")
+	return cutLua(t, "fixed_window.lua", "-- The common call, one limit", "local counts, ttls, exists, repair = {}, {}, {}, {}")
+}
+
+// cutLua is the script strategy/lua/name without its text from the first
+// occurrence of from up to (not including) the first of to.
+func cutLua(t testing.TB, name, from, to string) string {
+	b, err := os.ReadFile("../strategy/lua/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	src := string(b)
-	i := strings.Index(src, "-- The common call, one limit")
-	j := strings.Index(src, "local counts, ttls, exists, repair = {}, {}, {}, {}")
-	if i < 0 || j < 0 {
-		t.Fatal("layout of fixed_window.lua changed")
+	i := strings.Index(src, from)
+	j := strings.Index(src, to)
+	if i < 0 || j < i {
+		t.Fatalf("layout of %s changed", name)
 	}
 	return src[:i] + src[j:]
 }
@@ -142,17 +148,7 @@ func (g luaGCRA) Decide(ctx context.Context, st store.Store, req limiter.Request
 
 // gcraMut builds GCRA's general path with edits (old, new, ...).
 func gcraMut(t testing.TB, edits ...string) luaGCRA {
-	b, err := os.ReadFile("../strategy/lua/gcra.lua")
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := string(b)
-	i := strings.Index(src, "if #KEYS == 1 and write then")
-	j := strings.Index(src, "-- The general path:")
-	if i < 0 || j < i {
-		t.Fatal("layout of gcra.lua changed")
-	}
-	src = src[:i] + src[j:]
+	src := cutLua(t, "gcra.lua", "if #KEYS == 1 and write then", "-- The general path:")
 	for k := 0; k < len(edits); k += 2 {
 		src = mutate(t, src, edits[k], edits[k+1])
 	}

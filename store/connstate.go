@@ -11,11 +11,11 @@ import (
 // database for every later command), RESET, HELLO and AUTH (another
 // protocol or user), READONLY and READWRITE (a Cluster replica's reads),
 // QUIT, SYNC and PSYNC (a replication stream); and CLIENT REPLY, TRACKING,
-// CACHING, NO-EVICT and NO-TOUCH. Sent on a
-// connection that other calls share (a pipelining client) or reuse later
-// (a pool), it changes what their commands do: after a lone MULTI they
-// are queued, and run by whoever sends EXEC, while their callers were told
-// they failed; after SELECT they count in another database.
+// CACHING, NO-EVICT and NO-TOUCH. Sent on a connection that other calls
+// share (a pipelining client) or reuse later (a pool), it changes what
+// their commands do: after a lone MULTI they are queued, and run by
+// whoever sends EXEC, while their callers were told they failed; after
+// SELECT they count in another database.
 func ConnCommand(c Cmd) bool {
 	name := c.Name
 	switch len(name) {
@@ -30,27 +30,19 @@ func ConnCommand(c Cmd) bool {
 		if !strings.EqualFold(name, "CLIENT") || len(c.Args) == 0 {
 			return false
 		}
-		sub, ok := c.Args[0].(string)
-		if !ok {
-			if b, isBytes := c.Args[0].([]byte); isBytes {
-				sub, ok = string(b), true
-			}
-		}
+		sub, _ := argText(c.Args[0])
 		switch strings.ToUpper(sub) {
 		case "REPLY", "TRACKING", "CACHING", "NO-EVICT", "NO-TOUCH":
-			return ok
+			return true
 		}
 		return false
 	case 7:
 		return strings.EqualFold(name, "DISCARD") || strings.EqualFold(name, "UNWATCH") || strings.EqualFold(name, "MONITOR")
 	case 8:
 		return strings.EqualFold(name, "READONLY")
-	case 9:
-		if strings.EqualFold(name, "READWRITE") {
-			return true
-		}
 	}
-	return len(name) >= 9 && strings.EqualFold(name[len(name)-9:], "SUBSCRIBE")
+	// (SUBSCRIBE, PSUBSCRIBE, SSUBSCRIBE, UNSUBSCRIBE, ...)
+	return strings.EqualFold(name, "READWRITE") || len(name) >= 9 && strings.EqualFold(name[len(name)-9:], "SUBSCRIBE")
 }
 
 // CheckConnCommands returns an error wrapping ErrNotSupported, naming the

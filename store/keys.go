@@ -13,13 +13,20 @@ func (c Cmd) Key() string {
 	if i < 0 {
 		return ""
 	}
-	switch k := c.Args[i].(type) {
+	k, _ := argText(c.Args[i])
+	return k
+}
+
+// argText returns an argument that is text (a string or []byte) as a
+// string.
+func argText(a any) (string, bool) {
+	switch t := a.(type) {
 	case string:
-		return k
+		return t, true
 	case []byte:
-		return string(k)
+		return string(t), true
 	}
-	return ""
+	return "", false
 }
 
 // KeyIndex returns the index in args of the command name's first key, or

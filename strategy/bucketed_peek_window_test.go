@@ -2,12 +2,10 @@ package strategy_test
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/quotagate/limiter"
-	"github.com/quotagate/limiter/strategy"
 )
 
 // Bucketed doc: windows by the server's clock; "the transaction's TIME
@@ -16,9 +14,7 @@ import (
 func TestPeekOnServersWindow(t *testing.T) {
 	m, st := newMini(t)
 	m.Advance(1234 * time.Millisecond)
-	var skew atomic.Int64
-	clock := func() time.Time { return m.Now().Add(time.Duration(skew.Load())) }
-	lim := newLim(t, st, strategy.NewBucketed(strategy.WithClock(clock)))
+	lim, skew := skewedBucketed(t, m, st)
 	l := limiter.PerMinute(5)
 	ctx := context.Background()
 	for range 5 {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/internal/redistest"
 	"github.com/quotagate/limiter/store"
 	"github.com/quotagate/limiter/strategy"
 )
@@ -52,9 +53,7 @@ func TestBucketedRestampFails(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m, st := newMini(t)
 			f := &failNthMulti{Store: st, err: tc.err}
-			var skew atomic.Int64
-			clock := func() time.Time { return m.Now().Add(time.Duration(skew.Load())) }
-			lim := newLim(t, f, strategy.NewBucketed(strategy.WithClock(clock)))
+			lim, skew := skewedBucketed(t, m, f)
 			l := limiter.PerMinute(100)
 			ctx := context.Background()
 			if r, err := lim.Allow(ctx, "u", l); err != nil || !r.Allowed {
@@ -87,4 +86,13 @@ func TestBucketedRestampFails(t *testing.T) {
 			}
 		})
 	}
+}
+
+// skewedBucketed returns a Limiter of Bucketed on st whose app clock is
+// m's virtual one plus the skew returned, which the test moves.
+func skewedBucketed(t *testing.T, m *redistest.Mini, st store.Store) (*limiter.Limiter, *atomic.Int64) {
+	t.Helper()
+	skew := new(atomic.Int64)
+	clock := func() time.Time { return m.Now().Add(time.Duration(skew.Load())) }
+	return newLim(t, st, strategy.NewBucketed(strategy.WithClock(clock))), skew
 }

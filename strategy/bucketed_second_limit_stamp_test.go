@@ -2,12 +2,10 @@ package strategy_test
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/quotagate/limiter"
-	"github.com/quotagate/limiter/strategy"
 )
 
 // Bucketed doc: "a decision is counted only in the windows that the TIME
@@ -17,9 +15,7 @@ import (
 func TestSecondLimitStampVerified(t *testing.T) {
 	m, st := newMini(t)
 	m.Advance(1234 * time.Millisecond)
-	var skew atomic.Int64
-	clock := func() time.Time { return m.Now().Add(time.Duration(skew.Load())) }
-	lim := newLim(t, st, strategy.NewBucketed(strategy.WithClock(clock)))
+	lim, skew := skewedBucketed(t, m, st)
 	hour := limiter.Limit{Rate: 100, Period: time.Hour, Name: "h"}
 	sec := limiter.Limit{Rate: 100, Period: time.Second, Name: "s"}
 	ctx := context.Background()

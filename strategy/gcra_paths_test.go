@@ -38,16 +38,7 @@ func TestGCRAFastVsGeneral(t *testing.T) {
 			l := limits[rng.Intn(len(limits))]
 			switch op := rng.Intn(7); op {
 			case 5:
-				// PERSIST, both keys given the general path's value:
-				// the fast path's is an upper bound of the time that
-				// was left (TestGCRALostTTLAfterFastPath)
-				kOne, _ := limiter.Key("t", "one", l)
-				kTwo, _ := limiter.Key("t", "two", l)
-				if v, err := rdb.Get(ctx, kTwo).Result(); err == nil {
-					rdb.SetXX(ctx, kOne, v, 0)
-				}
-				rdb.Persist(ctx, kOne)
-				rdb.Persist(ctx, kTwo)
+				persistAsGeneral(ctx, rdb, l)
 			case 0:
 				m.Advance(time.Duration(rng.Intn(300_000)) * time.Microsecond)
 			case 1:
@@ -237,18 +228,7 @@ func TestGCRAFastVsGeneralRealServer(t *testing.T) {
 		l := limits[rng.Intn(len(limits))]
 		switch op := rng.Intn(6); op {
 		case 5:
-			// PERSIST, both keys given the general path's value: the
-			// fast path's is an upper bound of the time that was left,
-			// above it by the real time between its writes since its
-			// last SET (on a loaded machine, milliseconds; one loaded
-			// run found 9 ms)
-			kOne, _ := limiter.Key("t", "one", l)
-			kTwo, _ := limiter.Key("t", "two", l)
-			if v, err := rdb.Get(ctx, kTwo).Result(); err == nil {
-				rdb.SetXX(ctx, kOne, v, 0)
-			}
-			rdb.Persist(ctx, kOne)
-			rdb.Persist(ctx, kTwo)
+			persistAsGeneral(ctx, rdb, l)
 		default:
 			cost := int64(1)
 			if op == 3 {
@@ -271,6 +251,22 @@ func TestGCRAFastVsGeneralRealServer(t *testing.T) {
 			}
 		}
 	}
+}
+
+// persistAsGeneral strips the TTL of limit l's keys of the subjects "one"
+// (decided by the fast path) and "two" (by the general path), "one" given
+// the value of "two": the fast path's value is an upper bound of the time
+// that was left (TestGCRALostTTLAfterFastPath), above the general path's
+// by the time between its writes since its last SET (on a real clock, on
+// a loaded machine, milliseconds: one loaded run found 9 ms).
+func persistAsGeneral(ctx context.Context, rdb *redis.Client, l limiter.Limit) {
+	kOne, _ := limiter.Key("t", "one", l)
+	kTwo, _ := limiter.Key("t", "two", l)
+	if v, err := rdb.Get(ctx, kTwo).Result(); err == nil {
+		rdb.SetXX(ctx, kOne, v, 0)
+	}
+	rdb.Persist(ctx, kOne)
+	rdb.Persist(ctx, kTwo)
 }
 
 // TestGCRACorruptAllPathsRealServer: every path (fast ms, fast µs,

@@ -142,12 +142,7 @@ func TestCheckClusterWithPassword(t *testing.T) {
 // checked: exit 0. (Every scripted strategy's checks failed with NOPERM,
 // exit 1, after the report had said they cannot run there.)
 func TestCheckSkipsStrategiesThatCannotRunThere(t *testing.T) {
-	s := redistest.StartServer(t)
-	rdb := redis.NewClient(&redis.Options{Addr: s.Addr()})
-	defer rdb.Close()
-	if err := rdb.Do(context.Background(), "ACL", "SETUSER", "noscript", "on", ">nspw", "~*", "+@all", "-@scripting").Err(); err != nil {
-		t.Fatal(err)
-	}
+	s := serverWithUser(t, "noscript", "nspw", "-@scripting")
 	code, out, errOut := runCmd(t, "check", "-redis", "redis://noscript:nspw@"+s.Addr(), "-checks", "weighted-costs")
 	if code != 0 || !strings.Contains(out, "strategies here: Bucketed, Optimistic") || !regexp.MustCompile(`FixedWindow +goredis +P02 weighted-costs +skip .*cannot run here: it needs scripts, which the server refuses`).MatchString(out) || strings.Contains(out, "FAIL") {
 		t.Errorf("check on a server without scripts: exit %d; want 0, the scripted strategies skipped with the reason\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
@@ -211,4 +206,21 @@ func TestCheckAndBenchOverAUnixSocket(t *testing.T) {
 	if n, err := rdb.DBSize(context.Background()).Result(); err != nil || n != 0 {
 		t.Errorf("database 2 after check and bench: %d keys (%v); want none left", n, err)
 	}
+}
+
+// serverWithUser starts a redis-server with an ACL user of password pw,
+// on, every key and every command but as rules take away.
+func serverWithUser(t *testing.T, user, pw string, rules ...string) *redistest.Server {
+	t.Helper()
+	s := redistest.StartServer(t)
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	defer rdb.Close()
+	args := []any{"ACL", "SETUSER", user, "on", ">" + pw, "~*", "+@all"}
+	for _, r := range rules {
+		args = append(args, r)
+	}
+	if err := rdb.Do(context.Background(), args...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

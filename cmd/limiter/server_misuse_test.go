@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"net"
 	"net/http"
 	"os"
@@ -9,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/quotagate/limiter/internal/redistest"
 )
@@ -86,12 +83,7 @@ func TestCheckOnReplica(t *testing.T) {
 // (rather than "Redis , , maxmemory 0", which reads as no memory limit),
 // the warning says why, and the checks run.
 func TestCheckReportWithoutInfo(t *testing.T) {
-	s := redistest.StartServer(t)
-	rdb := redis.NewClient(&redis.Options{Addr: s.Addr()})
-	defer rdb.Close()
-	if err := rdb.Do(context.Background(), "ACL", "SETUSER", "app", "on", ">apppw", "~*", "+@all", "-@dangerous").Err(); err != nil {
-		t.Fatal(err)
-	}
+	s := serverWithUser(t, "app", "apppw", "-@dangerous")
 	code, out, errOut := runCmd(t, "check", "-redis", "redis://app:apppw@"+s.Addr()+"/0", "-checks", "hostile-costs")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
