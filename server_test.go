@@ -105,3 +105,30 @@ func TestCheckServerNeedsPassword(t *testing.T) {
 		t.Errorf("CheckServer with the password = %+v, %v; want a report", r, err)
 	}
 }
+
+// TestVersionAtLeast: versions compare number by number (6.0.10 is after
+// 6.0.9), a missing part is 0, and an unknown or unparsable version is
+// taken to be recent enough.
+func TestVersionAtLeast(t *testing.T) {
+	for _, tc := range []struct {
+		version, min string
+		want         bool
+	}{
+		{"6.0.9", "6.0.9", true},
+		{"6.0.10", "6.0.9", true},
+		{"6.0.8", "6.0.9", false},
+		{"6.0", "6.0.9", false},
+		{"5.0.14", "6.0.9", false},
+		{"7", "6.0.9", true},
+		{"6.2.0", "6.2", true},
+		{"10.0.0", "9.9.9", true},
+		{"", "6.0.9", true},
+		{"7.2.4-rc1", "6.0.9", true},
+		{"6.0.9", "", true},
+	} {
+		r := limiter.ServerReport{Version: tc.version}
+		if got := r.VersionAtLeast(tc.min); got != tc.want {
+			t.Errorf("%q.VersionAtLeast(%q) = %v, want %v", tc.version, tc.min, got, tc.want)
+		}
+	}
+}
