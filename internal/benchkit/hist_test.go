@@ -30,3 +30,22 @@ func TestHistogram(t *testing.T) {
 		t.Errorf("the largest latency reads %s", got)
 	}
 }
+
+// TestHistogramNearestRank: a quantile is the latency of the recorded one
+// at rank ⌈q·n⌉ (nearest rank), also where q·n is not whole: of three
+// latencies the median is the second, the 0.1 quantile the first.
+func TestHistogramNearestRank(t *testing.T) {
+	var h Histogram
+	for _, d := range []time.Duration{100 * time.Microsecond, time.Millisecond, 10 * time.Millisecond} {
+		h.Add(d)
+	}
+	for _, c := range []struct {
+		q    float64
+		want time.Duration
+	}{{0.1, 100 * time.Microsecond}, {0.5, time.Millisecond}, {0.67, 10 * time.Millisecond}, {1, 10 * time.Millisecond}} {
+		got := h.Quantile(c.q)
+		if got < c.want || float64(got) > 1.05*float64(c.want) {
+			t.Errorf("quantile %.2f of 100µs, 1ms, 10ms = %s, want %s to 4%% above", c.q, got, c.want)
+		}
+	}
+}
