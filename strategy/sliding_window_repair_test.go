@@ -68,3 +68,41 @@ func TestSlidingWindowExpiryRepair(t *testing.T) {
 	r, err = lim.Allow(ctx, "s", l)
 	check("100 ms later", r, err, true, 0, 0, 1900*time.Millisecond)
 }
+
+// TestSlidingWindowPeekLateWindow: a Peek of a state whose TTL is beyond
+// its window writes nothing, so its counts stand until the TTL comes
+// within the windows they count in: its ResetAfter is the time until the
+// weighted count is zero, the whole TTL, not two Periods.
+func TestSlidingWindowPeekLateWindow(t *testing.T) {
+	m, st := newMini(t)
+	lim := newLim(t, st, strategy.NewSlidingWindow())
+	l := limiter.PerSecond(10)
+	key, _ := limiter.Key("t", "s", l)
+	m.Set(key, "3")
+	m.SetTTL(key, time.Hour)
+	r, err := lim.Peek(context.Background(), "s", l)
+	if err != nil || !r.Allowed || r.Remaining != 7 || r.ResetAfter != time.Hour {
+		t.Fatalf("Peek = %+v, %v; want allowed, 7 left, reset in 1h (the key's TTL)", r, err)
+	}
+	if v, _ := m.Get(key); v != "3" || pttl(t, m, key) != time.Hour {
+		t.Errorf("the Peek wrote: state %q, TTL %s", v, pttl(t, m, key))
+	}
+}
+
+// TestSlidingWindowDeniedZeroState: a state of 0 found without a TTL (a
+// key written elsewhere) is an idle limit: a denied writing call (a cost
+// above the rate) deletes it rather than leave it for good.
+func TestSlidingWindowDeniedZeroState(t *testing.T) {
+	m, st := newMini(t)
+	lim := newLim(t, st, strategy.NewSlidingWindow())
+	l := limiter.PerSecond(10)
+	key, _ := limiter.Key("t", "z", l)
+	m.Set(key, "0")
+	r, err := lim.AllowN(context.Background(), "z", 11, l)
+	if err != nil || r.Allowed || r.RetryAfter != -1 {
+		t.Fatalf("AllowN(11) of 10/s = %+v, %v; want denied, never fits", r, err)
+	}
+	if m.Exists(key) {
+		t.Errorf("the denial left %q (TTL %s); want it deleted", key, pttl(t, m, key))
+	}
+}
