@@ -69,7 +69,10 @@ func (Concurrency) Abandon(ctx context.Context, st store.Store, req limiter.Leas
 }
 
 // Release implements limiter.Leaser: one ZREM (Redis deletes the set with
-// its last member).
+// its last member). It removes req.ID whatever the set holds for it, a
+// tombstone too: an ID given to Abandon is not Released after it (a
+// limiter.Concurrency never does: the Lease of an abandoned Acquire is not
+// held), or an Acquire of it that arrives later takes a slot.
 func (Concurrency) Release(ctx context.Context, st store.Store, req limiter.LeaseRequest) error {
 	rs, err := st.Do(ctx, store.Cmd{Name: "ZREM", Args: []any{req.Key, req.ID}})
 	if err == nil && len(rs) == 1 {
