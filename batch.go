@@ -177,14 +177,51 @@ type sender struct {
 }
 
 // send sends calls and returns one reply per call (in sc when packed).
+// Packed, the calls of each script go together, in the order of each
+// script's first call: calls of different scripts on a common key would
+// then run out of order, and so would a call sent again with its source
+// (NOSCRIPT) after a later one that ran. So the calls are cut where a call
+// names a key of an earlier call of another script, and each run of calls
+// is sent once the one before it has its replies.
 func (sd sender) send(ctx context.Context, calls []scriptCall) []store.Reply {
 	if sd.many == nil {
 		return sendInOrder(ctx, sd.b, calls)
 	}
 	sc := sd.sc
-	packed, parts := sc.packMany(sd.many, calls)
-	sc.replies = unpackMany(sendScripts(ctx, sd.b, packed), parts, slices.Grow(sc.replies[:0], len(calls))[:len(calls)])
-	return sc.replies
+	replies := slices.Grow(sc.replies[:0], len(calls))[:len(calls)]
+	for len(calls) > 0 {
+		n := scriptRun(calls)
+		packed, parts := sc.packMany(sd.many, calls[:n])
+		unpackMany(sendScripts(ctx, sd.b, packed), parts, replies[len(replies)-len(calls):])
+		calls = calls[n:]
+	}
+	sc.replies = replies
+	return replies
+}
+
+// scriptRun returns how many of calls, from the first, name no key that a
+// call of another script among them named earlier: all of them when they
+// are calls of one script (the common batch, without a map).
+func scriptRun(calls []scriptCall) int {
+	j := 1
+	for j < len(calls) && calls[j].Script == calls[0].Script {
+		j++
+	}
+	if j == len(calls) {
+		return j
+	}
+	owner := make(map[string]*store.Script)
+	for i, c := range calls {
+		for _, k := range c.Keys {
+			if s, ok := owner[k]; ok && s != c.Script {
+				return i
+			}
+		}
+		for _, k := range c.Keys {
+			owner[k] = c.Script
+		}
+	}
+	return len(calls)
 }
 
 // sendCalls is send for a roundBatcher's calls.
