@@ -461,12 +461,14 @@ func checkPeriodLengthened(c *checker) {
 // the state as it is, so its RetryAfter holds: when it ends an Allow is
 // admitted, and (on the virtual clock) 1 ms before it ends a Peek still
 // denies. The changes keep the limit's key (a name): its period
-// shortened, and for a refilling strategy its burst lowered and its rate
-// raised. (A Peek reported the state as the next write would repair it,
+// shortened, and for a refilling strategy its burst lowered, its rate
+// raised, and (an interval that is not whole milliseconds) lowered. (A Peek reported the state as the next write would repair it,
 // from that write's moment: a window one new period long, a TAT within
 // the new burst, a bucket refilled at the new rate. No write made the
 // repair, and the Allow at the end of the Peek's RetryAfter was denied,
-// for as long again.)
+// for as long again. And a bucket kept until the old, faster rate had
+// refilled it was reported refilling at the new rate past that: a Peek
+// 1 ms before its RetryAfter ended was admitted.)
 func checkPeekAfterRuleChange(c *checker) {
 	if c.spec.DeniedConsume {
 		return
@@ -482,7 +484,11 @@ func checkPeekAfterRuleChange(c *checker) {
 			change{"p30-peek-burst", limiter.Limit{Rate: 10, Period: time.Second, Burst: 10, Name: "peek-b"}, limiter.Limit{Rate: 10, Period: time.Second, Burst: 2, Name: "peek-b"}},
 			change{"p30-peek-rate", limiter.Limit{Rate: 2, Period: 200 * time.Millisecond, Burst: 5, Name: "peek-r"}, limiter.Limit{Rate: 20, Period: 200 * time.Millisecond, Burst: 5, Name: "peek-r"}},
 			// an interval that is not whole milliseconds, to another
-			change{"p30-peek-scale", limiter.Limit{Rate: 3, Period: time.Second, Name: "peek-s"}, limiter.Limit{Rate: 30, Period: 10 * time.Second, Name: "peek-s"}})
+			change{"p30-peek-scale", limiter.Limit{Rate: 3, Period: time.Second, Name: "peek-s"}, limiter.Limit{Rate: 30, Period: 10 * time.Second, Name: "peek-s"}},
+			// and to a slower rate of the same period: the state, kept
+			// until the old rule had refilled it, is full sooner than the
+			// new rate refills it
+			change{"p30-peek-slower", limiter.Limit{Rate: 30, Period: time.Second, Burst: 3, Name: "peek-l"}, limiter.Limit{Rate: 3, Period: time.Second, Burst: 3, Name: "peek-l"}})
 	}
 	lim := c.limiter(nil)
 	judged := 0

@@ -103,12 +103,13 @@ if n == 1 and write then
     -- the clock keys expire by (no TIME). GET reads it; anything but a
     -- bucket of this form and period, or a TTL longer than it was written
     -- with, is left to the general path (so is an empty bucket, "0" tokens:
-    -- the pattern admits no leading zero, and the general path reads it).
+    -- the pattern admits no leading zero, and the general path reads it;
+    -- and a key expiring within this millisecond, PTTL 0, full by then).
     local full = cap * period
     local d = redis.call('PTTL', KEYS[1])
     local s = full
     local ok = d == -2
-    if d >= 0 then
+    if d > 0 then
       first = redis.call('GET', KEYS[1])
       local a, b, p = string.match(first, '^(9%d+):([1-9]%d*):(%d+)$')
       if p == ps and #a == 16 and #b <= 16 then
@@ -293,7 +294,9 @@ end
 -- late[i] and fullin[i]: for a call that writes nothing, the wait until
 -- the cost fits and the time until full of a bucket of another scale, as
 -- it refills at its own (see below)
-local ms, x, redo, seen, keep, held, late, fullin = {}, {}, {}, {}, {}, {}, {}, {}
+-- gone[i]: for a call that writes nothing, the TTL of a bucket of the
+-- second form (see below)
+local ms, x, redo, seen, keep, held, late, fullin, gone = {}, {}, {}, {}, {}, {}, {}, {}, {}
 local allowed = 1
 for i = 1, n do
   local rate, period, cap = tonumber(ARGV[o - 2 + 3 * i]), tonumber(ARGV[o - 1 + 3 * i]), tonumber(ARGV[o + 3 * i])
@@ -369,8 +372,20 @@ for i = 1, n do
           held[i] = ttl
         end
         s = math.min(full, math.min(s, full) + e * 1000 * rate)
+        if ttl == 0 then
+          -- expiring within this millisecond: full, as once it has
+          -- expired (the rule that wrote it filled it by then)
+          s = full
+        end
         if not own then
           redo[i] = true
+        end
+        if not write and ttl > 0 then
+          -- A call that writes nothing reports the bucket as it is: it
+          -- refills at this limit's rate until its key expires, at the
+          -- time until full of the rule that wrote it (a faster rate, a
+          -- lower burst: sooner than at this limit's), and is full then.
+          gone[i] = ttl
         end
         if not t then
           -- a TTL shorter than the time until full, or longer than the
@@ -491,6 +506,11 @@ for i = 1, n do
     reset = fullin[i]
     if retry > 0 then
       retry = math.max(late[i], 1)
+    end
+  elseif gone[i] then
+    reset = math.min(reset, gone[i])
+    if retry > 0 then
+      retry = math.min(retry, gone[i])
     end
   end
   out[#out + 1] = remaining
