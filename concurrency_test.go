@@ -3,6 +3,7 @@ package limiter_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,5 +45,55 @@ func TestAcquireCanceledFreesSlot(t *testing.T) {
 	}
 	if leaser.freed != 1 {
 		t.Errorf("%d releases after the canceled Acquire; want 1", leaser.freed)
+	}
+}
+
+// abandoningLeaser fails every Acquire with a lost reply
+// (store.ErrUnknownOutcome) and, a limiter.LeaseAbandoner, records what
+// it is asked to release or abandon.
+type abandoningLeaser struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (l *abandoningLeaser) Acquire(context.Context, store.Store, limiter.LeaseRequest) (limiter.LeaseState, error) {
+	return limiter.LeaseState{}, fmt.Errorf("reply lost: %w", store.ErrUnknownOutcome)
+}
+
+func (l *abandoningLeaser) Extend(context.Context, store.Store, limiter.LeaseRequest) (limiter.LeaseState, error) {
+	return limiter.LeaseState{}, nil
+}
+
+func (l *abandoningLeaser) note(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls = append(l.calls, s)
+}
+
+func (l *abandoningLeaser) Release(context.Context, store.Store, limiter.LeaseRequest) error {
+	l.note("Release")
+	return nil
+}
+
+func (l *abandoningLeaser) Abandon(context.Context, store.Store, limiter.LeaseRequest) error {
+	l.note("Abandon")
+	return nil
+}
+
+// TestAcquireLostReplyAbandons: after an Acquire whose outcome is unknown,
+// a Leaser that is a limiter.LeaseAbandoner is asked to Abandon the lease,
+// in place of Release, once, before Acquire returns.
+func TestAcquireLostReplyAbandons(t *testing.T) {
+	_, st := newMini(t)
+	leaser := &abandoningLeaser{}
+	c, err := limiter.NewConcurrency(st, leaser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.Acquire(context.Background(), "u", limiter.InFlight{Max: 1, TTL: time.Second})
+	leaser.mu.Lock()
+	defer leaser.mu.Unlock()
+	if err == nil || l.Held || fmt.Sprint(leaser.calls) != "[Abandon]" {
+		t.Errorf("Acquire after a lost reply = %+v, %v, leaser calls %v; want an error and [Abandon]", l, err, leaser.calls)
 	}
 }

@@ -31,3 +31,26 @@ func TestJitterLeavesTimeForTheTry(t *testing.T) {
 		}
 	}
 }
+
+// TestJitterBounds: the jitter added to a sleep is at most maxJitter and,
+// with a deadline, at most half of what the sleep leaves before it (none
+// when the sleep reaches it), so that the next try has the rest.
+func TestJitterBounds(t *testing.T) {
+	for _, tc := range []struct {
+		wait, left time.Duration
+		ok         bool
+		most       time.Duration
+	}{
+		{time.Second, 0, false, maxJitter},
+		{time.Second, time.Hour, true, maxJitter},
+		{time.Second, time.Second + 600*time.Microsecond, true, 300 * time.Microsecond},
+		{time.Second, time.Second, true, 0},
+		{time.Second, time.Second / 2, true, 0},
+	} {
+		for range 2000 {
+			if j := jitter(tc.wait, tc.left, tc.ok); j < 0 || j > tc.most {
+				t.Fatalf("jitter(%s, %s, %v) = %s; want within [0, %s]", tc.wait, tc.left, tc.ok, j, tc.most)
+			}
+		}
+	}
+}

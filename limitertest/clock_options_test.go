@@ -130,3 +130,19 @@ func TestAppClockStrategiesFollowClock(t *testing.T) {
 		}
 	}
 }
+
+// TestClockStartsOnASecondMovesForwardOnly: the clock starts at the
+// current second of the wall clock, and Advance moves it forward only (a
+// negative or zero d leaves it).
+func TestClockStartsOnASecondMovesForwardOnly(t *testing.T) {
+	_, clock := limitertest.Store(t)
+	start := clock.Now()
+	if since := time.Since(start); start.Nanosecond() != 0 || since < 0 || since > 2*time.Second {
+		t.Errorf("the clock starts at %s (wall clock %s); want the current second", start, time.Now())
+	}
+	clock.Advance(-time.Minute)
+	clock.Advance(0)
+	if got := clock.Now(); !got.Equal(start) {
+		t.Errorf("Advance(-1m), Advance(0) moved the clock by %s", got.Sub(start))
+	}
+}
