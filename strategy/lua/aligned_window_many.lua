@@ -28,11 +28,13 @@ local n, m = #KEYS, #ARGV
 local base = 4503599627370496 -- 2^52
 
 -- The common calls first: one DECR (a cost of 1) or DECRBY and two
--- comparisons, nothing else made (no table, no closure). The count after
--- the cost is at least 1 and within the rate: first < 2^52 and
--- 2^52 - first <= rate (the rate read by the addition, cheaper than
--- tonumber; the sum stays below 2^53, exact). A counter found above 2^52
--- takes the general path, which gives the cost back and reports it.
+-- comparisons, nothing else made (no table, no closure). The counter was
+-- found at most 2^52 (a count of 0 or more: first + cost <= 2^52, for a
+-- cost of 1 first < 2^52) and the count after the cost is within the
+-- rate: 2^52 - first <= rate (the cost and the rate read by the addition,
+-- cheaper than tonumber; the sums stay below 2^53, exact). A counter
+-- found above 2^52 takes the general path, which gives the cost back and
+-- reports it.
 local first
 if n == 1 and m == 1 then
   first = redis.call('DECR', KEYS[1])
@@ -41,7 +43,7 @@ if n == 1 and m == 1 then
   end
 elseif n == 1 and m == 2 then
   first = redis.call('DECRBY', KEYS[1], ARGV[1])
-  if first < base and first + ARGV[2] >= base then
+  if first + ARGV[1] <= base and first + ARGV[2] >= base then
     return first
   end
 elseif m == 0 then
