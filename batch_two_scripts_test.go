@@ -3,7 +3,6 @@ package limiter_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 
 	"github.com/quotagate/limiter"
@@ -53,17 +52,14 @@ func (s twoScripts) ManyScript(sc *store.Script) *store.Script {
 // left), 2 (0 left), then the third is denied. Asks of the two scripts on
 // keys of their own still go in one batch.
 func TestAllowManySubjectOrderTwoScripts(t *testing.T) {
-	src, err := os.ReadFile("strategy/lua/fixed_window.lua")
-	if err != nil {
-		t.Fatal(err)
-	}
-	many, err := os.ReadFile("strategy/lua/fixed_window_many.lua")
-	if err != nil {
-		t.Fatal(err)
-	}
+	// FixedWindow's script and its many-request companion, each also
+	// under a second SHA
+	fw := strategy.NewFixedWindow()
+	x := strategy.FixedWindowScript()
+	xm := fw.ManyScript(x)
 	both := twoScripts{
-		x: store.NewScript(string(src)), y: store.NewScript(string(src) + "\n-- y\n"),
-		xm: store.NewScript(string(many)), ym: store.NewScript(string(many) + "\n-- y\n"),
+		x: x, y: store.NewScript(x.Source() + "\n-- y\n"),
+		xm: xm, ym: store.NewScript(xm.Source() + "\n-- y\n"),
 	}
 	oneMany := both
 	oneMany.ym = nil

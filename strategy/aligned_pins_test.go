@@ -15,6 +15,19 @@ import (
 	"github.com/quotagate/limiter/strategy"
 )
 
+// alignedAt is an AlignedWindow Limiter on a miniredis whose clock starts
+// at start (Unix ms), through go-redis (rdb, for reading its keys), on an
+// app clock that is the server's moved by skew.
+func alignedAt(t *testing.T, start int64) (*wMini, *redis.Client, *limiter.Limiter, *atomic.Int64) {
+	t.Helper()
+	m := newWMini(t, time.UnixMilli(start))
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	skew := new(atomic.Int64)
+	app := func() time.Time { return m.Now().Add(time.Duration(skew.Load())) }
+	return m, rdb, newLim(t, goredis.New(rdb), strategy.NewAlignedWindow(strategy.WithAlignedClock(app))), skew
+}
+
 // A call named from an estimate 1 ms behind, reaching the server in the
 // first millisecond of a window, would create the counter of the window that
 // just ended: the script answers "another window" (the server's clock,
@@ -23,12 +36,7 @@ import (
 func TestAlignedCreateAtWindowEnd(t *testing.T) {
 	const p = 60_000
 	start := int64(29_000_000)*p + p/2
-	m := newWMini(t, time.UnixMilli(start))
-	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
-	t.Cleanup(func() { _ = rdb.Close() })
-	var skew atomic.Int64
-	app := func() time.Time { return m.Now().Add(time.Duration(skew.Load())) }
-	lim := newLim(t, goredis.New(rdb), strategy.NewAlignedWindow(strategy.WithAlignedClock(app)))
+	m, rdb, lim, skew := alignedAt(t, start)
 	ctx := context.Background()
 	l := limiter.PerMinute(5)
 	if r, err := lim.Allow(ctx, "warm", l); err != nil || !r.Allowed {
@@ -54,12 +62,7 @@ func TestAlignedCreateAtWindowEnd(t *testing.T) {
 func TestAlignedPeekAtWindowStart(t *testing.T) {
 	const p = 60_000
 	start := int64(29_000_000) * p
-	m := newWMini(t, time.UnixMilli(start))
-	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
-	t.Cleanup(func() { _ = rdb.Close() })
-	var skew atomic.Int64
-	app := func() time.Time { return m.Now().Add(time.Duration(skew.Load())) }
-	lim := newLim(t, goredis.New(rdb), strategy.NewAlignedWindow(strategy.WithAlignedClock(app)))
+	_, _, lim, skew := alignedAt(t, start)
 	ctx := context.Background()
 	l := limiter.PerMinute(5)
 	for range 2 {
@@ -82,10 +85,7 @@ func TestAlignedCorruptThirdLimitRollsBack(t *testing.T) {
 		t.Run(bad, func(t *testing.T) {
 			const p = 60_000
 			start := int64(29_000_000)*p + 1000
-			m := newWMini(t, time.UnixMilli(start))
-			rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
-			t.Cleanup(func() { _ = rdb.Close() })
-			lim := newLim(t, goredis.New(rdb), strategy.NewAlignedWindow(strategy.WithAlignedClock(m.Now)))
+			_, rdb, lim, _ := alignedAt(t, start)
 			ctx := context.Background()
 			ls := []limiter.Limit{limiter.PerMinute(5).Named("a"), limiter.PerMinute(5).Named("b"), limiter.PerMinute(5).Named("c")}
 			if r, err := lim.Allow(ctx, "u", ls...); err != nil || !r.Allowed {
@@ -123,10 +123,7 @@ func TestAlignedAboveBaseLeftAsFound(t *testing.T) {
 		t.Run(fmt.Sprint("cost=", cost), func(t *testing.T) {
 			const p = 60_000
 			start := int64(29_000_000)*p + 1000
-			m := newWMini(t, time.UnixMilli(start))
-			rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
-			t.Cleanup(func() { _ = rdb.Close() })
-			lim := newLim(t, goredis.New(rdb), strategy.NewAlignedWindow(strategy.WithAlignedClock(m.Now)))
+			_, rdb, lim, _ := alignedAt(t, start)
 			ctx := context.Background()
 			l := limiter.PerMinute(5)
 			k, _ := limiter.Key("t", "u", l)
@@ -158,10 +155,7 @@ func TestAlignedAboveBaseLeftAsFound(t *testing.T) {
 func TestAlignedCounterAtBase(t *testing.T) {
 	const p = 60_000
 	start := int64(29_000_000)*p + 1000
-	m := newWMini(t, time.UnixMilli(start))
-	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
-	t.Cleanup(func() { _ = rdb.Close() })
-	lim := newLim(t, goredis.New(rdb), strategy.NewAlignedWindow(strategy.WithAlignedClock(m.Now)))
+	_, rdb, lim, _ := alignedAt(t, start)
 	ctx := context.Background()
 	ls := []limiter.Limit{limiter.PerMinute(5).Named("a"), limiter.PerMinute(5).Named("b")}
 	for _, l := range ls {

@@ -9,21 +9,33 @@ import (
 	"github.com/quotagate/limiter/strategy"
 )
 
-// A rate change keeps the fraction of the next token: half a token at
-// 10/s (50 ms of 100) is half a token at 5/s (100 ms of 200).
+// A rate change keeps the fraction of the next token, into either form:
+// half a token at 10/s (50 ms of 100) is half a token at 5/s (100 ms of
+// 200) and at 3/s (166 667 µs of 333 333.3, 167 ms from a whole one); 0.3
+// of a token (30 ms) is 0.3 at 5/s, 140 ms from a whole one.
 func TestTokenBucketRateChangeKeepsFraction(t *testing.T) {
-	m, st := newMini(t)
-	lim := newLim(t, st, strategy.NewTokenBucket())
-	ctx := context.Background()
 	a := limiter.Limit{Rate: 10, Period: time.Second, Burst: 5}
-	b := limiter.Limit{Rate: 5, Period: time.Second, Burst: 5}
-	if r, err := lim.AllowN(ctx, "u", 5, a); err != nil || !r.Allowed {
-		t.Fatalf("AllowN(5) = %+v, %v", r, err)
-	}
-	m.Advance(50 * time.Millisecond)
-	r, err := lim.Allow(ctx, "u", b)
-	if err != nil || r.Allowed || r.RetryAfter != 100*time.Millisecond || r.ResetAfter != 900*time.Millisecond {
-		t.Errorf("Allow at 5/s = %+v, %v; want denied, RetryAfter 100ms, ResetAfter 900ms (half a token kept)", r, err)
+	for _, tc := range []struct {
+		after        time.Duration
+		rate         int64
+		retry, reset time.Duration // reset 0: not checked
+	}{
+		{50 * time.Millisecond, 5, 100 * time.Millisecond, 900 * time.Millisecond},
+		{50 * time.Millisecond, 3, 167 * time.Millisecond, 0},
+		{30 * time.Millisecond, 5, 140 * time.Millisecond, 0},
+	} {
+		m, st := newMini(t)
+		lim := newLim(t, st, strategy.NewTokenBucket())
+		ctx := context.Background()
+		b := limiter.Limit{Rate: tc.rate, Period: time.Second, Burst: 5}
+		if r, err := lim.AllowN(ctx, "u", 5, a); err != nil || !r.Allowed {
+			t.Fatalf("AllowN(5) = %+v, %v", r, err)
+		}
+		m.Advance(tc.after)
+		r, err := lim.Allow(ctx, "u", b)
+		if err != nil || r.Allowed || r.RetryAfter != tc.retry || (tc.reset != 0 && r.ResetAfter != tc.reset) {
+			t.Errorf("%s after 5 taken at %v, Allow at %v = %+v, %v; want denied, RetryAfter %s (ResetAfter %s)", tc.after, a, b, r, err, tc.retry, tc.reset)
+		}
 	}
 }
 
@@ -78,24 +90,6 @@ func TestTokenBucketMicrosecondBurstLoweredExpiry(t *testing.T) {
 	}
 }
 
-// The same into the second form: half a token at 10/s is half a token at
-// 3/s (166 667 µs of 333 333.3), 167 ms from a whole one.
-func TestTokenBucketRateChangeKeepsFractionMicrosecond(t *testing.T) {
-	m, st := newMini(t)
-	lim := newLim(t, st, strategy.NewTokenBucket())
-	ctx := context.Background()
-	a := limiter.Limit{Rate: 10, Period: time.Second, Burst: 5}
-	b := limiter.Limit{Rate: 3, Period: time.Second, Burst: 5}
-	if r, err := lim.AllowN(ctx, "u", 5, a); err != nil || !r.Allowed {
-		t.Fatalf("AllowN(5) = %+v, %v", r, err)
-	}
-	m.Advance(50 * time.Millisecond)
-	r, err := lim.Allow(ctx, "u", b)
-	if err != nil || r.Allowed || r.RetryAfter != 167*time.Millisecond {
-		t.Errorf("Allow at 3/s = %+v, %v; want denied, RetryAfter 167ms (half a token kept)", r, err)
-	}
-}
-
 // A bucket of the second form read by a limit of whole milliseconds lacks
 // what it lacked, rounded up to the ms: 1.003 tokens at 10/s are 0.997 of
 // a token (99.7 ms) from 2.
@@ -105,9 +99,13 @@ func TestTokenBucketSecondFormToMsRoundsUp(t *testing.T) {
 	ctx := context.Background()
 	a := limiter.Limit{Rate: 3, Period: time.Second}
 	b := limiter.Limit{Rate: 10, Period: time.Second, Burst: 3}
-	lim.Allow(ctx, "u", a)
+	if r, err := lim.Allow(ctx, "u", a); err != nil || !r.Allowed {
+		t.Fatalf("Allow at %v = %+v, %v", a, r, err)
+	}
 	m.Advance(time.Millisecond)
-	lim.Allow(ctx, "u", a) // 2 + 0.003 - 1 tokens
+	if r, err := lim.Allow(ctx, "u", a); err != nil || !r.Allowed { // 2 + 0.003 - 1 tokens
+		t.Fatalf("second Allow at %v = %+v, %v", a, r, err)
+	}
 	r, err := lim.AllowN(ctx, "u", 2, b)
 	if err != nil || r.Allowed || r.RetryAfter != 100*time.Millisecond {
 		t.Errorf("AllowN(2) at 10/s = %+v, %v; want denied, RetryAfter 100ms", r, err)
@@ -145,23 +143,5 @@ func TestTokenBucketCheckLimitBoundary(t *testing.T) {
 	}
 	if err := tb.CheckLimit(limiter.Limit{Rate: 1, Period: 24 * time.Hour, Burst: 26063}); err == nil {
 		t.Errorf("burst 26063 per day accepted; want ErrInvalidLimit (above 2^51 units)")
-	}
-}
-
-// 0.3 of a token at 10/s (30 ms of 100) is 0.3 of a token at 5/s: 140 ms
-// from a whole one.
-func TestTokenBucketRateChangeKeepsFractionAsymmetric(t *testing.T) {
-	m, st := newMini(t)
-	lim := newLim(t, st, strategy.NewTokenBucket())
-	ctx := context.Background()
-	a := limiter.Limit{Rate: 10, Period: time.Second, Burst: 5}
-	b := limiter.Limit{Rate: 5, Period: time.Second, Burst: 5}
-	if r, err := lim.AllowN(ctx, "u", 5, a); err != nil || !r.Allowed {
-		t.Fatalf("AllowN(5) = %+v, %v", r, err)
-	}
-	m.Advance(30 * time.Millisecond)
-	r, err := lim.Allow(ctx, "u", b)
-	if err != nil || r.Allowed || r.RetryAfter != 140*time.Millisecond {
-		t.Errorf("Allow at 5/s = %+v, %v; want denied, RetryAfter 140ms (0.3 of a token kept)", r, err)
 	}
 }
