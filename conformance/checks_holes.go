@@ -486,9 +486,11 @@ func checkPeekAfterRuleChange(c *checker) {
 			// an interval that is not whole milliseconds, to another
 			change{"p30-peek-scale", limiter.Limit{Rate: 3, Period: time.Second, Name: "peek-s"}, limiter.Limit{Rate: 30, Period: 10 * time.Second, Name: "peek-s"}},
 			// and to a slower rate of the same period: the state, kept
-			// until the old rule had refilled it, is full sooner than the
-			// new rate refills it
-			change{"p30-peek-slower", limiter.Limit{Rate: 30, Period: time.Second, Burst: 3, Name: "peek-l"}, limiter.Limit{Rate: 3, Period: time.Second, Burst: 3, Name: "peek-l"}})
+			// until the old rule had refilled it (a second: time for the
+			// check on a real clock, where a shorter life could end
+			// between its reads), is full sooner than the new rate
+			// refills it
+			change{"p30-peek-slower", limiter.Limit{Rate: 30, Period: 10 * time.Second, Burst: 3, Name: "peek-l"}, limiter.Limit{Rate: 3, Period: 10 * time.Second, Burst: 3, Name: "peek-l"}})
 	}
 	lim := c.limiter(nil)
 	judged := 0
