@@ -19,7 +19,11 @@ import (
 )
 
 const (
-	startTimeout = 5 * time.Second // how long to wait for PING after a start
+	// startTimeout is how long to wait for PING after a start. A
+	// redis-server needs milliseconds of CPU to start, but on a 2-core
+	// machine busy with several test packages at once one took over 5 s
+	// before it had written its first log line or listened.
+	startTimeout = 30 * time.Second
 	stopTimeout  = 3 * time.Second // grace period before SIGTERM, then SIGKILL
 )
 
@@ -202,8 +206,11 @@ func (s *Server) launch(port int) error {
 	if err := waitReady(s.dial, addr, cmd.Process.Pid, exited); err != nil {
 		stop(s.dial, "", cmd.Process, exited) // addr may belong to another process
 		tail := logTail(logPath, logStart)
-		if strings.Contains(tail, "already in use") {
+		switch {
+		case strings.Contains(tail, "already in use"):
 			err = errPortInUse
+		case tail == "":
+			tail = "(empty: the process had not started up; load average " + loadAvg() + ")"
 		}
 		return fmt.Errorf("redistest: redis-server on %s: %w; log:\n%s", addr, err, tail)
 	}
@@ -309,6 +316,16 @@ func freePort() (int, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// loadAvg returns the machine's 1, 5 and 15 minute load averages, or "?"
+// where the system does not publish them as Linux does.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "?"
 }
 
 // logTail returns the last few KiB that were written to path after offset.
