@@ -157,12 +157,12 @@ func (l Lease) ID() string {
 // is a Lease with Held false, not an error. Bad input (an empty subject, a
 // limit out of bounds) is an error in every fail mode and writes nothing;
 // a backend error follows the fail mode: FailError returns it, FailOpen
-// grants a Degraded lease, FailClosed refuses with a Degraded lease. When
-// the call may have run without its reply arriving (a lost reply, a
-// timeout), Acquire releases the slot it may have taken (a release Redis
-// cannot take either leaves it until its TTL ends); with a LeaseAbandoner
-// (strategy.Concurrency) also when the Acquire reaches Redis only after
-// the release. After a lost reply it does so before it returns, so that a
+// grants a Degraded lease, FailClosed refuses with a Degraded lease whose
+// RetryAfter is limit.TTL, at most a second. When the call may have run
+// without its reply arriving (a lost reply, a timeout), Acquire releases
+// the slot it may have taken (a release Redis cannot take either leaves it
+// until its TTL ends); with a LeaseAbandoner (strategy.Concurrency) also
+// when the Acquire reaches Redis only after the release. After a lost reply it does so before it returns, so that a
 // retry finds the slot free; after the context ended, it returns at once
 // and the release follows, bounded by the Limiter's timeout or a second.
 // A context that has ended before the call sends nothing and writes

@@ -69,7 +69,9 @@ const (
 	// exception: Redis answered, so it is a Degraded denial.
 	FailOpen
 	// FailClosed denies the request. The Result is Degraded and carries the
-	// error in Cause; the error return is nil.
+	// error in Cause; the error return is nil. Its RetryAfter is the first
+	// limit's Period, at most a second: when to ask again, since Redis may
+	// answer by then.
 	FailClosed
 )
 
