@@ -168,7 +168,9 @@ func TestDenyCacheCountsFromTheSend(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	l := limiter.Per(1, 400*time.Millisecond)
+	// 2 s, well beyond the delay: on a loaded machine the denial must
+	// still be remembered when the next call comes
+	l := limiter.Per(1, 2*time.Second)
 	if r, err := lim.Allow(ctx, "s", l); err != nil || !r.Allowed {
 		t.Fatalf("first call: %+v, %v", r, err)
 	}
