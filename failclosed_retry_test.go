@@ -5,11 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
-
 	"github.com/quotagate/limiter"
-	"github.com/quotagate/limiter/store/goredis"
 	"github.com/quotagate/limiter/strategy"
 )
 
@@ -17,11 +13,7 @@ import (
 // RetryAfter is the limit's Period (a Concurrency's TTL), at most a
 // second, as FailClosed and Acquire document.
 func TestFailClosedRetryAfter(t *testing.T) {
-	m := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
-	t.Cleanup(func() { _ = rdb.Close() })
-	m.Close()
-	st := goredis.New(rdb)
+	st := goneStore(t)
 	ctx := context.Background()
 
 	lim := newLimiter(t, st, limiter.WithFailMode(limiter.FailClosed))

@@ -158,11 +158,7 @@ func TestAllowPeekReset(t *testing.T) {
 // TestFailModes: with Redis gone, FailError returns the error, FailOpen
 // admits and FailClosed denies, both marked Degraded with the cause.
 func TestFailModes(t *testing.T) {
-	m := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
-	t.Cleanup(func() { _ = rdb.Close() })
-	m.Close()
-	st := goredis.New(rdb)
+	st := goneStore(t)
 	ctx := context.Background()
 	l := limiter.PerSecond(1)
 
@@ -178,6 +174,15 @@ func TestFailModes(t *testing.T) {
 	if err != nil || r.Allowed || !r.Degraded || r.Cause == nil || r.RetryAfter <= 0 {
 		t.Fatalf("FailClosed = %+v, %v; want denied, degraded, with a cause and a RetryAfter", r, err)
 	}
+}
+
+// goneStore is a store whose Redis has gone: every call fails.
+func goneStore(t *testing.T) store.Store {
+	m := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { _ = rdb.Close() })
+	m.Close()
+	return goredis.New(rdb)
 }
 
 // TestTimeout: a reply slower than WithTimeout returns promptly with a
