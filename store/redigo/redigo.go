@@ -466,6 +466,10 @@ func (s *Store) redirect(attempt int, last hop, vs ...any) (next hop, again bool
 	if kind == "" || kind == "TRYAGAIN" {
 		return hop{}, false
 	}
+	if kind == "MOVED" {
+		// the slot has a new owner: Batch's slot map is out of date
+		s.nodes.Store(nil)
+	}
 	for _, v := range vs[1:] {
 		if k, a := refusal(v); k != kind || a != addr {
 			return hop{}, false
@@ -724,7 +728,7 @@ func normalise(v any) any {
 // Batch implements store.Batcher: on a single server, one pipeline on one
 // connection; on a Cluster, one pipeline per server, the servers in
 // parallel (the servers of the slots from CLUSTER SLOTS, read on the first
-// Batch and again after one meets a redirection). A command refused with
+// Batch and again after any call meets a MOVED). A command refused with
 // MOVED or ASK (it did not run: the slot moved) is sent again with the
 // others of its slot, following the redirection as Do does; one refused
 // with TRYAGAIN has store.ErrTryAgain. A failed round trip is the failure
