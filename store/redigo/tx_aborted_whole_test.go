@@ -31,7 +31,7 @@ func TestAbortedTxRunsNothingElsewhere(t *testing.T) {
 	rs, err := st.Do(ctx,
 		store.Cmd{Name: "MULTI"},
 		store.Cmd{Name: "INCR", Args: []any{local}},
-		store.Cmd{Name: "INCR", Args: []any{remote}}, // MOVED
+		store.Cmd{Name: "INCR", Args: []any{remote}},          // MOVED
 		store.Cmd{Name: "INCR", Args: []any{"{a}z", "extra"}}, // wrong number of arguments
 		store.Cmd{Name: "EXEC"},
 	)
