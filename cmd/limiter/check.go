@@ -7,9 +7,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -503,6 +505,13 @@ func parseRedisURL(url string) (string, connOptions, error) {
 // password masked (maskUserinfo), or, when that one parses, a word on
 // percent-encoding.
 func parseURL(flag, raw string) (*redis.Options, error) {
+	if !strings.Contains(raw, "://") {
+		// A scheme mistyped or left out: the parser may take the rest
+		// for something else, quoting the user information as a path or
+		// an opaque part in its message, or, with no host, for the
+		// default server on localhost:6379.
+		return nil, fmt.Errorf("%w: %s: %s is not a URL of the form redis://[user:password@]host:port[/db] (rediss:// for TLS)", errUsage, flag, maskUserinfo(raw))
+	}
 	opt, err := redis.ParseURL(raw)
 	if err == nil {
 		return opt, nil
@@ -520,11 +529,18 @@ func parseURL(flag, raw string) (*redis.Options, error) {
 // maskUserinfo returns the URL raw with the password of its user
 // information (between "://" and the last "@") replaced by xxxxx, or the
 // whole user information when it has no colon; raw as it is when it has
-// none.
+// none. Without "://" (a scheme mistyped) all before the last "@" is
+// replaced: where the user begins cannot be told.
 func maskUserinfo(raw string) string {
 	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		if at := strings.LastIndex(raw, "@"); at >= 0 {
+			return "xxxxx" + raw[at:]
+		}
+		return raw
+	}
 	at := strings.LastIndex(rest, "@")
-	if !ok || at < 0 {
+	if at < 0 {
 		return raw
 	}
 	user, _, hasPassword := strings.Cut(rest[:at], ":")
@@ -549,6 +565,9 @@ func parseClusterNodes(list string) ([]string, connOptions, error) {
 			return nil, o, fmt.Errorf("%w: -cluster %q: an empty node", errUsage, list)
 		}
 		if !strings.Contains(n, "://") {
+			if !isHostPort(n) {
+				return nil, o, fmt.Errorf("%w: -cluster: %s is neither host:port nor a URL of the form redis://[user:password@]host:port (rediss:// for TLS)", errUsage, maskUserinfo(n))
+			}
 			addrs = append(addrs, n)
 			continue
 		}
@@ -577,6 +596,17 @@ func parseClusterNodes(list string) ([]string, connOptions, error) {
 		o.tls.ServerName = ""
 	}
 	return addrs, o, nil
+}
+
+// isHostPort reports whether s is host:port, the port a number, with
+// nothing in it that belongs to a URL ("/", "@").
+func isHostPort(s string) bool {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil || host == "" || strings.ContainsAny(s, "/@") {
+		return false
+	}
+	_, err = strconv.ParseUint(port, 10, 16)
+	return err == nil
 }
 
 func selectChecks(names string) (selection, error) {

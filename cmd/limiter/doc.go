@@ -45,7 +45,9 @@
 //	-known-bad     also run the known-bad implementations (hand-written
 //	               designs with their bugs); they are expected to fail,
 //	               and do not change the exit status unless one of them
-//	               passes a check it must fail
+//	               passes a check it must fail, or fails it only because
+//	               its harness did (its server could not be reached: the
+//	               control showed nothing)
 //	-json          print the results as one JSON object (the header goes
 //	               to stderr); "checks" counts the rows the run was to
 //	               report, "interrupted" is true when Ctrl-C stopped it

@@ -35,6 +35,11 @@ func TestURLPasswordNotPrinted(t *testing.T) {
 		{`redis://u:s3cr"etpw@127.0.0.1:6390`, "cannot parse redis://u:xxxxx@127.0.0.1:6390"},
 		{`redis://u:s3cr\etpw@127.0.0.1:6390`, "cannot parse redis://u:xxxxx@127.0.0.1:6390"},
 		{"redis://s3cr/etpw@127.0.0.1:6390", "cannot parse redis://xxxxx@127.0.0.1:6390"},
+		// a scheme mistyped or left out: no "://" to find the user by
+		{"//u:s3cretpw@127.0.0.1:x", "xxxxx@127.0.0.1:x"},
+		{"redis:/u:s3cretpw@127.0.0.1:x", "xxxxx@127.0.0.1:x"},
+		{"redis:u:s3cr/etpw@127.0.0.1:6390", "xxxxx@127.0.0.1:6390"},
+		{"u:s3cretpw@127.0.0.1:6390", "xxxxx@127.0.0.1:6390"},
 	} {
 		for _, args := range commands(c.url) {
 			code, out, errOut := runCmd(t, args...)
@@ -44,6 +49,19 @@ func TestURLPasswordNotPrinted(t *testing.T) {
 			if strings.Contains(out+errOut, "etpw") {
 				t.Errorf("%q: the password (or its end) is printed: %s", args, strings.TrimSpace(out+errOut))
 			}
+		}
+	}
+}
+
+// TestClusterNodeNeitherHostPortNorURL: a -cluster node without "://"
+// must be host:port; anything else is a usage error, not an address to
+// dial (one with a "/" was dialled as a Unix socket, its text printed in
+// the dial error).
+func TestClusterNodeNeitherHostPortNorURL(t *testing.T) {
+	for _, n := range []string{"127.0.0.1", "127.0.0.1:99999", "127.0.0.1:x", ":7000", "/tmp/redis.sock", "h/x:7000"} {
+		code, out, errOut := runCmd(t, "check", "-cluster", "127.0.0.1:7000,"+n)
+		if code != 2 || !strings.Contains(errOut, n+" is neither host:port nor a URL") || strings.Contains(out, "STRATEGY") {
+			t.Errorf("-cluster node %q: exit %d, stderr %q; want a usage error naming it", n, code, errOut)
 		}
 	}
 }
