@@ -1,0 +1,48 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestCheckFlagErrors: flag combinations the usage and doc.go exclude
+// are usage errors (exit 2) naming what is wrong, before any dial.
+func TestCheckFlagErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"check", "-redis", "redis://127.0.0.1:1", "-cluster", "127.0.0.1:2"}, "-redis and -cluster exclude each other"},
+		{[]string{"check", "-cluster", "redis://127.0.0.1:1/3"}, "a Cluster has only database 0"},
+		{[]string{"check", "-cluster", "redis://u:a@127.0.0.1:1,redis://u:b@127.0.0.1:2"}, "give different users, passwords or schemes"},
+		{[]string{"check", "-redis", "rediss://127.0.0.1:1", "-tls-cert", "x.pem"}, "-tls-cert and -tls-key go together"},
+		{[]string{"check", "-tls-insecure", "-checks", "weighted-costs"}, "the -tls options need -redis rediss://... or -cluster"},
+	} {
+		code, out, errOut := runCmd(t, c.args...)
+		if code != 2 || !strings.Contains(errOut, c.want) || strings.Contains(out, "STRATEGY") {
+			t.Errorf("%q: exit %d, stderr %q; want 2 saying %q", c.args, code, errOut, c.want)
+		}
+	}
+}
+
+// TestSelectChecks: -checks takes names with spaces after the commas,
+// and a name given twice selects its check once.
+func TestSelectChecks(t *testing.T) {
+	sel, err := selectChecks("weighted-costs, hostile-costs,weighted-costs")
+	if err != nil || len(sel.checks) != 2 {
+		t.Errorf("selectChecks: %d checks, %v; want weighted-costs and hostile-costs once each", len(sel.checks), err)
+	}
+	sel, err = selectChecks("integer-scripts,integer-scripts")
+	if err != nil || len(sel.store) != 1 {
+		t.Errorf("selectChecks: %d store checks, %v; want integer-scripts once", len(sel.store), err)
+	}
+}
+
+// TestServeAddrDefault: serve listens on the loopback by default (a
+// demo service, not for the network).
+func TestServeAddrDefault(t *testing.T) {
+	code, _, errOut := runCmd(t, "serve", "-h")
+	if code != 0 || !strings.Contains(errOut, `(default "127.0.0.1:8080")`) {
+		t.Errorf("serve -h: exit %d; want the -addr default 127.0.0.1:8080\n%s", code, errOut)
+	}
+}
