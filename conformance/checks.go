@@ -1298,6 +1298,18 @@ func checkLostReply(c *checker) {
 		c.t.Errorf("property 19: after one call whose reply was lost the counter is %d, want %d%s", n, counted, how)
 	}
 
+	// The same with the connection reset instead of closed: the client's
+	// read fails with "connection reset by peer" (an error of the socket,
+	// not the end of the stream), after the command was sent all the same.
+	p.ResetReply(c.spec.Commit)
+	r, err = lim.Allow(c.ctx, "p19", l)
+	if !errors.Is(err, store.ErrUnknownOutcome) {
+		c.t.Errorf("property 19: a reply lost to a connection reset returned %+v, %v; want an error wrapping store.ErrUnknownOutcome", r, err)
+	}
+	if how, n := ran(), c.counter("p19", l); n != counted {
+		c.t.Errorf("property 19: after a call whose reply was lost to a connection reset the counter is %d, want %d%s", n, counted, how)
+	}
+
 	p.DropReply(c.spec.Commit)
 	r, err = c.unsentAgain("property 19: the fail-open call after a lost reply", p, func() (limiter.Result, error) {
 		return open.Allow(c.ctx, "p19", l)

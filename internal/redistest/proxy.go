@@ -44,6 +44,7 @@ type Proxy struct {
 type fault struct {
 	match string // upper-cased command name; "" = any non-set-up command
 	skip  int
+	reset bool // DropReply: reset the client connection, not close it
 }
 
 func (f *fault) matches(name string) bool {
@@ -97,6 +98,16 @@ func (p *Proxy) DropReply(match string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.drop = &fault{match: strings.ToUpper(match)}
+	p.dropped = nil
+}
+
+// ResetReply is DropReply with the client connection reset (a TCP RST)
+// instead of closed: the client's read fails with "connection reset by
+// peer" rather than at the end of the stream.
+func (p *Proxy) ResetReply(match string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.drop = &fault{match: strings.ToUpper(match), reset: true}
 	p.dropped = nil
 }
 
@@ -280,6 +291,9 @@ func (p *Proxy) decide(c *proxyConn, name string) (action, time.Duration) {
 	}
 	p.counts[name]++
 	if p.drop != nil && p.drop.matches(name) {
+		if p.drop.reset {
+			c.reset.Store(true)
+		}
 		p.drop = nil
 		return dropReply, p.delay
 	}
@@ -291,6 +305,7 @@ type proxyConn struct {
 	p              *Proxy
 	client, server net.Conn
 	blackholed     atomic.Bool
+	reset          atomic.Bool // close the client connection with a RST
 	done           chan struct{}
 	closeOnce      sync.Once
 
@@ -307,6 +322,15 @@ type pendingReply struct {
 func (c *proxyConn) close() {
 	c.closeOnce.Do(func() {
 		close(c.done)
+		if c.reset.Load() {
+			conn := c.client
+			if tc, ok := conn.(*tls.Conn); ok {
+				conn = tc.NetConn()
+			}
+			if tc, ok := conn.(*net.TCPConn); ok {
+				_ = tc.SetLinger(0) // Close sends a RST
+			}
+		}
 		c.client.Close()
 		c.server.Close()
 		c.p.mu.Lock()

@@ -41,9 +41,12 @@
 // a ClusterClient's redirections (MOVED, ASK: a slot moved or moving to
 // another node), which it follows, and READONLY, LOADING, CLUSTERDOWN and
 // MASTERDOWN, which a ClusterClient sends again up to MaxRedirects times
-// whatever MaxRetries says (with MaxRetries -1 a Client returns the
-// refusal itself); the last refusal is the call's error, not an unknown
-// outcome. A command refused with TRYAGAIN (its keys split by a slot's
+// whatever MaxRetries says; the last refusal is the call's error, not an
+// unknown outcome. A Client (one server) retries those refusals as it
+// retries a lost reply, without showing the adapter which it met, so the
+// adapter refuses its second write as it must after a lost reply: a call
+// refused with LOADING or READONLY ends as store.ErrUnknownOutcome, though
+// it ran nothing. With MaxRetries -1 a Client returns the refusal itself. A command refused with TRYAGAIN (its keys split by a slot's
 // migration) is not sent again by go-redis: its error is
 // store.ErrTryAgain, on which store.Script and limiter.AllowMany send it
 // again after a pause. A ClusterClient's transaction (MULTI ... EXEC in one
