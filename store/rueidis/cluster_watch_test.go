@@ -356,22 +356,9 @@ func TestClusterWatchThenBusyNode(t *testing.T) {
 // follows the MOVED, and the transaction counts once. (It failed with the
 // TRYAGAIN, which the redigo and go-redis adapters wait out.)
 func TestClusterWatchWaitsForASplitSlot(t *testing.T) {
-	cl := redistest.StartCluster(t)
-	addrs := cl.Addrs()
-	st := newClusterStore(t, addrs)
 	ctx := context.Background()
 	keys := []string{"{split}a", "{split}b"}
-	nodes := make([]*rueidisstore.Store, len(addrs))
-	from := -1
-	for i, a := range addrs {
-		nodes[i] = newStore(t, a, nil)
-		if r := do1(t, nodes[i], "EXISTS", keys[0]); r.Err == nil {
-			from = i
-		}
-	}
-	for _, k := range keys {
-		do1(t, nodes[from], "SET", k, 1)
-	}
+	st, addrs, nodes, from := clusterWithKeys(t, keys)
 	m := startMove(t, nodes, addrs, from, (from+1)%len(addrs), keys[0])
 	if err := m.migrate(keys[0]); err != nil {
 		t.Fatal(err)
@@ -471,4 +458,24 @@ func TestClusterWatchNeverLearnsAReplica(t *testing.T) {
 			t.Errorf("GET %s on its master = %v, %v; want 2", k, r.Val, r.Err)
 		}
 	}
+}
+
+// clusterWithKeys starts a Cluster, a Store on it and one on each node, and
+// sets keys (of one slot) to 1 on the node that holds them, from.
+func clusterWithKeys(t *testing.T, keys []string) (st *rueidisstore.Store, addrs []string, nodes []*rueidisstore.Store, from int) {
+	t.Helper()
+	addrs = redistest.StartCluster(t).Addrs()
+	st = newClusterStore(t, addrs)
+	nodes = make([]*rueidisstore.Store, len(addrs))
+	from = -1
+	for i, a := range addrs {
+		nodes[i] = newStore(t, a, nil)
+		if r := do1(t, nodes[i], "EXISTS", keys[0]); r.Err == nil {
+			from = i
+		}
+	}
+	for _, k := range keys {
+		do1(t, nodes[from], "SET", k, 1)
+	}
+	return st, addrs, nodes, from
 }

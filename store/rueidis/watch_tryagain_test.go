@@ -6,9 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quotagate/limiter/internal/redistest"
 	"github.com/quotagate/limiter/store"
-	rueidisstore "github.com/quotagate/limiter/store/rueidis"
 )
 
 // store.Tx: "A command on a key of the watched keys' slot that a Cluster
@@ -17,21 +15,8 @@ import (
 // error that wraps ErrTxAborted, as Exec does".
 func TestClusterWatchTryAgainIsTxAborted(t *testing.T) {
 	for _, exec := range []bool{true, false} {
-		cl := redistest.StartCluster(t)
-		addrs := cl.Addrs()
-		st := newClusterStore(t, addrs)
 		keys := []string{"{u}a", "{u}b"}
-		nodes := make([]*rueidisstore.Store, len(addrs))
-		from := -1
-		for i, a := range addrs {
-			nodes[i] = newStore(t, a, nil)
-			if r := do1(t, nodes[i], "EXISTS", keys[0]); r.Err == nil {
-				from = i
-			}
-		}
-		for _, k := range keys {
-			do1(t, nodes[from], "SET", k, 1)
-		}
+		st, addrs, nodes, from := clusterWithKeys(t, keys)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		var got error
 		err := st.Watch(ctx, keys[:1], func(tx store.Tx) error {
