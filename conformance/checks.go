@@ -1302,7 +1302,9 @@ func checkLostReply(c *checker) {
 	// read fails with "connection reset by peer" (an error of the socket,
 	// not the end of the stream), after the command was sent all the same.
 	p.ResetReply(c.spec.Commit)
-	r, err = lim.Allow(c.ctx, "p19", l)
+	r, err = c.unsentAgain("property 19: the call after a lost reply, whose reply a connection reset loses", p, func() (limiter.Result, error) {
+		return lim.Allow(c.ctx, "p19", l)
+	})
 	if !errors.Is(err, store.ErrUnknownOutcome) {
 		c.t.Errorf("property 19: a reply lost to a connection reset returned %+v, %v; want an error wrapping store.ErrUnknownOutcome", r, err)
 	}
