@@ -259,6 +259,15 @@ func TestContextDoneBeforeSending(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Watch with a cancelled context = %v; want Canceled", err)
 	}
+	_, err = st.EvalShaInt64s(ctx, strategy.FixedWindowScript().Hash(), []string{"k"}, []int64{1}, nil)
+	if !errors.Is(err, context.Canceled) || errors.Is(err, store.ErrUnknownOutcome) {
+		t.Errorf("EvalShaInt64s with a cancelled context = %v; want Canceled, not ErrUnknownOutcome", err)
+	}
+	for i, r := range st.Batch(ctx, []store.Cmd{{Name: "INCR", Args: []any{"k"}}, {Name: "INCR", Args: []any{"k2"}}}) {
+		if !errors.Is(r.Err, context.Canceled) || errors.Is(r.Err, store.ErrUnknownOutcome) {
+			t.Errorf("Batch with a cancelled context: reply %d = %v; want Canceled, not ErrUnknownOutcome", i, r.Err)
+		}
+	}
 	if n := p.Commands(); n["EVALSHA"]+n["INCR"]+n["WATCH"] != 0 {
 		t.Errorf("commands reached the server: %v", n)
 	}
