@@ -59,11 +59,8 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	flushDelay := fs.Duration("rueidis-flush-delay", 0, "the rueidis client's MaxFlushDelay (default 0, rueidis's default: each write flushed at once), for both the raw calls and the Limiter's: a delay makes fewer, larger writes, which under many callers per client saves CPU, and with few adds latency")
 	var tf tlsFlags
 	tf.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return 0, fmt.Errorf("%w: %w", errUsage, err)
-	}
-	if fs.NArg() > 0 {
-		return 0, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	if err := parseFlags(fs, args); err != nil {
+		return 0, err
 	}
 	if *flushDelay < 0 || *flushDelay > maxFlushDelay {
 		return 0, fmt.Errorf("%w: -rueidis-flush-delay %s is outside 0 to %s", errUsage, *flushDelay, maxFlushDelay)

@@ -42,11 +42,8 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	asJSON := fs.Bool("json", false, "print the report as one JSON object (the header goes to stderr)")
 	var tf tlsFlags
 	tf.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return 0, fmt.Errorf("%w: %w", errUsage, err)
-	}
-	if fs.NArg() > 0 {
-		return 0, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	if err := parseFlags(fs, args); err != nil {
+		return 0, err
 	}
 	sel, err := selectChecks(*names)
 	if err != nil {
@@ -514,6 +511,11 @@ func parseURL(flag, raw string) (*redis.Options, error) {
 	}
 	opt, err := redis.ParseURL(raw)
 	if err == nil {
+		if _, port, _ := net.SplitHostPort(opt.Addr); opt.Network != "unix" && !validPort(port) {
+			// the parser takes any digits (":99999"), which the dial
+			// then refuses as if the server were down
+			return nil, fmt.Errorf("%w: %s: %s: the port must be 1 to 65535", errUsage, flag, maskUserinfo(raw))
+		}
 		return opt, nil
 	}
 	masked := maskUserinfo(raw)
@@ -605,8 +607,14 @@ func isHostPort(s string) bool {
 	if err != nil || host == "" || strings.ContainsAny(s, "/@") {
 		return false
 	}
-	_, err = strconv.ParseUint(port, 10, 16)
-	return err == nil
+	return validPort(port)
+}
+
+// validPort reports whether port is a TCP port one can dial: 1 to 65535,
+// in decimal.
+func validPort(port string) bool {
+	n, err := strconv.ParseUint(port, 10, 16)
+	return err == nil && n > 0
 }
 
 func selectChecks(names string) (selection, error) {

@@ -55,7 +55,10 @@
 //
 // Exit status: 0 when every check passed or was skipped and at least one
 // ran, 1 when one failed or every one selected was skipped (nothing was
-// verified), 2 for a usage error.
+// verified), 2 for a usage error. A usage error is found before any
+// connection: among others, an empty -redis or -cluster (an unset shell
+// variable; leave the flag out for the embedded miniredis), or a port
+// outside 1 to 65535, in every command.
 //
 //	limiter bench [-redis URL] [-tls-ca FILE] [-tls-cert FILE -tls-key FILE]
 //	              [-tls-insecure] [-adapters goredis,rueidis,redigo]

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 func main() {
@@ -45,4 +46,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return code
+}
+
+// parseFlags parses a command's args: no positional arguments, and a
+// server flag (-redis, -cluster) given must name a server. An empty one,
+// as a shell gives for an unset variable (-redis "$REDIS_URL"), is a
+// usage error rather than a run on the embedded miniredis that would
+// report on no server of the user's.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%w: %w", errUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	var err error
+	fs.Visit(func(f *flag.Flag) {
+		if (f.Name == "redis" || f.Name == "cluster") && strings.TrimSpace(f.Value.String()) == "" && err == nil {
+			err = fmt.Errorf("%w: -%s is empty (leave the flag out for the embedded miniredis)", errUsage, f.Name)
+		}
+	})
+	return err
 }

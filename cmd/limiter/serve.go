@@ -62,11 +62,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (int, e
 	interval := fs.Duration("interval", time.Second, "how often the rules are reloaded")
 	failMode := fs.String("fail-mode", "error", "what a request gets when Redis cannot decide: error (503), open (admitted) or closed (503 with Retry-After)")
 	prefix := fs.String("prefix", limiter.DefaultPrefix, "key prefix of the counters")
-	if err := fs.Parse(args); err != nil {
-		return 0, fmt.Errorf("%w: %w", errUsage, err)
-	}
-	if fs.NArg() > 0 {
-		return 0, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	if err := parseFlags(fs, args); err != nil {
+		return 0, err
 	}
 	mode, ok := map[string]limiter.FailMode{"error": limiter.FailError, "open": limiter.FailOpen, "closed": limiter.FailClosed}[*failMode]
 	if !ok {
