@@ -49,9 +49,12 @@ const maxSFInteger = 999_999_999_999_999
 // service limit item for the binding rule (the one that refused the
 // request, or the one with the least quota left, and of those the one
 // whose window resets last) with its remaining quota r
-// and the seconds until its window resets, t. The X-RateLimit-* fields
-// carry the binding rule's limit, remaining quota and seconds until reset
-// (a delta, like t, not a timestamp), for clients that predate the draft.
+// and the seconds until more quota is made available, t: for a denied
+// request the Retry-After (both name the same point in time, as the draft
+// asks), otherwise the seconds until the binding rule's window resets (for
+// GCRA and TokenBucket, until the bucket is full again). The X-RateLimit-*
+// fields carry the binding rule's limit, remaining quota and t (a delta,
+// not a timestamp), for clients that predate the draft.
 // The remaining quota is advertised up to the binding rule's quota, its
 // Rate: a burst above the Rate (GCRA and TokenBucket with a Burst larger
 // than the Rate) shows as the Rate until less than that is left, so that
@@ -86,7 +89,16 @@ func WriteHeaders(h http.Header, d rules.Decision, legacy bool) {
 
 	bind := d.Limit
 	remaining := strconv.FormatInt(min(max(d.Remaining, 0), bind.Rate, maxSFInteger), 10)
-	reset := strconv.FormatInt(ceilSeconds(d.ResetAfter), 10)
+	// t: the seconds until more quota is made available. For a denial
+	// that is when it may succeed, the Retry-After (the draft asks both to
+	// name the same point in time; for GCRA and TokenBucket it is much
+	// sooner than the bucket is full again); otherwise when the binding
+	// rule's window resets.
+	resetAfter := d.ResetAfter
+	if !d.Allowed && d.RetryAfter > 0 {
+		resetAfter = d.RetryAfter
+	}
+	reset := strconv.FormatInt(ceilSeconds(resetAfter), 10)
 	b.Reset()
 	writeString(&b, rules.RuleName(bind))
 	b.WriteString(";r=")

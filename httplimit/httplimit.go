@@ -163,14 +163,14 @@ func New(rl *rules.Limiter, opts ...Option) (*Middleware, error) {
 // with different scopes never share a counter, even on one Limiter with
 // limits of the same period (3/min on /login and 100/min on /search, both
 // keyed by client IP). Give two middlewares the same scope only to make
-// them share one budget. scope is required: printable ASCII without
-// braces, like a prefix.
+// them share one budget. scope is required: visible ASCII (no space
+// or control character) without braces.
 func NewFixed(lim *limiter.Limiter, scope string, limits []limiter.Limit, opts ...Option) (*Middleware, error) {
 	if lim == nil {
 		return nil, fmt.Errorf("httplimit: %w: nil limiter", limiter.ErrInvalidOption)
 	}
 	if scope == "" || strings.ContainsFunc(scope, func(r rune) bool { return r <= ' ' || r > '~' }) {
-		return nil, fmt.Errorf("httplimit: %w: scope %q must be printable ASCII, not empty", limiter.ErrInvalidOption, scope)
+		return nil, fmt.Errorf("httplimit: %w: scope %q must be visible ASCII (no space), not empty", limiter.ErrInvalidOption, scope)
 	}
 	scoped, err := lim.With(limiter.WithPrefix(lim.Prefix() + ":" + scope))
 	if err != nil {
