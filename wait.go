@@ -117,8 +117,9 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64, limits ...Limi
 			undecided++
 			if ok && left < wait {
 				if left < 2*time.Millisecond {
-					l.observeTry(ctx, key, res, nil, nil, took)
-					return res, waitEnded(context.DeadlineExceeded, res.Cause)
+					werr := waitEnded(context.DeadlineExceeded, res.Cause)
+					l.observeTry(ctx, key, res, nil, werr, took)
+					return res, werr
 				}
 				wait = left / 2
 			}
