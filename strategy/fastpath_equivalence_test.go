@@ -1383,7 +1383,7 @@ func TestFastPathTokenBucketRounding(t *testing.T) {
 
 // ---------------------------------------------------------------- sliding log
 
-// TestFastPathSlidingLog: the sliding log's script (one limit: no TYPE
+// TestFastPathSlidingLog: the sliding log's script (no TYPE
 // call, its ZCOUNT refusing another type; 16-digit scores formatted as
 // integers) against the script before that change, one limit and two
 // (the second never binding), on identical logs and clock: the same

@@ -23,21 +23,11 @@ local cost = tonumber(ARGV[1])
 local write = ARGV[2] == '0' and cost > 0
 local n = #KEYS
 
--- Every key is checked before anything is written (one key: its ZCOUNT
--- below refuses another type before any write)
-if n > 1 then
-  for i = 1, n do
-    local typ = redis.call('TYPE', KEYS[i])
-    typ = typ.ok or typ
-    if typ ~= 'zset' and typ ~= 'none' then
-      return redis.error_reply('ERR limiter corrupt counter: the key of limit ' .. i .. ' holds no sliding log')
-    end
-  end
-end
-
 local counts, allowed = {}, 1
 -- the newest unit's score of each log, where a denial read it
 local newest = {}
+-- Every key is read before anything is written: a ZCOUNT that refuses a
+-- key of another type ends the call with nothing written.
 for i = 1, n do
   local rate = tonumber(ARGV[2 + 2 * i])
   local window = tonumber(ARGV[3 + 2 * i]) * 1000
