@@ -40,12 +40,15 @@ type ServerReport struct {
 // log at start-up: its version and mode, its eviction policy (a limiter's
 // counters all carry a TTL, so a volatile-* policy evicts them first, and
 // an allkeys-* policy may evict them: either resets counts and lets a limit
-// be exceeded), and whether this user may run scripts (strategy.FixedWindow
-// needs EVAL and EVALSHA; Bucketed and Optimistic do not). It writes
-// nothing: it runs INFO and a script that returns 1. The error is non-nil
-// only when the server could not be reached, did not answer, or refused
-// the connection as not authenticated (NOAUTH, WRONGPASS). On a Cluster
-// the report is of one master.
+// be exceeded), and whether this user may run scripts (every strategy but
+// Bucketed and Optimistic needs EVAL and EVALSHA, as do quota leases). It
+// writes nothing: it runs INFO and a script that returns 1. The error is
+// non-nil only when the server could not be reached, did not answer,
+// refused the connection as not authenticated (NOAUTH, WRONGPASS), or
+// cannot answer now (BUSY running another client's script, LOADING its
+// data): a report then would be of a passing state. A Sentinel, which
+// holds no keys, is reported with a warning saying so. On a Cluster the
+// report is of one master.
 func CheckServer(ctx context.Context, st store.Store) (ServerReport, error) {
 	var r ServerReport
 	if isNil(st) {
@@ -74,6 +77,14 @@ func CheckServer(ctx context.Context, st store.Store) (ServerReport, error) {
 		// server, but of a connection that cannot use it.
 		return r, fmt.Errorf("limiter: check server: the server needs a password (or another user) for this connection: %w", rs[0].Err)
 	}
+	if len(rs) == 1 && rs[0].Err != nil && notReady(rs[0].Err) {
+		return r, fmt.Errorf("limiter: check server: INFO: the server cannot answer now: %w", rs[0].Err)
+	}
+	if r.Mode == "sentinel" {
+		// Its EVAL is an unknown command: not a refusal of scripts on a
+		// server that holds keys, which none here does.
+		r.Warnings = append(r.Warnings, "this is a Redis Sentinel, which holds no keys: no strategy can run on it; give the address of the primary it monitors (or use a Sentinel-aware client)")
+	}
 	if len(rs) == 1 && rs[0].Err != nil {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("INFO is refused (%v): the eviction policy is unknown; check that it is noeviction", rs[0].Err))
 	}
@@ -87,9 +98,13 @@ func CheckServer(ctx context.Context, st store.Store) (ServerReport, error) {
 		return r, fmt.Errorf("limiter: check server: EVAL: %w", err)
 	case len(rs) != 1:
 		return r, fmt.Errorf("limiter: check server: EVAL: %d replies to one command", len(rs))
+	case rs[0].Err != nil && notReady(rs[0].Err):
+		return r, fmt.Errorf("limiter: check server: EVAL: the server cannot answer now: %w", rs[0].Err)
 	case rs[0].Err != nil:
 		r.ScriptingErr = rs[0].Err
-		r.Warnings = append(r.Warnings, fmt.Sprintf("scripts are refused (%v): strategy.FixedWindow cannot run here; Bucketed and Optimistic can", rs[0].Err))
+		if r.Mode != "sentinel" {
+			r.Warnings = append(r.Warnings, fmt.Sprintf("scripts are refused (%v): the strategies that run Lua (FixedWindow, AlignedWindow, GCRA, TokenBucket, SlidingWindow, SlidingLog, Concurrency) and quota leases cannot run here; Bucketed and Optimistic can", rs[0].Err))
+		}
 	default:
 		r.Scripting = true
 	}
@@ -116,6 +131,14 @@ func CheckServer(ctx context.Context, st store.Store) (ServerReport, error) {
 func authRefused(err error) bool {
 	msg := err.Error()
 	return strings.Contains(msg, "NOAUTH") || strings.Contains(msg, "WRONGPASS")
+}
+
+// notReady reports a refusal that says the server cannot answer now, not
+// what it allows: BUSY (another client's script runs past its time limit)
+// or LOADING (a restarted server reading its data).
+func notReady(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "BUSY ") || strings.Contains(msg, "LOADING ")
 }
 
 // VersionAtLeast reports whether the server's Version is min ("6.0.9") or
