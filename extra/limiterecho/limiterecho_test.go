@@ -13,6 +13,7 @@ import (
 	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/extra/limiterecho"
 	"github.com/quotagate/limiter/httplimit"
+	"github.com/quotagate/limiter/rules"
 	"github.com/quotagate/limiter/store/goredis"
 	"github.com/quotagate/limiter/strategy"
 )
@@ -27,6 +28,21 @@ func newLimiter(t *testing.T) *limiter.Limiter {
 		t.Fatal(err)
 	}
 	return lim
+}
+
+// byRoute returns a Middleware that decides each request under set's rules
+// for its route (httplimit.WithRules(httplimit.Route())), counted on lim.
+func byRoute(t *testing.T, lim *limiter.Limiter, set *rules.Set) *httplimit.Middleware {
+	t.Helper()
+	rl, err := rules.New(context.Background(), lim, rules.Static(set))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := httplimit.New(rl, httplimit.WithRules(httplimit.Route()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
 // TestMiddleware serves a echo server on a loopback listener: /login allows

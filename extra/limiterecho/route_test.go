@@ -1,7 +1,6 @@
 package limiterecho_test
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -137,16 +136,9 @@ func TestRoutesEchoFindsLater(t *testing.T) {
 // Default).
 func loginRule(t *testing.T, perMinute int64) *httplimit.Middleware {
 	t.Helper()
-	rl, err := rules.New(context.Background(), newLimiter(t), rules.Static(&rules.Set{
+	mw := byRoute(t, newLimiter(t), &rules.Set{
 		Default:  rules.LimitUnknown(limiter.PerMinute(perMinute)),
 		Subjects: map[string][]limiter.Limit{"POST /login": {limiter.PerMinute(3).Named("login")}},
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mw, err := httplimit.New(rl, httplimit.WithRules(httplimit.Route()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	return mw
 }

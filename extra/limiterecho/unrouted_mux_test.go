@@ -1,7 +1,6 @@
 package limiterecho_test
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -19,17 +18,10 @@ import (
 // httplimit.NoRoute": behind mux.Handle("/", app) an unrouted request is
 // decided under the rules of "/", not the Default.
 func TestUnroutedBehindServeMuxKeepsMuxPattern(t *testing.T) {
-	rl, err := rules.New(context.Background(), newLimiter(t), rules.Static(&rules.Set{
+	m := byRoute(t, newLimiter(t), &rules.Set{
 		Default:  rules.LimitUnknown(limiter.PerMinute(100).Named("default")),
 		Subjects: map[string][]limiter.Limit{"/": {limiter.PerMinute(5).Named("catchall")}},
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := httplimit.New(rl, httplimit.WithRules(httplimit.Route()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	r := echo.New()
 	r.Use(limiterecho.Middleware(m))
 	r.GET("/ok", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })

@@ -1,7 +1,6 @@
 package limitergin_test
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/extra/limitergin"
-	"github.com/quotagate/limiter/httplimit"
 	"github.com/quotagate/limiter/rules"
 )
 
@@ -22,17 +20,10 @@ import (
 func TestPerRouteRulesBehindServeMux(t *testing.T) {
 	gin.SetMode(gin.TestMode)
 	lim := newLimiter(t)
-	rl, err := rules.New(context.Background(), lim, rules.Static(&rules.Set{
+	m := byRoute(t, lim, &rules.Set{
 		Default:  rules.LimitUnknown(limiter.PerMinute(100)),
 		Subjects: map[string][]limiter.Limit{"POST /login": {limiter.PerMinute(3).Named("login")}},
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := httplimit.New(rl, httplimit.WithRules(httplimit.Route()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	r := gin.New()
 	r.POST("/login", limitergin.Middleware(m), func(c *gin.Context) { c.String(http.StatusOK, "ok") })
 	mux := http.NewServeMux()

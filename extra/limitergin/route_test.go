@@ -1,7 +1,6 @@
 package limitergin_test
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/extra/limitergin"
-	"github.com/quotagate/limiter/httplimit"
 	"github.com/quotagate/limiter/rules"
 )
 
@@ -23,17 +21,10 @@ import (
 func TestPerRouteRules(t *testing.T) {
 	gin.SetMode(gin.TestMode)
 	lim := newLimiter(t)
-	rl, err := rules.New(context.Background(), lim, rules.Static(&rules.Set{
+	m := byRoute(t, lim, &rules.Set{
 		Default:  rules.LimitUnknown(limiter.PerMinute(100)),
 		Subjects: map[string][]limiter.Limit{"POST /login": {limiter.PerMinute(3).Named("login")}},
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := httplimit.New(rl, httplimit.WithRules(httplimit.Route()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	r := gin.New()
 	r.POST("/login", limitergin.Middleware(m), func(c *gin.Context) { c.String(http.StatusOK, "ok") })
 	srv := httptest.NewServer(r)
@@ -63,17 +54,10 @@ func TestPerRouteRules(t *testing.T) {
 // method, a client's choice, had a budget of its own).
 func TestUnroutedRequest(t *testing.T) {
 	gin.SetMode(gin.TestMode)
-	rl, err := rules.New(context.Background(), newLimiter(t), rules.Static(&rules.Set{
+	m := byRoute(t, newLimiter(t), &rules.Set{
 		Default:  rules.LimitUnknown(limiter.PerMinute(1)),
 		Subjects: map[string][]limiter.Limit{"POST /login": {limiter.PerMinute(3).Named("login")}},
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := httplimit.New(rl, httplimit.WithRules(httplimit.Route()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	r := gin.New()
 	r.Use(limitergin.Middleware(m))
 	r.POST("/login", func(c *gin.Context) { c.String(http.StatusOK, "ok") })

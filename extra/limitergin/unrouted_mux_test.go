@@ -1,7 +1,6 @@
 package limitergin_test
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -20,17 +19,10 @@ import (
 // decided under the rules of "/", not the Default.
 func TestUnroutedBehindServeMuxKeepsMuxPattern(t *testing.T) {
 	gin.SetMode(gin.TestMode)
-	rl, err := rules.New(context.Background(), newLimiter(t), rules.Static(&rules.Set{
+	m := byRoute(t, newLimiter(t), &rules.Set{
 		Default:  rules.LimitUnknown(limiter.PerMinute(100).Named("default")),
 		Subjects: map[string][]limiter.Limit{"/": {limiter.PerMinute(5).Named("catchall")}},
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := httplimit.New(rl, httplimit.WithRules(httplimit.Route()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	r := gin.New()
 	r.Use(limitergin.Middleware(m))
 	r.GET("/ok", func(c *gin.Context) { c.String(http.StatusOK, "ok") })
