@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -15,31 +14,17 @@ import (
 
 	"github.com/quotagate/limiter"
 	"github.com/quotagate/limiter/extra/limitergrpc"
-	"github.com/quotagate/limiter/rules"
-	"github.com/quotagate/limiter/store/goredis"
-	"github.com/quotagate/limiter/strategy"
 )
 
 // TestRetryAfterMetadataRoundsUp: retry-after is "in whole seconds rounded
 // up": a denial by a 500ms rule, retryable in under a second, says 1, not 0.
 func TestRetryAfterMetadataRoundsUp(t *testing.T) {
-	m := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	defer rdb.Close()
-	lim, err := limiter.New(goredis.New(rdb), strategy.NewFixedWindow())
-	if err != nil {
-		t.Fatal(err)
-	}
-	rl, err := rules.New(context.Background(), lim, rules.Static(&rules.Set{Default: rules.LimitUnknown(limiter.Limit{Rate: 1, Period: 500 * time.Millisecond, Name: "half"})}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := serveRules(t, rl)
+	c := serve(t, miniredis.RunT(t), limiter.FailError, limiter.Limit{Rate: 1, Period: 500 * time.Millisecond, Name: "half"})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for i := 0; i < 2; i++ {
 		var header metadata.MD
-		_, err = c.Check(ctx, &healthpb.HealthCheckRequest{}, grpc.Header(&header))
+		_, err := c.Check(ctx, &healthpb.HealthCheckRequest{}, grpc.Header(&header))
 		if i == 0 {
 			continue
 		}
