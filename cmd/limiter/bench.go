@@ -500,7 +500,7 @@ func (lv level) measure(raw, lim benchkit.Decide, done func(benchRow)) error {
 	for _, c := range kit.Callers {
 		var hRaw, hLim benchkit.Histogram
 		tallies, ratios, err := kit.Compare(c, lv.rounds, max(lv.round, benchkit.RatioWarmUp), lv.round,
-			[]benchkit.Variant{{Name: "raw", Decide: benchkit.Timing(&hRaw, raw)}, {Name: "limiter", Decide: benchkit.Timing(&hLim, lim)}})
+			[]benchkit.Variant{{Name: "raw", Decide: benchkit.Timing(&hRaw, raw), Warm: raw}, {Name: "limiter", Decide: benchkit.Timing(&hLim, lim), Warm: lim}})
 		if err != nil {
 			return err
 		}

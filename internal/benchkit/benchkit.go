@@ -42,6 +42,10 @@ type Variant struct {
 	Name string
 	// Decide makes one admitted decision.
 	Decide Decide
+	// Warm, when set, is what Compare's warm-up calls instead of Decide:
+	// the same decision without what only the measured rounds should
+	// see (a Timing wrapper's histogram).
+	Warm Decide
 }
 
 // Kit holds the concurrency levels and the subjects of every caller.
@@ -107,12 +111,17 @@ type Tally struct {
 func (t Tally) Rate() float64 { return float64(t.N) / t.D.Seconds() }
 
 // Compare runs the variants with exactly callers goroutines: each for warm
-// once, then in rounds rounds of round each, in an order that rotates
-// every round to cancel drift. It returns each variant's tally and, per
-// round, each variant's rate over the first variant's.
+// once (its Warm when set), then in rounds rounds of round each, in an
+// order that rotates every round to cancel drift. It returns each
+// variant's tally and, per round, each variant's rate over the first
+// variant's.
 func (k *Kit) Compare(callers, rounds int, warm, round time.Duration, vs []Variant) ([]Tally, [][]float64, error) {
 	for _, v := range vs { // goroutine stacks, server caches
-		if _, _, err := k.Timed(callers, warm, v.Decide); err != nil {
+		f := v.Decide
+		if v.Warm != nil {
+			f = v.Warm
+		}
+		if _, _, err := k.Timed(callers, warm, f); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", v.Name, err)
 		}
 	}
