@@ -199,6 +199,13 @@ func checkCorruptCounter(c *checker) {
 	if c.spec.CountsDownFrom != 0 {
 		// a count below zero
 		bads = append(bads, strconv.FormatInt(c.spec.CountsDownFrom+40, 10))
+	} else if !c.spec.Compensates {
+		// a count below zero, which INCRBY reads and adds to (a give-back
+		// that took back too much, a DECR by hand): a strategy that counts
+		// first and checks only the upper bound admits Rate+5 in the window.
+		// (A compensating strategy's take-back that meets a reset key
+		// leaves one, which it reads as 0.)
+		bads = append(bads, "-5")
 	}
 	for _, v := range []string{"+3", "007"} {
 		// Redis's INCRBY refuses a sign and leading zeros; some servers
@@ -373,34 +380,45 @@ func checkPeriodChange(c *checker) {
 	checkPeekAfterRuleChange(c)
 	long := limiter.Limit{Rate: 1, Period: 24 * time.Hour, Name: "api"}
 	short := limiter.Limit{Rate: 1, Period: 500 * time.Millisecond, Name: "api"}
-	c.window(long, short)
+	other := limiter.Limit{Rate: 1000, Period: time.Hour, Name: "other"} // never binds
+	c.window(long, short, other)
 	lim := c.limiter(nil)
-	if r, err := lim.Allow(c.ctx, "p30", long); err != nil || !r.Allowed {
-		c.t.Fatalf("property 30: first call at %s = %+v, %v; want admitted", long, r, err)
-	}
-	if r, err := lim.Allow(c.ctx, "p30", long); err != nil || r.Allowed {
-		c.t.Fatalf("property 30: second call at %s = %+v, %v; want denied", long, r, err)
-	}
 	bound := c.spec.life(short.Period) - c.spec.TTLSlack + min(c.spec.TTLSlack, short.Period)
-	r, err := lim.Allow(c.ctx, "p30", short)
-	if err != nil {
-		c.t.Fatalf("property 30: first call at %s: %v", short, err)
-	}
-	if r.ResetAfter > bound || (!r.Allowed && r.RetryAfter > bound) {
-		c.t.Errorf("property 30: the first call after %s became %s = %+v: ResetAfter %s, RetryAfter %s, want at most %s (the old, longer window is kept)", long, short, r, r.ResetAfter, r.RetryAfter, bound)
-	}
-	if !c.spec.Aligned {
-		// The limit's one key now ends within the new period. (Epoch-aligned
-		// strategies count the new period in a new window's key; the old
-		// window's key ends with its own window.)
-		keys := c.limitKeys("p30", []limiter.Limit{short})
-		if p := time.Duration(c.pttl(keys[0])) * time.Millisecond; p > bound {
-			c.t.Errorf("property 30: after the first call at %s, %q has PTTL %s, above the new window %s", short, keys[0], p, bound)
+	// The limit alone, and beside one that never binds: a strategy's path
+	// for several limits (FixedWindow's) is code of its own, and must
+	// shorten the old window as its path for one does.
+	for _, beside := range [][]limiter.Limit{nil, {other}} {
+		subject, how := "p30", ""
+		if beside != nil {
+			subject, how = "p30-beside", " beside "+other.String()
 		}
-	}
-	c.h.Advance(bound + 5*time.Millisecond)
-	if r, err := lim.Allow(c.ctx, "p30", short); err != nil || !r.Allowed {
-		c.t.Errorf("property 30: %s after the change to %s, the call = %+v, %v; want admitted (the subject is still locked out by the old window)", bound+5*time.Millisecond, short, r, err)
+		with := func(l limiter.Limit) []limiter.Limit { return append([]limiter.Limit{l}, beside...) }
+		if r, err := lim.Allow(c.ctx, subject, with(long)...); err != nil || !r.Allowed {
+			c.t.Fatalf("property 30: first call at %s%s = %+v, %v; want admitted", long, how, r, err)
+		}
+		if r, err := lim.Allow(c.ctx, subject, with(long)...); err != nil || r.Allowed {
+			c.t.Fatalf("property 30: second call at %s%s = %+v, %v; want denied", long, how, r, err)
+		}
+		r, err := lim.Allow(c.ctx, subject, with(short)...)
+		if err != nil {
+			c.t.Fatalf("property 30: first call at %s%s: %v", short, how, err)
+		}
+		if r.ResetAfter > bound || (!r.Allowed && r.RetryAfter > bound) {
+			c.t.Errorf("property 30: the first call after %s became %s%s = %+v: ResetAfter %s, RetryAfter %s, want at most %s (the old, longer window is kept)", long, short, how, r, r.ResetAfter, r.RetryAfter, bound)
+		}
+		if !c.spec.Aligned {
+			// The limit's one key now ends within the new period. (Epoch-aligned
+			// strategies count the new period in a new window's key; the old
+			// window's key ends with its own window.)
+			keys := c.limitKeys(subject, []limiter.Limit{short})
+			if p := time.Duration(c.pttl(keys[0])) * time.Millisecond; p > bound {
+				c.t.Errorf("property 30: after the first call at %s%s, %q has PTTL %s, above the new window %s", short, how, keys[0], p, bound)
+			}
+		}
+		c.h.Advance(bound + 5*time.Millisecond)
+		if r, err := lim.Allow(c.ctx, subject, with(short)...); err != nil || !r.Allowed {
+			c.t.Errorf("property 30: %s after the change to %s%s, the call = %+v, %v; want admitted (the subject is still locked out by the old window)", bound+5*time.Millisecond, short, how, r, err)
+		}
 	}
 }
 
@@ -636,6 +654,29 @@ func checkDenialsBind(c *checker) {
 			r, err := lim.Allow(c.ctx, subject, short, big)
 			if err != nil {
 				c.t.Fatalf("property 31: %v", err)
+			}
+			judge(r, short)
+			c.h.Advance(time.Millisecond)
+		}
+		// The same with the short limit alone (a strategy's path for one
+		// limit, as FixedWindow's, is code of its own), in the window's
+		// last millisecond whatever the strategy's clock: a strategy that
+		// reads less than a millisecond left as none admits (the next
+		// window's first call); any other answer is a denial that binds,
+		// and never an error.
+		for i := range 3 {
+			subject := fmt.Sprintf("p31-one-%d", i)
+			if c.spec.Aligned {
+				c.alignTo(short.Period, 0)
+			}
+			if r, err := lim.Allow(c.ctx, subject, short); err != nil || !r.Allowed {
+				c.t.Fatalf("property 31: one limit: first call = %+v, %v; want admitted", r, err)
+			}
+			left := time.Duration(900-300*i) * time.Microsecond
+			c.h.Advance(short.Period - left)
+			r, err := lim.Allow(c.ctx, subject, short)
+			if err != nil {
+				c.t.Fatalf("property 31: one limit, a call %s before its window ends: %v", left, err)
 			}
 			judge(r, short)
 			c.h.Advance(time.Millisecond)

@@ -133,4 +133,34 @@ func checkRefillExact(c *checker) {
 			c.t.Fatalf("property 41: %d per %s, %s after it was emptied = %+v, %v; want admitted (unit %d came back at %s)", thirds.Rate, thirds.Period, due, r, err, n, exact)
 		}
 	}
+	// Such a bucket holds at most its burst too, while its key lives on
+	// past the moment it is full again: emptied, 999 ms later one unit
+	// taken (a key may then live for twice the wait for that unit), then
+	// 669 ms more (1.997 units left, 2.007 back): exactly Burst admitted in
+	// a row. (A bucket that adds what came back without capping it at its
+	// burst admitted 4.)
+	if r, err := lim.AllowN(c.ctx, "p41-cap", thirds.Burst, thirds); err != nil || !r.Allowed {
+		c.t.Fatalf("property 41: AllowN(%d) on a fresh limit of %d per %s = %+v, %v; want admitted", thirds.Burst, thirds.Rate, thirds.Period, r, err)
+	}
+	c.h.Advance(999 * time.Millisecond)
+	if r, err := lim.Allow(c.ctx, "p41-cap", thirds); err != nil || !r.Allowed {
+		c.t.Fatalf("property 41: %d per %s, 999ms after it was emptied = %+v, %v; want admitted", thirds.Rate, thirds.Period, r, err)
+	}
+	c.h.Advance(669 * time.Millisecond)
+	for n := int64(0); ; n++ {
+		r, err := lim.Allow(c.ctx, "p41-cap", thirds)
+		if err != nil {
+			c.t.Fatalf("property 41: %d per %s, call %d in a row when full again: %v", thirds.Rate, thirds.Period, n+1, err)
+		}
+		if r.Allowed && n < thirds.Burst {
+			continue
+		}
+		if r.Allowed {
+			n++ // one more than the burst
+		}
+		if n != thirds.Burst {
+			c.t.Errorf("property 41: %d per %s, burst %d, full again: %d calls in a row admitted; want exactly the burst (a bucket holds at most its burst)", thirds.Rate, thirds.Period, thirds.Burst, n)
+		}
+		break
+	}
 }

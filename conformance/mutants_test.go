@@ -214,6 +214,8 @@ func TestMutantsFail(t *testing.T) {
 		{fixedSpec("DeniedRemainingZero", luaMut(t, "  out[#out + 1] = rate - used\n", "  out[#out + 1] = (allowed == 1) and (rate - used) or 0\n")), "weighted-costs"},
 		// AllowMany's results one unit more Remaining than Allow's
 		{fixedSpec("AllowManyRemainingPlusOne", scriptWindow{luaMut(t), 1}), "allow-many-exact"},
+		// a denial naming a limit that did not deny it (the last one)
+		{fixedSpec("DenialNamesLastLimit", lastLimitBinds{strategy.NewFixedWindow()}), "denials-bind"},
 		// a cost above the limit admitted on an empty window
 		{fixedSpec("CostAboveRateOnFreshKey", luaMut(t, "  if count + cost > rate then\n    allowed = 0", "  if count > 0 and count + cost > rate then\n    allowed = 0")), "hostile-costs"},
 		// a Peek that repairs what it finds (a key of a longer period)
@@ -272,4 +274,17 @@ func TestMutantsFail(t *testing.T) {
 			}
 		}
 	}
+}
+
+// lastLimitBinds names the last limit as the binding one of every denial
+// of several limits, whichever denied it.
+type lastLimitBinds struct{ limiter.Strategy }
+
+func (s lastLimitBinds) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	r, err := s.Strategy.Decide(ctx, st, req)
+	if err == nil && !r.Allowed && len(req.Limits) > 1 {
+		r.Index = len(req.Limits) - 1
+		r.Limit = req.Limits[r.Index]
+	}
+	return r, err
 }
