@@ -72,21 +72,23 @@ func CheckServer(ctx context.Context, st store.Store) (ServerReport, error) {
 	}
 	r.Version, r.Mode, r.Role, r.MaxMemoryPolicy = info["redis_version"], info["redis_mode"], info["role"], info["maxmemory_policy"]
 	r.MaxMemory, _ = strconv.ParseInt(info["maxmemory"], 10, 64)
-	if len(rs) == 1 && rs[0].Err != nil && authRefused(rs[0].Err) {
+	var infoErr error // INFO's refusal
+	if len(rs) == 1 {
+		infoErr = rs[0].Err
+	}
+	switch {
+	case infoErr != nil && authRefused(infoErr):
 		// Every command will be refused alike: not a report of the
 		// server, but of a connection that cannot use it.
-		return r, fmt.Errorf("limiter: check server: the server needs a password (or another user) for this connection: %w", rs[0].Err)
-	}
-	if len(rs) == 1 && rs[0].Err != nil && notReady(rs[0].Err) {
-		return r, fmt.Errorf("limiter: check server: INFO: the server cannot answer now: %w", rs[0].Err)
-	}
-	if r.Mode == "sentinel" {
+		return r, fmt.Errorf("limiter: check server: the server needs a password (or another user) for this connection: %w", infoErr)
+	case infoErr != nil && notReady(infoErr):
+		return r, fmt.Errorf("limiter: check server: INFO: the server cannot answer now: %w", infoErr)
+	case infoErr != nil:
+		r.Warnings = append(r.Warnings, fmt.Sprintf("INFO is refused (%v): the eviction policy is unknown; check that it is noeviction", infoErr))
+	case r.Mode == "sentinel":
 		// Its EVAL is an unknown command: not a refusal of scripts on a
 		// server that holds keys, which none here does.
 		r.Warnings = append(r.Warnings, "this is a Redis Sentinel, which holds no keys: no strategy can run on it; give the address of the primary it monitors (or use a Sentinel-aware client)")
-	}
-	if len(rs) == 1 && rs[0].Err != nil {
-		r.Warnings = append(r.Warnings, fmt.Sprintf("INFO is refused (%v): the eviction policy is unknown; check that it is noeviction", rs[0].Err))
 	}
 
 	// Through Do, a refusal (an error reply: scripting disabled, an ACL) is

@@ -66,7 +66,8 @@ const maxSFInteger = 999_999_999_999_999
 // denies) or a Degraded one, whose numbers do not come from Redis; only
 // Retry-After, for a Degraded denial. legacy false leaves out X-RateLimit-*.
 func WriteHeaders(h http.Header, d rules.Decision, legacy bool) {
-	if !d.Allowed && d.RetryAfter > 0 {
+	retry := !d.Allowed && d.RetryAfter > 0 // a denial that can succeed later
+	if retry {
 		h.Set(HeaderRetry, strconv.FormatInt(ceilSeconds(d.RetryAfter), 10))
 	}
 	if d.Degraded || len(d.Rules) == 0 {
@@ -89,14 +90,9 @@ func WriteHeaders(h http.Header, d rules.Decision, legacy bool) {
 
 	bind := d.Limit
 	remaining := strconv.FormatInt(min(max(d.Remaining, 0), bind.Rate, maxSFInteger), 10)
-	// t: the seconds until more quota is made available. For a denial
-	// that is when it may succeed, the Retry-After (the draft asks both to
-	// name the same point in time; for GCRA and TokenBucket it is much
-	// sooner than the bucket is full again); otherwise when the binding
-	// rule's window resets.
-	resetAfter := d.ResetAfter
-	if !d.Allowed && d.RetryAfter > 0 {
-		resetAfter = d.RetryAfter
+	resetAfter := d.ResetAfter // t: until more quota is available
+	if retry {
+		resetAfter = d.RetryAfter // as Retry-After says
 	}
 	reset := strconv.FormatInt(ceilSeconds(resetAfter), 10)
 	b.Reset()

@@ -41,29 +41,10 @@ func TestMetricsAndSpans(t *testing.T) {
 		t.Fatal("a call with Redis gone succeeded")
 	}
 
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(ctx, &rm); err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]int64{}
+	got, hists := collect(t, reader)
 	var durations uint64
-	for _, sm := range rm.ScopeMetrics {
-		for _, mt := range sm.Metrics {
-			switch d := mt.Data.(type) {
-			case metricdata.Sum[int64]:
-				for _, p := range d.DataPoints {
-					key := mt.Name
-					for _, kv := range p.Attributes.ToSlice() {
-						key += " " + string(kv.Key) + "=" + kv.Value.Emit()
-					}
-					got[key] += p.Value
-				}
-			case metricdata.Histogram[float64]:
-				for _, p := range d.DataPoints {
-					durations += p.Count
-				}
-			}
-		}
+	for _, p := range hists {
+		durations += p.Count
 	}
 	for key, want := range map[string]int64{
 		"limiter.decisions limiter.outcome=allowed limiter.rule=login limiter.strategy=fixed_window": 2,
@@ -143,4 +124,33 @@ func observed(t *testing.T, m *miniredis.Miniredis, st limiter.Strategy, opts ..
 		t.Fatal(err)
 	}
 	return lim, reader, spans
+}
+
+// collect reads reader's metrics: each counter's sum by its name and
+// attributes ("name key=value ..."), and every histogram point.
+func collect(t *testing.T, reader *sdkmetric.ManualReader) (map[string]int64, []metricdata.HistogramDataPoint[float64]) {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	sums := map[string]int64{}
+	var hists []metricdata.HistogramDataPoint[float64]
+	for _, sm := range rm.ScopeMetrics {
+		for _, mt := range sm.Metrics {
+			switch d := mt.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, p := range d.DataPoints {
+					key := mt.Name
+					for _, kv := range p.Attributes.ToSlice() {
+						key += " " + string(kv.Key) + "=" + kv.Value.Emit()
+					}
+					sums[key] += p.Value
+				}
+			case metricdata.Histogram[float64]:
+				hists = append(hists, d.DataPoints...)
+			}
+		}
+	}
+	return sums, hists
 }

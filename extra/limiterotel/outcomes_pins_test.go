@@ -8,7 +8,6 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -40,32 +39,13 @@ func TestDegradedOutcomesAndCauseEvent(t *testing.T) {
 		obs.OnDecision(ctx, "u", r)
 		obs.OnCall(ctx, "u", r, nil, 5*time.Millisecond)
 	}
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(ctx, &rm); err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]int64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, mt := range sm.Metrics {
-			switch d := mt.Data.(type) {
-			case metricdata.Sum[int64]:
-				for _, p := range d.DataPoints {
-					key := mt.Name
-					for _, kv := range p.Attributes.ToSlice() {
-						key += " " + string(kv.Key) + "=" + kv.Value.Emit()
-					}
-					got[key] += p.Value
-				}
-			case metricdata.Histogram[float64]:
-				for _, p := range d.DataPoints {
-					if v, _ := p.Attributes.Value("limiter.strategy"); v.AsString() != "s" {
-						t.Errorf("duration point without the strategy: %v", p.Attributes.ToSlice())
-					}
-					if p.Sum < 0.0199 || p.Sum > 0.0201 {
-						t.Errorf("duration sum %v, want 0.02 (seconds)", p.Sum)
-					}
-				}
-			}
+	got, hists := collect(t, reader)
+	for _, p := range hists {
+		if v, _ := p.Attributes.Value("limiter.strategy"); v.AsString() != "s" {
+			t.Errorf("duration point without the strategy: %v", p.Attributes.ToSlice())
+		}
+		if p.Sum < 0.0199 || p.Sum > 0.0201 {
+			t.Errorf("duration sum %v, want 0.02 (seconds)", p.Sum)
 		}
 	}
 	for key, want := range map[string]int64{
