@@ -1,0 +1,130 @@
+package conformance_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/quotagate/limiter/conformance"
+	"github.com/quotagate/limiter/store"
+	"github.com/quotagate/limiter/strategy"
+)
+
+// Mutants of whole scripts: a strategy of ours, unchanged in Go, runs a
+// copy of its script with one plausible mistake in a path the mutants of
+// mutants_test.go cut away (the paths for one limit, for several limits
+// that fit, for a bucket of another form), through a store that swaps the
+// script on its way to the server. Each must fail the check named; the
+// strategy on an unmutated copy passes the same checks.
+
+// swapScript is a store on which the script from runs as to: an EVALSHA
+// of from's hash runs to's, and the NOSCRIPT fallback's EVAL of from's
+// source sends to's, so the strategy's own binding (its arguments, its
+// reading of the reply) runs to. It hides the store's optional abilities:
+// RunInt64s takes its path through EvalSha.
+type swapScript struct {
+	store.Store
+	from, to *store.Script
+}
+
+func (s swapScript) EvalSha(ctx context.Context, sha string, keys []string, args []any) (any, error) {
+	if sha == s.from.Hash() {
+		sha = s.to.Hash()
+	}
+	return s.Store.EvalSha(ctx, sha, keys, args)
+}
+
+func (s swapScript) Eval(ctx context.Context, src string, keys []string, args []any) (any, error) {
+	if src == s.from.Source() {
+		src = s.to.Source()
+	}
+	return s.Store.Eval(ctx, src, keys, args)
+}
+
+func (s swapScript) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	swapped := make([]store.Cmd, len(cmds))
+	for i, c := range cmds {
+		swapped[i] = c
+		if len(c.Args) == 0 {
+			continue
+		}
+		var to any
+		switch {
+		case strings.EqualFold(c.Name, "EVALSHA") && c.Args[0] == s.from.Hash():
+			to = s.to.Hash()
+		case strings.EqualFold(c.Name, "EVAL") && c.Args[0] == s.from.Source():
+			to = s.to.Source()
+		default:
+			continue
+		}
+		swapped[i].Args = append([]any{to}, c.Args[1:]...)
+	}
+	return s.Store.Do(ctx, swapped...)
+}
+
+// TestScriptMutantsFail runs each mutant of a whole script through the
+// check that must catch it, on miniredis, and the strategy on an unmutated
+// copy of its script (another hash, the same code) through the same checks.
+func TestScriptMutantsFail(t *testing.T) {
+	fixed, bucket := strategy.FixedWindowScript(), strategy.TokenBucketScript()
+	mutants := []struct {
+		name   string
+		spec   func() conformance.Spec
+		script *store.Script
+		edits  []string
+		check  string
+	}{
+		// FixedWindow's path for one limit checks only the upper bound of
+		// the count INCR returns: a counter planted at -5 admits Rate+5
+		{"FixedWindowOneLimitNoLowerBound", conformance.FixedWindow, fixed,
+			[]string{"  if c < cost or c > 9007199254740991 then\n", "  if c > 9007199254740991 then\n"}, "corrupt-counter"},
+		// its path for several limits that fit keeps a window longer than
+		// the limit's period (a period shortened beside another limit)
+		{"FixedWindowSeveralLimitsKeepLongWindow", conformance.FixedWindow, fixed,
+			[]string{"      if ttl < 0 or ttl > window then\n", "      if ttl < 0 then\n"}, "period-change"},
+		// its path for one limit reads a counter in its window's expiry
+		// millisecond (PTTL 0) as a live one
+		{"FixedWindowOneLimitNoExpiryMillisecond", conformance.FixedWindow, fixed,
+			[]string{"  if ttl == 0 then\n    -- the window's expiry millisecond", "  if false then\n    -- the window's expiry millisecond"}, "denials-bind"},
+		// TokenBucket's path for one limit of an interval of no whole
+		// millisecond adds what came back without capping it at the burst
+		{"TokenBucketOneLimitNoCap", conformance.TokenBucket, bucket,
+			[]string{"          if s > full then\n            s = full\n          end\n", ""}, "refill-exact"},
+	}
+	ctx := context.Background()
+	run := func(t *testing.T, spec conformance.Spec, from, to *store.Script, check string) conformance.Outcome {
+		t.Helper()
+		ch, ok := conformance.CheckByName(check)
+		if !ok {
+			t.Fatalf("no check %s", check)
+		}
+		mk := conformance.Miniredis(conformance.WrapDialer(dial, func(st store.Store) store.Store { return swapScript{st, from, to} }))
+		outcomes := conformance.Run(ctx, mk, []conformance.Spec{spec}, []conformance.Check{ch}, false)
+		if len(outcomes) != 1 {
+			t.Fatalf("check %s on %s: %d outcomes, want 1: %+v", check, spec.Name, len(outcomes), outcomes)
+		}
+		return outcomes[0]
+	}
+	for _, m := range mutants {
+		t.Run(m.name, func(t *testing.T) {
+			src := m.script.Source()
+			for i := 0; i < len(m.edits); i += 2 {
+				src = mutate(t, src, m.edits[i], m.edits[i+1])
+			}
+			spec := m.spec()
+			spec.Name = m.name
+			o := run(t, spec, m.script, store.NewScript(src), m.check)
+			if o.Passed || o.Skipped || !o.FailedOnFinding() {
+				t.Fatalf("check %s passes mutant %s: %+v", m.check, m.name, o)
+			}
+			t.Logf("%s fails it as it must: %s", m.check, strings.Join(o.Messages, " | "))
+			// The control: the same strategy on the same script, sent
+			// through the same swap under another hash, passes.
+			spec = m.spec()
+			copied := store.NewScript(m.script.Source() + "\n-- an unmutated copy\n")
+			if o := run(t, spec, m.script, copied, m.check); !o.Passed {
+				t.Errorf("control %s: %s failed (skipped=%v): %v", spec.Name, m.check, o.Skipped, o.Messages)
+			}
+		})
+	}
+}
