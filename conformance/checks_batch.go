@@ -165,4 +165,25 @@ func checkAllowMany(c *checker) {
 			c.t.Errorf("property 40: a bad ask wrote %q", k)
 		}
 	}
+	// Asks of fewer keys and fewer arguments after asks of more, on fresh
+	// subjects, each admitted as AllowN would admit it: a many-request
+	// script that reuses one request's tables for the next must cut them to
+	// each request's length. (Two limits of distinct periods at cost 2,
+	// then one limit at cost 1, sent as the limit's arguments alone.)
+	half := limiter.Limit{Rate: 6, Period: 30 * time.Minute}
+	mixed := []limiter.Ask{
+		{Key: "p40-mix-a", Cost: 2, Limits: []limiter.Limit{twos, half}},
+		{Key: "p40-mix-b", Cost: 1, Limits: []limiter.Limit{ones}},
+		{Key: "p40-mix-c", Cost: 2, Limits: []limiter.Limit{twos}},
+		{Key: "p40-mix-d", Cost: 1, Limits: []limiter.Limit{ones}},
+	}
+	for i, a := range lim.AllowMany(c.ctx, mixed) {
+		switch {
+		case errors.Is(a.Err, store.ErrUnknownOutcome):
+		case a.Err != nil || !a.Result.Allowed:
+			c.t.Errorf("property 40: %+v, the first ask of a fresh subject after an ask of more keys or arguments: %+v, %v; want admitted", mixed[i], a.Result, a.Err)
+		case c.spec.LeaseUnits == 0 && len(mixed[i].Limits) == 1 && a.Result.Remaining != mixed[i].Limits[0].Rate-mixed[i].Cost:
+			c.t.Errorf("property 40: %+v, the first ask of a fresh subject after an ask of more keys or arguments: %+v; want %d remaining", mixed[i], a.Result, mixed[i].Limits[0].Rate-mixed[i].Cost)
+		}
+	}
 }

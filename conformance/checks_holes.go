@@ -199,6 +199,11 @@ func checkCorruptCounter(c *checker) {
 	if c.spec.CountsDownFrom != 0 {
 		// a count below zero
 		bads = append(bads, strconv.FormatInt(c.spec.CountsDownFrom+40, 10))
+		// and one far above any rate, below zero as stored: DECRBY from
+		// it is below zero too, as from a key the call created (a
+		// strategy that reads any value below zero as one it created
+		// admitted into it)
+		bads = append(bads, "-3")
 	} else if !c.spec.Compensates {
 		// a count below zero, which INCRBY reads and adds to (a give-back
 		// that took back too much, a DECR by hand): a strategy that counts
@@ -387,19 +392,35 @@ func checkPeriodChange(c *checker) {
 	// The limit alone, and beside one that never binds: a strategy's path
 	// for several limits (FixedWindow's) is code of its own, and must
 	// shorten the old window as its path for one does.
-	for _, beside := range [][]limiter.Limit{nil, {other}} {
+	// By Allow, and by AllowMany (a strategy that decides many asks in
+	// one script runs its own copy of these paths there).
+	for _, way := range []struct {
+		beside []limiter.Limit
+		many   bool
+	}{{nil, false}, {[]limiter.Limit{other}, false}, {nil, true}, {[]limiter.Limit{other}, true}} {
+		beside := way.beside
 		subject, how := "p30", ""
 		if beside != nil {
 			subject, how = "p30-beside", " beside "+other.String()
 		}
+		if way.many {
+			subject, how = subject+"-many", how+" by AllowMany"
+		}
 		with := func(l limiter.Limit) []limiter.Limit { return append([]limiter.Limit{l}, beside...) }
-		if r, err := lim.Allow(c.ctx, subject, with(long)...); err != nil || !r.Allowed {
+		allow := func(ls ...limiter.Limit) (limiter.Result, error) {
+			if way.many {
+				a := lim.AllowMany(c.ctx, []limiter.Ask{{Key: subject, Limits: ls}})[0]
+				return a.Result, a.Err
+			}
+			return lim.Allow(c.ctx, subject, ls...)
+		}
+		if r, err := allow(with(long)...); err != nil || !r.Allowed {
 			c.t.Fatalf("property 30: first call at %s%s = %+v, %v; want admitted", long, how, r, err)
 		}
-		if r, err := lim.Allow(c.ctx, subject, with(long)...); err != nil || r.Allowed {
+		if r, err := allow(with(long)...); err != nil || r.Allowed {
 			c.t.Fatalf("property 30: second call at %s%s = %+v, %v; want denied", long, how, r, err)
 		}
-		r, err := lim.Allow(c.ctx, subject, with(short)...)
+		r, err := allow(with(short)...)
 		if err != nil {
 			c.t.Fatalf("property 30: first call at %s%s: %v", short, how, err)
 		}
@@ -416,7 +437,7 @@ func checkPeriodChange(c *checker) {
 			}
 		}
 		c.h.Advance(bound + 5*time.Millisecond)
-		if r, err := lim.Allow(c.ctx, subject, with(short)...); err != nil || !r.Allowed {
+		if r, err := allow(with(short)...); err != nil || !r.Allowed {
 			c.t.Errorf("property 30: %s after the change to %s%s, the call = %+v, %v; want admitted (the subject is still locked out by the old window)", bound+5*time.Millisecond, short, how, r, err)
 		}
 	}

@@ -20,11 +20,23 @@ import (
 // swapScript is a store on which the script from runs as to: an EVALSHA
 // of from's hash runs to's, and the NOSCRIPT fallback's EVAL of from's
 // source sends to's, so the strategy's own binding (its arguments, its
-// reading of the reply) runs to. It hides the store's optional abilities:
-// RunInt64s takes its path through EvalSha.
+// reading of the reply) runs to. It batches (store.Batcher) and reaches
+// one server (store.OneServer) when the store does, so that AllowMany
+// sends a many-request script through it as through the store; it hides
+// the store's other optional abilities: RunInt64s takes its path through
+// EvalSha.
 type swapScript struct {
 	store.Store
 	from, to *store.Script
+}
+
+func (s swapScript) Batch(ctx context.Context, cmds []store.Cmd) []store.Reply {
+	return s.Store.(store.Batcher).Batch(ctx, s.swap(cmds))
+}
+
+func (s swapScript) OneServer() bool {
+	o, ok := s.Store.(store.OneServer)
+	return ok && o.OneServer()
 }
 
 func (s swapScript) EvalSha(ctx context.Context, sha string, keys []string, args []any) (any, error) {
@@ -42,6 +54,12 @@ func (s swapScript) Eval(ctx context.Context, src string, keys []string, args []
 }
 
 func (s swapScript) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	return s.Store.Do(ctx, s.swap(cmds)...)
+}
+
+// swap returns a copy of cmds with every EVALSHA or EVAL of from sent as
+// to's.
+func (s swapScript) swap(cmds []store.Cmd) []store.Cmd {
 	swapped := make([]store.Cmd, len(cmds))
 	for i, c := range cmds {
 		swapped[i] = c
@@ -59,14 +77,14 @@ func (s swapScript) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, e
 		}
 		swapped[i].Args = append([]any{to}, c.Args[1:]...)
 	}
-	return s.Store.Do(ctx, swapped...)
+	return swapped
 }
 
 // TestScriptMutantsFail runs each mutant of a whole script through the
 // check that must catch it, on miniredis, and the strategy on an unmutated
 // copy of its script (another hash, the same code) through the same checks.
 func TestScriptMutantsFail(t *testing.T) {
-	fixed, bucket := strategy.FixedWindowScript(), strategy.TokenBucketScript()
+	fixed, aligned, bucket := strategy.FixedWindowScript(), strategy.AlignedWindowScript(), strategy.TokenBucketScript()
 	mutants := []struct {
 		name   string
 		spec   func() conformance.Spec
@@ -86,10 +104,24 @@ func TestScriptMutantsFail(t *testing.T) {
 		// millisecond (PTTL 0) as a live one
 		{"FixedWindowOneLimitNoExpiryMillisecond", conformance.FixedWindow, fixed,
 			[]string{"  if ttl == 0 then\n    -- the window's expiry millisecond", "  if false then\n    -- the window's expiry millisecond"}, "denials-bind"},
+		// AlignedWindow reads a counter DECRBY took below zero as one the
+		// call created: a counter planted far above any rate admits
+		{"AlignedWindowNegativeAsNew", conformance.AlignedWindow, aligned,
+			[]string{"  if v == -cost then\n", "  if v <= -cost then\n"}, "corrupt-counter"},
 		// TokenBucket's path for one limit of an interval of no whole
 		// millisecond adds what came back without capping it at the burst
 		{"TokenBucketOneLimitNoCap", conformance.TokenBucket, bucket,
 			[]string{"          if s > full then\n            s = full\n          end\n", ""}, "refill-exact"},
+		// the many-request scripts (AllowMany on one server) reuse one
+		// request's tables for the next: cut to each request's length,
+		// or a request of fewer arguments or keys after one of more reads
+		// the last one's (its cost, a limit it does not have)
+		{"FixedWindowManyOneLimitKeepLongWindow", conformance.FixedWindow, strategy.FixedWindow{}.ManyScript(fixed),
+			[]string{"    if ttl < 0 or ttl > window then\n      redis.call('PEXPIRE', key", "    if ttl < 0 then\n      redis.call('PEXPIRE', key"}, "period-change"},
+		{"GCRAManyArgumentsNotCut", conformance.GCRA, strategy.GCRA{}.ManyScript(strategy.GCRAScript()),
+			[]string{"    for i = na + 1, an do\n      as[i] = nil\n    end\n", ""}, "allow-many-exact"},
+		{"SlidingWindowManyKeysNotCut", conformance.SlidingWindow, strategy.SlidingWindow{}.ManyScript(strategy.SlidingWindowScript()),
+			[]string{"  for i = nk + 1, kn do\n    ks[i] = nil\n  end\n", ""}, "allow-many-exact"},
 	}
 	ctx := context.Background()
 	run := func(t *testing.T, spec conformance.Spec, from, to *store.Script, check string) conformance.Outcome {
