@@ -85,6 +85,9 @@ func checkLeaseReturn(c *checker) {
 	if ok, err := rq.ReturnQuota(c.ctx, c.h.Store(), at(2), end2); err != nil || !ok || c.count(key) != 3 {
 		c.t.Errorf("property 42: 2 units returned to the window that counts 5 = %v, %v, count %d; want given back, 3", ok, err, c.count(key))
 	}
+	if ok, err := rq.ReturnQuota(c.ctx, c.h.Store(), at(3), end2); err != nil || !ok || c.count(key) != 0 {
+		c.t.Errorf("property 42: 3 units returned to the window that counts 3 = %v, %v, count %d; want given back, 0", ok, err, c.count(key))
+	}
 }
 
 // leaseReturnAligned is the second half of property 42 for epoch-aligned
@@ -107,6 +110,7 @@ func (c *checker) leaseReturnAligned(rq limiter.QuotaReturner, at func(int64) li
 		{3, end - l.Period.Milliseconds(), false, 10, "to the window before, which ended"},
 		{11, end, false, 10, "to the window, which counts 10"},
 		{4, end, true, 6, "to the window, which counts 10"},
+		{6, end, true, 0, "to the window, which counts 6"},
 	} {
 		ok, err := rq.ReturnQuota(c.ctx, c.h.Store(), at(try.units), try.end)
 		if n := c.counter(subject, l); err != nil || ok != try.ok || n != try.want {

@@ -108,6 +108,10 @@ func TestScriptMutantsFail(t *testing.T) {
 		// call created: a counter planted far above any rate admits
 		{"AlignedWindowNegativeAsNew", conformance.AlignedWindow, aligned,
 			[]string{"  if v == -cost then\n", "  if v <= -cost then\n"}, "corrupt-counter"},
+		// the quota-return script refuses to give back a window's whole
+		// count (it may refuse only fewer than the units)
+		{"QuotaReturnRefusesWholeCount", conformance.FixedWindow, strategy.QuotaReturnScript(),
+			[]string{"if tonumber(v) < units then", "if tonumber(v) <= units then"}, "lease-return-own-window"},
 		// TokenBucket's path for one limit of an interval of no whole
 		// millisecond adds what came back without capping it at the burst
 		{"TokenBucketOneLimitNoCap", conformance.TokenBucket, bucket,
