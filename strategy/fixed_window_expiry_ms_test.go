@@ -13,22 +13,25 @@ import (
 // (PTTL 0) is the next window's, also when the window it ends is not full:
 // a call then is the first of a new window of the full rate (Remaining
 // rate-1, ResetAfter a period), and the new window admits the rate, no
-// more. With one limit, with two (the path for several limits that fit),
-// and through AllowMany.
-func TestFixedWindowExpiryMillisecondNotFull(t *testing.T) {
+// more. FixedWindow with one limit, with two (the path for several limits
+// that fit) and through AllowMany, and Optimistic (TestFixedWindowRetryAfterExact
+// does the same for a full window).
+func TestWindowExpiryMillisecondNotFull(t *testing.T) {
 	l := limiter.PerSecond(3)
 	other := limiter.PerHour(1000)
 	for _, tc := range []struct {
 		name   string
+		s      limiter.Strategy
 		limits []limiter.Limit
 		many   bool
 	}{
-		{"one limit", []limiter.Limit{l}, false},
-		{"two limits", []limiter.Limit{l, other}, false},
-		{"two limits, AllowMany", []limiter.Limit{l, other}, true},
+		{"FixedWindow, one limit", strategy.NewFixedWindow(), []limiter.Limit{l}, false},
+		{"FixedWindow, two limits", strategy.NewFixedWindow(), []limiter.Limit{l, other}, false},
+		{"FixedWindow, two limits, AllowMany", strategy.NewFixedWindow(), []limiter.Limit{l, other}, true},
+		{"Optimistic", strategy.NewOptimistic(), []limiter.Limit{l}, false},
 	} {
 		m, st := newMini(t)
-		lim := newLim(t, st, strategy.NewFixedWindow())
+		lim := newLim(t, st, tc.s)
 		ctx := context.Background()
 		allow := func() (limiter.Result, error) {
 			if tc.many {
