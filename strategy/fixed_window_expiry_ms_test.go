@@ -17,29 +17,8 @@ import (
 // that fit) and through AllowMany, and Optimistic (TestFixedWindowRetryAfterExact
 // does the same for a full window).
 func TestWindowExpiryMillisecondNotFull(t *testing.T) {
-	l := limiter.PerSecond(3)
-	other := limiter.PerHour(1000)
-	for _, tc := range []struct {
-		name   string
-		s      limiter.Strategy
-		limits []limiter.Limit
-		many   bool
-	}{
-		{"FixedWindow, one limit", strategy.NewFixedWindow(), []limiter.Limit{l}, false},
-		{"FixedWindow, two limits", strategy.NewFixedWindow(), []limiter.Limit{l, other}, false},
-		{"FixedWindow, two limits, AllowMany", strategy.NewFixedWindow(), []limiter.Limit{l, other}, true},
-		{"Optimistic", strategy.NewOptimistic(), []limiter.Limit{l}, false},
-	} {
-		m, st := newMini(t)
-		lim := newLim(t, st, tc.s)
-		ctx := context.Background()
-		allow := func() (limiter.Result, error) {
-			if tc.many {
-				a := lim.AllowMany(ctx, []limiter.Ask{{Key: "x", Limits: tc.limits}})[0]
-				return a.Result, a.Err
-			}
-			return lim.Allow(ctx, "x", tc.limits...)
-		}
+	for _, tc := range expiryCases() {
+		m, allow := tc.start(t)
 		m.Advance(500 * time.Microsecond) // the counter expires at 1000.5 ms
 		if r, err := allow(); err != nil || !r.Allowed || r.Remaining != 2 {
 			t.Errorf("%s: the first call = %+v, %v", tc.name, r, err)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/quotagate/limiter"
+	"github.com/quotagate/limiter/internal/redistest"
 	"github.com/quotagate/limiter/strategy"
 )
 
@@ -18,29 +19,8 @@ import (
 // counted in the window that had ended and denied again, RetryAfter 1 ms).
 // FixedWindow with one limit and with two, AllowMany, and Optimistic.
 func TestFixedWindowRetryAfterExact(t *testing.T) {
-	l := limiter.PerSecond(3)
-	other := limiter.PerHour(1000)
-	for _, tc := range []struct {
-		name   string
-		s      limiter.Strategy
-		limits []limiter.Limit
-		many   bool
-	}{
-		{"FixedWindow", strategy.NewFixedWindow(), []limiter.Limit{l}, false},
-		{"FixedWindow, two limits", strategy.NewFixedWindow(), []limiter.Limit{l, other}, false},
-		{"FixedWindow, AllowMany", strategy.NewFixedWindow(), []limiter.Limit{l}, true},
-		{"Optimistic", strategy.NewOptimistic(), []limiter.Limit{l}, false},
-	} {
-		m, st := newMini(t)
-		lim := newLim(t, st, tc.s)
-		ctx := context.Background()
-		allow := func() (limiter.Result, error) {
-			if tc.many {
-				a := lim.AllowMany(ctx, []limiter.Ask{{Key: "x", Limits: tc.limits}})[0]
-				return a.Result, a.Err
-			}
-			return lim.Allow(ctx, "x", tc.limits...)
-		}
+	for _, tc := range expiryCases() {
+		m, allow := tc.start(t)
 		m.Advance(500 * time.Microsecond) // the counter expires at 1000.5 ms
 		for range 3 {
 			if r, err := allow(); err != nil || !r.Allowed {
@@ -57,5 +37,41 @@ func TestFixedWindowRetryAfterExact(t *testing.T) {
 		if r, err := allow(); err != nil || !r.Allowed || r.Remaining != 2 || r.ResetAfter != time.Second {
 			t.Errorf("%s: RetryAfter later (the old counter's PTTL 0) = %+v, %v; want admitted, the first of a new window (2 left, reset in 1s)", tc.name, r, err)
 		}
+	}
+}
+
+// expiryCase is a strategy asked for 3/s (and 1000/h beside it) by Allow
+// or AllowMany, on subject "x".
+type expiryCase struct {
+	name   string
+	s      limiter.Strategy
+	limits []limiter.Limit
+	many   bool
+}
+
+// expiryCases are FixedWindow's paths (one limit, several that fit, the
+// many-request script) and Optimistic.
+func expiryCases() []expiryCase {
+	l, other := limiter.PerSecond(3), limiter.PerHour(1000)
+	return []expiryCase{
+		{"FixedWindow, one limit", strategy.NewFixedWindow(), []limiter.Limit{l}, false},
+		{"FixedWindow, two limits", strategy.NewFixedWindow(), []limiter.Limit{l, other}, false},
+		{"FixedWindow, AllowMany", strategy.NewFixedWindow(), []limiter.Limit{l}, true},
+		{"FixedWindow, two limits, AllowMany", strategy.NewFixedWindow(), []limiter.Limit{l, other}, true},
+		{"Optimistic", strategy.NewOptimistic(), []limiter.Limit{l}, false},
+	}
+}
+
+// start returns a fresh miniredis and the case's call on it.
+func (tc expiryCase) start(t *testing.T) (*redistest.Mini, func() (limiter.Result, error)) {
+	m, st := newMini(t)
+	lim := newLim(t, st, tc.s)
+	ctx := context.Background()
+	return m, func() (limiter.Result, error) {
+		if tc.many {
+			a := lim.AllowMany(ctx, []limiter.Ask{{Key: "x", Limits: tc.limits}})[0]
+			return a.Result, a.Err
+		}
+		return lim.Allow(ctx, "x", tc.limits...)
 	}
 }

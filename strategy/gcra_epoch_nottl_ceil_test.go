@@ -6,12 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
-
 	"github.com/quotagate/limiter"
-	"github.com/quotagate/limiter/store/goredis"
-	"github.com/quotagate/limiter/strategy"
 )
 
 // A TAT in microseconds since the Unix epoch (earlier releases' form),
@@ -20,19 +15,7 @@ import (
 // ahead is full again in 151 ms (not 150: the limit would refill early),
 // and an admission writes a TAT 251 ms ahead.
 func TestGCRAEpochFormWithoutTTLRoundsUp(t *testing.T) {
-	m := miniredis.NewMiniRedis()
-	now := time.Now().Truncate(time.Second)
-	m.SetTime(now)
-	if err := m.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
-	defer rdb.Close()
-	lim, err := limiter.New(goredis.New(rdb), strategy.NewGCRA(), limiter.WithPrefix("t"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rdb, lim, now := gcraOnMini(t)
 	ctx := context.Background()
 	l := limiter.PerSecond(10) // 100 000 µs: whole milliseconds
 	key, _ := limiter.Key("t", "e", l)

@@ -19,18 +19,7 @@ import (
 // once; an admission that wrote the read's slack back into the TAT would
 // lose 2 ms more with every call.
 func TestGCRAEpochFormKeepsNoSlack(t *testing.T) {
-	m := miniredis.NewMiniRedis()
-	m.SetTime(time.Now().Truncate(time.Second))
-	if err := m.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
-	defer rdb.Close()
-	lim, err := limiter.New(goredis.New(rdb), strategy.NewGCRA(), limiter.WithPrefix("t"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, lim, _ := gcraOnMini(t)
 	ctx := context.Background()
 	cases := []struct {
 		l     limiter.Limit
@@ -89,4 +78,24 @@ func TestGCRAEpochFormKeepsNoSlackRedis(t *testing.T) {
 	if min := r0.Remaining - 50 - 2000; r.Remaining < min {
 		t.Errorf("after 50 calls of cost 1: Remaining %d, want at least %d (started at %d)", r.Remaining, min, r0.Remaining)
 	}
+}
+
+// gcraOnMini is GCRA (prefix "t") through go-redis on a miniredis whose
+// clock stands still at now, a whole second.
+func gcraOnMini(t *testing.T) (*redis.Client, *limiter.Limiter, time.Time) {
+	t.Helper()
+	m := miniredis.NewMiniRedis()
+	now := time.Now().Truncate(time.Second)
+	m.SetTime(now)
+	if err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	lim, err := limiter.New(goredis.New(rdb), strategy.NewGCRA(), limiter.WithPrefix("t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rdb, lim, now
 }
