@@ -298,3 +298,58 @@ func checkLateAcquireAbandoned(c *checker) {
 		c.t.Errorf("property 43: a lease after the tombstones' TTL = %s, %v; want held, alone in flight", leaseString(l), err)
 	}
 }
+
+// Property 49: leases of one subject taken with different TTLs (callers
+// that disagree on the TTL, as while a rollout changes it) share one lease
+// set, and each ends at its own TTL. A lease with a shorter TTL leaves the
+// set's expiry at a longer lease's end, so when it ends the longer lease
+// still holds its slot; and an ID abandoned for longer than a lease beside
+// it stays refused after that lease has ended.
+func checkMixedTTLLeases(c *checker) {
+	long := limiter.InFlight{Max: 2, TTL: time.Minute}
+	short := limiter.InFlight{Max: 2, TTL: 1500 * time.Millisecond}
+	conc := c.concurrency(long)
+	key := mustInFlightKey(c, "p49", long)
+	if k := mustInFlightKey(c, "p49", short); k != key {
+		c.t.Fatalf("property 49: leases of one subject with TTLs %s and %s have the keys %q and %q: the check needs one set", long.TTL, short.TTL, key, k)
+	}
+	for _, f := range []limiter.InFlight{long, short} {
+		if l, err := conc.Acquire(c.ctx, "p49", f); err != nil || !l.Held {
+			c.t.Fatalf("property 49: a lease for %s = %s, %v; want held", f.TTL, leaseString(l), err)
+		}
+	}
+	if p := c.pttl(key); p == -1 || time.Duration(p)*time.Millisecond <= short.TTL || time.Duration(p)*time.Millisecond > long.TTL {
+		c.t.Errorf("property 49: after a lease for %s beside one for %s, the lease set has PTTL %dms, want in (%s, %s] (it ends with its latest lease)", short.TTL, long.TTL, p, short.TTL, long.TTL)
+	}
+	// An Acquire abandoned for the long TTL, in a set a short lease made.
+	ab, abandons := c.spec.Leaser.(limiter.LeaseAbandoner)
+	late := limiter.LeaseRequest{Key: mustInFlightKey(c, "p49-abandoned", long), ID: "late-acquire", Limit: long}
+	if abandons {
+		if l, err := conc.Acquire(c.ctx, "p49-abandoned", short); err != nil || !l.Held {
+			c.t.Fatalf("property 49: a lease for %s = %s, %v; want held", short.TTL, leaseString(l), err)
+		}
+		if err := ab.Abandon(c.ctx, c.h.Store(), late); err != nil {
+			c.t.Fatalf("property 49: Abandon: %v", err)
+		}
+	}
+	c.h.Advance(short.TTL + 10*time.Millisecond)
+	l, err := conc.Acquire(c.ctx, "p49", long)
+	if err != nil || !l.Held || l.InFlight != 2 {
+		c.t.Errorf("property 49: when the lease for %s has ended, an Acquire = %s, %v; want held, 2 in flight (the lease for %s still holds its slot)", short.TTL, leaseString(l), err, long.TTL)
+	}
+	if l, err := conc.Acquire(c.ctx, "p49", long); err != nil || l.Held || l.RetryAfter <= 0 || l.RetryAfter > long.TTL {
+		c.t.Errorf("property 49: a third lease of 2 then = %s, %v; want refused, RetryAfter in (0, %s]", leaseString(l), err, long.TTL)
+	}
+	if n := c.inFlight("p49", long); n != 2 {
+		c.t.Errorf("property 49: the server holds %d leases of a set of 2 full, want 2", n)
+	}
+	if !abandons {
+		return // property 43 says what is missing
+	}
+	if st, err := c.spec.Leaser.Acquire(c.ctx, c.h.Store(), late); err != nil || st.Held {
+		c.t.Errorf("property 49: an Acquire abandoned for %s, arriving after the %s lease beside its tombstone ended = %+v, %v; want not held (its slot would be held by nobody)", long.TTL, short.TTL, st, err)
+	}
+	if n := c.inFlight("p49-abandoned", long); n != 0 {
+		c.t.Errorf("property 49: after an abandoned Acquire arrived late, the server holds %d leases, want 0", n)
+	}
+}

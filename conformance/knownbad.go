@@ -201,6 +201,10 @@ func KnownBad() []Control {
 			MustFail: []string{"retried-lease-holds-one"}, VirtualOnly: []string{"retried-lease-holds-one"}},
 		{Spec: leaser("RepairThenRead", knownbad.RepairThenRead{}),
 			MustFail: []string{"lease-expire-deletes-at-once"}},
+		{Spec: leaser("CallerTTLLeases", knownbad.CallerTTLLeases{Concurrency: strategy.NewConcurrency()}),
+			MustFail: []string{"mixed-ttl-leases"}},
+		{Spec: leaser("BareTombstone", knownbad.BareTombstone{Concurrency: strategy.NewConcurrency()}),
+			MustFail: []string{"mixed-ttl-leases"}},
 	}
 }
 

@@ -171,16 +171,77 @@ func (e CheckOnlyExtend) Extend(ctx context.Context, st store.Store, req limiter
 			return limiter.LeaseState{}, r.Err
 		}
 	}
-	t, err := store.Slice(rs[0].Val)
-	if err != nil || len(t) != 2 {
-		return limiter.LeaseState{}, fmt.Errorf("knownbad: TIME reply %v", rs[0].Val)
+	now, err := millis(rs[0].Val)
+	if err != nil {
+		return limiter.LeaseState{}, err
 	}
-	sec, _ := store.Int64(t[0])
-	usec, _ := store.Int64(t[1])
 	s, _ := rs[1].Val.(string)
 	score, err := strconv.ParseFloat(s, 64)
-	if err != nil || score <= float64(sec*1000+usec/1000) {
+	if err != nil || score <= float64(now) {
 		return limiter.LeaseState{}, nil
 	}
 	return limiter.LeaseState{Held: true, InFlight: 1}, nil
+}
+
+// millis reads a TIME reply as milliseconds since the Unix epoch.
+func millis(v any) (int64, error) {
+	t, err := store.Slice(v)
+	if err != nil || len(t) != 2 {
+		return 0, fmt.Errorf("knownbad: TIME reply %v", v)
+	}
+	sec, err1 := store.Int64(t[0])
+	usec, err2 := store.Int64(t[1])
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("knownbad: TIME reply %v", v)
+	}
+	return sec*1000 + usec/1000, nil
+}
+
+// CallerTTLLeases is a correct leaser whose Acquire then gives the lease
+// set the caller's TTL (PEXPIRE key ttl after the ZADD), as hand-written
+// ones often do: right while every caller uses one TTL. A lease with a
+// shorter TTL beside a longer one cuts the set's life to its own, and when
+// it ends the set goes with the longer lease in it: that slot is free
+// again while its holder still works.
+type CallerTTLLeases struct {
+	strategy.Concurrency
+}
+
+// Acquire implements limiter.Leaser, wrongly.
+func (l CallerTTLLeases) Acquire(ctx context.Context, st store.Store, req limiter.LeaseRequest) (limiter.LeaseState, error) {
+	s, err := l.Concurrency.Acquire(ctx, st, req)
+	if err != nil || !s.Held {
+		return s, err
+	}
+	rs, err := st.Do(ctx, store.Cmd{Name: "PEXPIRE", Args: []any{req.Key, req.Limit.TTL.Milliseconds()}})
+	if err == nil {
+		err = rs[0].Err
+	}
+	return s, err
+}
+
+// BareTombstone is a correct leaser whose Abandon only adds the tombstone
+// (the ID scored by minus its end) and leaves the set's expiry as it was:
+// a set that a lease ending sooner keeps alive is deleted when that lease
+// ends and takes the tombstone with it, so the abandoned Acquire, arriving
+// later, takes a slot that nobody holds.
+type BareTombstone struct {
+	strategy.Concurrency
+}
+
+// Abandon implements limiter.LeaseAbandoner, wrongly.
+func (BareTombstone) Abandon(ctx context.Context, st store.Store, req limiter.LeaseRequest) error {
+	rs, err := st.Do(ctx, store.Cmd{Name: "TIME"})
+	if err != nil {
+		return err
+	}
+	now, err := millis(rs[0].Val)
+	if err != nil {
+		return err
+	}
+	rs, err = st.Do(ctx, store.Cmd{Name: "ZADD", Args: []any{req.Key, -(now + req.Limit.TTL.Milliseconds()), req.ID}})
+	if err == nil {
+		err = rs[0].Err
+	}
+	return err
 }
