@@ -106,18 +106,40 @@ func (c *checker) leasesRace(subject string) {
 
 // Property 37: a holder that never releases (it crashed) frees its slot
 // when its lease's TTL has passed, and the lease set never outlives its
-// latest lease.
+// latest lease. On the virtual clock, where the leases are taken 500 ms
+// apart, a refusal's RetryAfter is exactly the time until the oldest lease
+// ends, and is honoured: a millisecond before, the Acquire is refused
+// again, and at RetryAfter it is held beside the younger lease.
 func checkCrashedHolder(c *checker) {
 	f := limiter.InFlight{Max: 2, TTL: 1500 * time.Millisecond}
+	const apart = 500 * time.Millisecond
+	virtual := c.h.Caps().VirtualClock
 	conc := c.concurrency(f)
 	for i := range 2 {
 		if l, err := conc.Acquire(c.ctx, "p37", f); err != nil || !l.Held {
 			c.t.Fatalf("property 37: lease %d = %s, %v; want held", i, leaseString(l), err)
 		}
+		if virtual && i == 0 {
+			c.h.Advance(apart)
+		}
 	}
 	// The holders crash: nobody releases.
-	if l, err := conc.Acquire(c.ctx, "p37", f); err != nil || l.Held || l.RetryAfter <= 0 || l.RetryAfter > f.TTL {
+	l, err := conc.Acquire(c.ctx, "p37", f)
+	if err != nil || l.Held || l.RetryAfter <= 0 || l.RetryAfter > f.TTL {
 		c.t.Fatalf("property 37: a third lease of 2 = %s, %v; want refused, RetryAfter in (0, %s]", leaseString(l), err, f.TTL)
+	}
+	if virtual {
+		if l.RetryAfter != f.TTL-apart {
+			c.t.Errorf("property 37: a third lease of 2, %s after the first of %s was taken = %s; want RetryAfter %s (the first lease's end)", apart, f.TTL, leaseString(l), f.TTL-apart)
+		}
+		c.h.Advance(f.TTL - apart - time.Millisecond)
+		if l, err := conc.Acquire(c.ctx, "p37", f); err != nil || l.Held || l.RetryAfter != time.Millisecond {
+			c.t.Errorf("property 37: a millisecond before the first lease ends, an Acquire = %s, %v; want refused, RetryAfter 1ms", leaseString(l), err)
+		}
+		c.h.Advance(time.Millisecond)
+		if l, err := conc.Acquire(c.ctx, "p37", f); err != nil || !l.Held || l.InFlight != 2 {
+			c.t.Errorf("property 37: when the first lease has ended, an Acquire = %s, %v; want held, 2 in flight (the second crashed lease still holds its slot)", leaseString(l), err)
+		}
 	}
 	for _, k := range c.keys() {
 		if p := c.pttl(k); p == -1 || time.Duration(p)*time.Millisecond > f.TTL {

@@ -205,6 +205,8 @@ func KnownBad() []Control {
 			MustFail: []string{"mixed-ttl-leases"}},
 		{Spec: leaser("BareTombstone", knownbad.BareTombstone{Concurrency: strategy.NewConcurrency()}),
 			MustFail: []string{"mixed-ttl-leases"}},
+		{Spec: leaser("TTLRetryLeases", knownbad.TTLRetryLeases{Concurrency: strategy.NewConcurrency()}),
+			MustFail: []string{"crashed-holder-frees-slot"}, VirtualOnly: []string{"crashed-holder-frees-slot"}},
 	}
 }
 

@@ -245,3 +245,20 @@ func (BareTombstone) Abandon(ctx context.Context, st store.Store, req limiter.Le
 	}
 	return err
 }
+
+// TTLRetryLeases is a correct leaser whose refusal says to retry after the
+// caller's TTL, the longest any lease held may last, instead of when the
+// oldest lease ends: a caller that waits as told waits up to a TTL longer
+// than it needs to, while a slot is free.
+type TTLRetryLeases struct {
+	strategy.Concurrency
+}
+
+// Acquire implements limiter.Leaser, wrongly.
+func (l TTLRetryLeases) Acquire(ctx context.Context, st store.Store, req limiter.LeaseRequest) (limiter.LeaseState, error) {
+	s, err := l.Concurrency.Acquire(ctx, st, req)
+	if err == nil && !s.Held && s.RetryAfter > 0 {
+		s.RetryAfter = req.Limit.TTL
+	}
+	return s, err
+}
