@@ -321,16 +321,38 @@ func checkLateAcquireAbandoned(c *checker) {
 	}
 }
 
-// Property 49: leases of one subject taken with different TTLs (callers
-// that disagree on the TTL, as while a rollout changes it) share one lease
-// set, and each ends at its own TTL. A lease with a shorter TTL leaves the
-// set's expiry at a longer lease's end, so when it ends the longer lease
-// still holds its slot; and an ID abandoned for longer than a lease beside
-// it stays refused after that lease has ended.
-func checkMixedTTLLeases(c *checker) {
+// Property 49: leases of one subject taken under different limits
+// (callers that disagree on the TTL or the Max, as while a rollout changes
+// them) share one lease set. A caller whose Max is below what is held is
+// refused until enough leases end for it: its RetryAfter is the time until
+// the last of them ends, not the first. Each lease ends at its own TTL: a
+// lease with a shorter TTL leaves the set's expiry at a longer lease's
+// end, so when it ends the longer lease still holds its slot; and an ID
+// abandoned for longer than a lease beside it stays refused after that
+// lease has ended.
+func checkMixedLimitLeases(c *checker) {
 	long := limiter.InFlight{Max: 2, TTL: time.Minute}
 	short := limiter.InFlight{Max: 2, TTL: 1500 * time.Millisecond}
 	conc := c.concurrency(long)
+	// Three leases of 3 (on the virtual clock 100 ms apart), then an
+	// Acquire under Max 1: a slot frees for it when all three have ended.
+	virtual := c.h.Caps().VirtualClock
+	wide, narrow := limiter.InFlight{Max: 3, TTL: short.TTL}, limiter.InFlight{Max: 1, TTL: short.TTL}
+	const apart = 100 * time.Millisecond
+	for i := range 3 {
+		if i > 0 && virtual {
+			c.h.Advance(apart)
+		}
+		if l, err := conc.Acquire(c.ctx, "p49-lowered", wide); err != nil || !l.Held {
+			c.t.Fatalf("property 49: lease %d of 3 = %s, %v; want held", i+1, leaseString(l), err)
+		}
+	}
+	l, err := conc.Acquire(c.ctx, "p49-lowered", narrow)
+	if err != nil || l.Held || l.InFlight != 3 || l.RetryAfter <= 0 || l.RetryAfter > short.TTL {
+		c.t.Errorf("property 49: an Acquire under Max 1 with 3 leases of %s held = %s, %v; want refused, 3 in flight, RetryAfter in (0, %s]", short.TTL, leaseString(l), err, short.TTL)
+	} else if virtual && l.RetryAfter != short.TTL {
+		c.t.Errorf("property 49: an Acquire under Max 1 as the third of 3 leases of %s taken %s apart is taken = %s; want RetryAfter %s (the third lease's end: a slot frees for Max 1 only when all three have ended)", short.TTL, apart, leaseString(l), short.TTL)
+	}
 	key := mustInFlightKey(c, "p49", long)
 	if k := mustInFlightKey(c, "p49", short); k != key {
 		c.t.Fatalf("property 49: leases of one subject with TTLs %s and %s have the keys %q and %q: the check needs one set", long.TTL, short.TTL, key, k)
@@ -355,7 +377,7 @@ func checkMixedTTLLeases(c *checker) {
 		}
 	}
 	c.h.Advance(short.TTL + 10*time.Millisecond)
-	l, err := conc.Acquire(c.ctx, "p49", long)
+	l, err = conc.Acquire(c.ctx, "p49", long)
 	if err != nil || !l.Held || l.InFlight != 2 {
 		c.t.Errorf("property 49: when the lease for %s has ended, an Acquire = %s, %v; want held, 2 in flight (the lease for %s still holds its slot)", short.TTL, leaseString(l), err, long.TTL)
 	}
@@ -364,6 +386,10 @@ func checkMixedTTLLeases(c *checker) {
 	}
 	if n := c.inFlight("p49", long); n != 2 {
 		c.t.Errorf("property 49: the server holds %d leases of a set of 2 full, want 2", n)
+	}
+	// (the third of the lowered set's leases ended with the short lease)
+	if l, err := conc.Acquire(c.ctx, "p49-lowered", narrow); err != nil || !l.Held || l.InFlight != 1 {
+		c.t.Errorf("property 49: an Acquire under Max 1 once the 3 leases of %s have ended = %s, %v; want held, alone in flight", short.TTL, leaseString(l), err)
 	}
 	if !abandons {
 		return // property 43 says what is missing

@@ -202,9 +202,11 @@ func KnownBad() []Control {
 		{Spec: leaser("RepairThenRead", knownbad.RepairThenRead{}),
 			MustFail: []string{"lease-expire-deletes-at-once"}},
 		{Spec: leaser("CallerTTLLeases", knownbad.CallerTTLLeases{Concurrency: strategy.NewConcurrency()}),
-			MustFail: []string{"mixed-ttl-leases"}},
+			MustFail: []string{"mixed-limit-leases"}},
 		{Spec: leaser("BareTombstone", knownbad.BareTombstone{Concurrency: strategy.NewConcurrency()}),
-			MustFail: []string{"mixed-ttl-leases"}},
+			MustFail: []string{"mixed-limit-leases"}},
+		{Spec: leaser("OldestRetryLeases", knownbad.OldestRetryLeases{Concurrency: strategy.NewConcurrency()}),
+			MustFail: []string{"mixed-limit-leases"}, VirtualOnly: []string{"mixed-limit-leases"}},
 		{Spec: leaser("TTLRetryLeases", knownbad.TTLRetryLeases{Concurrency: strategy.NewConcurrency()}),
 			MustFail: []string{"crashed-holder-frees-slot"}, VirtualOnly: []string{"crashed-holder-frees-slot"}},
 	}

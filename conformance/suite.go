@@ -104,7 +104,7 @@ func Checks() []Check {
 		{ID: 39, Name: "retried-lease-holds-one", run: checkLeaseRetry, leases: true},
 		{ID: 43, Name: "late-acquire-abandoned", run: checkLateAcquireAbandoned, leases: true},
 		{ID: 46, Name: "lease-expire-deletes-at-once", run: checkLeaseExpireDeletesAtOnce, leases: true},
-		{ID: 49, Name: "mixed-ttl-leases", run: checkMixedTTLLeases, leases: true},
+		{ID: 49, Name: "mixed-limit-leases", run: checkMixedLimitLeases, leases: true},
 	}
 }
 

@@ -262,3 +262,35 @@ func (l TTLRetryLeases) Acquire(ctx context.Context, st store.Store, req limiter
 	}
 	return s, err
 }
+
+// OldestRetryLeases is a correct leaser whose refusal says to retry when
+// the oldest lease ends, the right time while every caller has one Max:
+// for a caller whose Max is below what is held (a Max lowered while leases
+// of the old one are held) a slot frees only when enough leases have
+// ended, so it retries, is refused again, and retries again.
+type OldestRetryLeases struct {
+	strategy.Concurrency
+}
+
+// Acquire implements limiter.Leaser, wrongly.
+func (l OldestRetryLeases) Acquire(ctx context.Context, st store.Store, req limiter.LeaseRequest) (limiter.LeaseState, error) {
+	s, err := l.Concurrency.Acquire(ctx, st, req)
+	if err != nil || s.Held || s.RetryAfter <= 0 {
+		return s, err
+	}
+	rs, err := st.Do(ctx, store.Cmd{Name: "TIME"},
+		store.Cmd{Name: "ZRANGEBYSCORE", Args: []any{req.Key, "(0", "+inf", "WITHSCORES", "LIMIT", 0, 1}})
+	if err != nil {
+		return s, err
+	}
+	now, err := millis(rs[0].Val)
+	if err != nil {
+		return s, err
+	}
+	if first, _ := store.Slice(rs[1].Val); len(first) == 2 {
+		if end, err := store.Int64(first[1]); err == nil && end > now {
+			s.RetryAfter = time.Duration(end-now) * time.Millisecond
+		}
+	}
+	return s, nil
+}
