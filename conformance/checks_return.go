@@ -66,14 +66,26 @@ func checkLeaseReturn(c *checker) {
 		return
 	}
 	// The window is deleted (a Reset, an eviction) and counted anew: 5
-	// units in a window whose end is 10 s from the first's.
-	for _, cmd := range []store.Cmd{{Name: "DEL", Args: []any{key}}, {Name: "SET", Args: []any{key, 5, "PX", (left - 10*time.Second).Milliseconds()}}} {
+	// units in a window whose end is 10 s before the first's (a shorter
+	// period), then in one whose end is 500 ms after it (a window started
+	// later).
+	for _, off := range []time.Duration{-10 * time.Second, 500 * time.Millisecond} {
+		c.leaseReturnAnew(rq, key, at, end, left+off)
+	}
+}
+
+// leaseReturnAnew is a step of property 42's second half: the window of
+// key, which ended at end, is deleted and counted anew, 5 units expiring
+// in px. Units returned to the old window are refused; to the new one,
+// exactly what it counts may be given back.
+func (c *checker) leaseReturnAnew(rq limiter.QuotaReturner, key string, at func(int64) limiter.Request, end int64, px time.Duration) {
+	for _, cmd := range []store.Cmd{{Name: "DEL", Args: []any{key}}, {Name: "SET", Args: []any{key, 5, "PX", px.Milliseconds()}}} {
 		if r, err := c.do(cmd); err != nil || r.Err != nil {
 			c.t.Fatalf("%s %s: %v %v", cmd.Name, key, err, r.Err)
 		}
 	}
 	if ok, err := rq.ReturnQuota(c.ctx, c.h.Store(), at(3), end); err != nil || ok || c.count(key) != 5 {
-		c.t.Errorf("property 42: 3 units returned to the window that ended at %d, after it was deleted and counted anew (5 units, another end) = %v, %v, count %d; want refused, 5 (the units were not counted in this window)", end, ok, err, c.count(key))
+		c.t.Errorf("property 42: 3 units returned to the window that ended at %d, after it was deleted and counted anew (5 units, expiring in %s) = %v, %v, count %d; want refused, 5 (the units were not counted in this window)", end, px, ok, err, c.count(key))
 	}
 	end2, _, err := rq.WindowEnd(c.ctx, c.h.Store(), at(0))
 	if err != nil || end2 == end {

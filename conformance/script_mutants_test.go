@@ -112,6 +112,12 @@ func TestScriptMutantsFail(t *testing.T) {
 		// count (it may refuse only fewer than the units)
 		{"QuotaReturnRefusesWholeCount", conformance.FixedWindow, strategy.QuotaReturnScript(),
 			[]string{"if tonumber(v) < units then", "if tonumber(v) <= units then"}, "lease-return-own-window"},
+		// the quota-return script takes a window counted anew for the one
+		// the units were counted in when the new one ends later (as it
+		// does when it starts later): the units go to a window that never
+		// counted them
+		{"QuotaReturnLaterWindow", conformance.FixedWindow, strategy.QuotaReturnScript(),
+			[]string{"if e < 0 or math.abs(e - want) > 2 then", "if e < 0 or want - e > 2 then"}, "lease-return-own-window"},
 		// TokenBucket's path for one limit of an interval of no whole
 		// millisecond adds what came back without capping it at the burst
 		{"TokenBucketOneLimitNoCap", conformance.TokenBucket, bucket,
