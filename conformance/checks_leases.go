@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -399,5 +400,54 @@ func checkMixedLimitLeases(c *checker) {
 	}
 	if n := c.inFlight("p49-abandoned", long); n != 0 {
 		c.t.Errorf("property 49: after an abandoned Acquire arrived late, the server holds %d leases, want 0", n)
+	}
+}
+
+// Property 50: an Acquire whose reply is lost (the server ran it, the
+// client never learns it) is an error wrapping store.ErrUnknownOutcome,
+// and the Concurrency has given the slot it may have taken back before it
+// returns: the server holds no lease, and the only slot of the set is
+// taken at once by the next caller. The same for a reply lost to a
+// connection reset. (A store that reports a lost reply to a script as a
+// plain error leaves the slot taken by nobody until its TTL ends.)
+func checkLeaseLostReply(c *checker) {
+	if c.spec.Commit == "" {
+		c.t.Skip("the spec names no commit command")
+	}
+	f := limiter.InFlight{Max: 1, TTL: time.Minute}
+	direct := c.concurrency(f)
+	// Load the script through a direct connection first, so that the
+	// proxied call's commit command is the one that runs.
+	if l, err := direct.Acquire(c.ctx, "p50-warm", f); err != nil || !l.Held {
+		c.t.Fatalf("property 50: warm-up = %s, %v", leaseString(l), err)
+	} else if err := l.Release(c.ctx); err != nil {
+		c.t.Fatalf("property 50: warm-up release: %v", err)
+	}
+	p, st := c.proxied()
+	conc, err := limiter.NewConcurrency(st, c.spec.Leaser, limiter.WithPrefix(c.prefix))
+	if err != nil {
+		c.t.Fatalf("limiter.NewConcurrency: %v", err)
+	}
+	for i, fault := range []struct {
+		what string
+		arm  func(string)
+	}{{"lost", p.DropReply}, {"lost to a connection reset", p.ResetReply}} {
+		subject := fmt.Sprintf("p50-%d", i)
+		fault.arm(c.spec.Commit)
+		var l limiter.Lease
+		_, err := c.unsentAgain("property 50: an Acquire whose reply is "+fault.what, p, func() (limiter.Result, error) {
+			var err error
+			l, err = conc.Acquire(c.ctx, subject, f)
+			return limiter.Result{Allowed: l.Held}, err
+		})
+		if !errors.Is(err, store.ErrUnknownOutcome) {
+			c.t.Errorf("property 50: an Acquire whose reply was %s = %s, %v; want an error wrapping store.ErrUnknownOutcome", fault.what, leaseString(l), err)
+		}
+		if n := c.inFlight(subject, f); n != 0 {
+			c.t.Errorf("property 50: after an Acquire whose reply was %s returned, the server holds %d leases of its set, want 0 (the slot it may have taken is given back before it returns)", fault.what, n)
+		}
+		if l, err := direct.Acquire(c.ctx, subject, f); err != nil || !l.Held || l.InFlight != 1 {
+			c.t.Errorf("property 50: the next Acquire of the set of 1 whose Acquire's reply was %s = %s, %v; want held, alone in flight", fault.what, leaseString(l), err)
+		}
 	}
 }

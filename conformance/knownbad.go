@@ -113,6 +113,8 @@ func KnownBad() []Control {
 			return spec
 		}(),
 			MustFail: []string{"self-repair"}, VirtualOnly: []string{"self-repair"}},
+		{Spec: Concurrency(), Store: "UnmappedEval", Wrap: knownbad.UnmappedEval,
+			MustFail: []string{"lost-lease-reply-frees-slot"}},
 		{Spec: FixedWindow(), Store: "IgnoresDeadline", Wrap: knownbad.IgnoresDeadline,
 			MustFail: []string{"slow-reply-past-deadline", "redis-down-or-blackholed"}},
 		{Spec: FixedWindow(), Store: "OneByOne", Wrap: knownbad.OneByOne,

@@ -105,6 +105,7 @@ func Checks() []Check {
 		{ID: 43, Name: "late-acquire-abandoned", run: checkLateAcquireAbandoned, leases: true},
 		{ID: 46, Name: "lease-expire-deletes-at-once", run: checkLeaseExpireDeletesAtOnce, leases: true},
 		{ID: 49, Name: "mixed-limit-leases", run: checkMixedLimitLeases, leases: true},
+		{ID: 50, Name: "lost-lease-reply-frees-slot", run: checkLeaseLostReply, leases: true},
 	}
 }
 

@@ -78,6 +78,33 @@ func (s unmapped) Eval(ctx context.Context, src string, keys []string, args []an
 	return v, strip(err)
 }
 
+// UnmappedEval wraps st so that a lost reply to a script sent by EvalSha
+// or Eval (the path of scripts whose reply is not integers alone: lease
+// scripts among them) is a plain error, without store.ErrUnknownOutcome,
+// while the integer-script path keeps it: a store that maps its client's
+// errors in one path and not in another.
+func UnmappedEval(st store.Store) store.Store { return unmappedEval{st} }
+
+type unmappedEval struct{ store.Store }
+
+func (s unmappedEval) EvalSha(ctx context.Context, sha string, keys []string, args []any) (any, error) {
+	v, err := s.Store.EvalSha(ctx, sha, keys, args)
+	return v, stripUnknown(err)
+}
+
+func (s unmappedEval) Eval(ctx context.Context, src string, keys []string, args []any) (any, error) {
+	v, err := s.Store.Eval(ctx, src, keys, args)
+	return v, stripUnknown(err)
+}
+
+// stripUnknown is strip for an error that wraps store.ErrUnknownOutcome.
+func stripUnknown(err error) error {
+	if errors.Is(err, store.ErrUnknownOutcome) {
+		return strip(err)
+	}
+	return err
+}
+
 // IgnoresDeadline wraps st so that calls ignore the context's deadline, as a
 // client with context timeouts disabled does: a slow or blackholed Redis
 // holds every call for the client's own read timeout.
