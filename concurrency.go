@@ -160,7 +160,7 @@ func (l Lease) ID() string {
 // grants a Degraded lease, FailClosed refuses with a Degraded lease whose
 // RetryAfter is limit.TTL, at most a second. When the call may have run
 // without its reply arriving (a lost reply, a timeout), Acquire releases
-// the slot it may have taken (a release Redis cannot take either leaves it
+// the slot it may have taken (a release that fails is made once more; one Redis cannot take either leaves it
 // until its TTL ends); with a LeaseAbandoner (strategy.Concurrency) also
 // when the Acquire reaches Redis only after the release. After a lost reply it does so before it returns, so that a
 // retry finds the slot free; after the context ended, it returns at once
@@ -222,7 +222,11 @@ func (c *Concurrency) failed(limit InFlight, err error) (Lease, error) {
 // releaseUnknown ends the lease of an Acquire whose outcome is unknown
 // (LeaseAbandoner's Abandon, else Release), on a context of its own (the
 // call's may have ended), bounded by the Limiter's timeout or a second.
-// Its error is not returned: a slot it could not free ends at its TTL.
+// A first attempt that fails is made once more: a lost reply often means
+// a broken connection, and a client may fail the next call on it without
+// sending it (rueidis does, in the instant before it marks the connection
+// broken); both are idempotent. Its error is not returned: a slot it could
+// not free ends at its TTL.
 func (c *Concurrency) releaseUnknown(ctx context.Context, req LeaseRequest) {
 	d := c.cfg.timeout
 	if d <= 0 {
@@ -230,11 +234,13 @@ func (c *Concurrency) releaseUnknown(ctx context.Context, req LeaseRequest) {
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d)
 	defer cancel()
+	end := c.leaser.Release
 	if a, ok := c.leaser.(LeaseAbandoner); ok {
-		_ = a.Abandon(rctx, c.cfg.st, req)
-		return
+		end = a.Abandon
 	}
-	_ = c.leaser.Release(rctx, c.cfg.st, req)
+	if err := end(rctx, c.cfg.st, req); err != nil && rctx.Err() == nil {
+		_ = end(rctx, c.cfg.st, req)
+	}
 }
 
 // Extend renews a held lease for another TTL, for work that runs longer

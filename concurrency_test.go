@@ -2,6 +2,7 @@ package limiter_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -95,5 +96,42 @@ func TestAcquireLostReplyAbandons(t *testing.T) {
 	defer leaser.mu.Unlock()
 	if err == nil || l.Held || fmt.Sprint(leaser.calls) != "[Abandon]" {
 		t.Errorf("Acquire after a lost reply = %+v, %v, leaser calls %v; want an error and [Abandon]", l, err, leaser.calls)
+	}
+}
+
+// flakyAbandoner is abandoningLeaser whose first Abandon fails, as a call
+// made on a connection the client is still tearing down after a lost
+// reply fails without being sent.
+type flakyAbandoner struct {
+	abandoningLeaser
+	failed bool
+}
+
+func (l *flakyAbandoner) Abandon(ctx context.Context, st store.Store, req limiter.LeaseRequest) error {
+	_ = l.abandoningLeaser.Abandon(ctx, st, req)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.failed {
+		l.failed = true
+		return errors.New("somestore: connection closed (not sent)")
+	}
+	return nil
+}
+
+// TestAcquireLostReplyAbandonsAgain: an Abandon after a lost reply that
+// fails is made once more (it is idempotent), so that a connection broken
+// by the lost reply does not leave the slot taken for the lease's TTL.
+func TestAcquireLostReplyAbandonsAgain(t *testing.T) {
+	_, st := newMini(t)
+	leaser := &flakyAbandoner{}
+	c, err := limiter.NewConcurrency(st, leaser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.Acquire(context.Background(), "u", limiter.InFlight{Max: 1, TTL: time.Second})
+	leaser.mu.Lock()
+	defer leaser.mu.Unlock()
+	if err == nil || l.Held || fmt.Sprint(leaser.calls) != "[Abandon Abandon]" {
+		t.Errorf("Acquire after a lost reply, the first Abandon failing = %+v, %v, leaser calls %v; want an error and [Abandon Abandon]", l, err, leaser.calls)
 	}
 }
