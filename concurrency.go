@@ -160,9 +160,10 @@ func (l Lease) ID() string {
 // grants a Degraded lease, FailClosed refuses with a Degraded lease whose
 // RetryAfter is limit.TTL, at most a second. When the call may have run
 // without its reply arriving (a lost reply, a timeout), Acquire releases
-// the slot it may have taken (a release that fails is made once more; one Redis cannot take either leaves it
-// until its TTL ends); with a LeaseAbandoner (strategy.Concurrency) also
-// when the Acquire reaches Redis only after the release. After a lost reply it does so before it returns, so that a
+// the slot it may have taken (a release that fails is made once more; one
+// that fails again leaves it until its TTL ends); with a LeaseAbandoner
+// (strategy.Concurrency) also when the Acquire reaches Redis only after
+// the release. After a lost reply it does so before it returns, so that a
 // retry finds the slot free; after the context ended, it returns at once
 // and the release follows, bounded by the Limiter's timeout or a second.
 // A context that has ended before the call sends nothing and writes
