@@ -132,6 +132,12 @@ func TestScriptMutantsFail(t *testing.T) {
 			[]string{"    for i = na + 1, an do\n      as[i] = nil\n    end\n", ""}, "allow-many-exact"},
 		{"SlidingWindowManyKeysNotCut", conformance.SlidingWindow, strategy.SlidingWindow{}.ManyScript(strategy.SlidingWindowScript()),
 			[]string{"  for i = nk + 1, kn do\n    ks[i] = nil\n  end\n", ""}, "allow-many-exact"},
+		// the lease script takes a lease with ZADD NX (so that a retried
+		// Acquire takes no second slot), which renews nothing: an Acquire of
+		// an ID already held leaves it ending at its first TTL, and a holder
+		// that renews by acquiring again loses its slot while it works
+		{"LeaseAcquireNoRenew", conformance.Concurrency, strategy.LeaseScript(),
+			[]string{"  redis.call('ZADD', key, string.format('%d', now + ttl), id)\n", "  redis.call('ZADD', key, op == 'a' and 'NX' or 'XX', string.format('%d', now + ttl), id)\n"}, "retried-lease-holds-one"},
 	}
 	ctx := context.Background()
 	run := func(t *testing.T, spec conformance.Spec, from, to *store.Script, check string) conformance.Outcome {

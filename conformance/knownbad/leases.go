@@ -294,3 +294,49 @@ func (l OldestRetryLeases) Acquire(ctx context.Context, st store.Store, req limi
 	}
 	return s, nil
 }
+
+// UncheckedExtend is a correct leaser whose Extend reports the lease held
+// whenever its renewal ran without error, as a hand-written one does that
+// renews with ZADD XX, whose reply is 0 whether or not the ID was there: a
+// holder whose lease expired (a long pause) and whose slot went to another
+// caller is told it still holds it, and works on beside the new holder.
+type UncheckedExtend struct {
+	strategy.Concurrency
+}
+
+// Extend implements limiter.Leaser, wrongly.
+func (e UncheckedExtend) Extend(ctx context.Context, st store.Store, req limiter.LeaseRequest) (limiter.LeaseState, error) {
+	s, err := e.Concurrency.Extend(ctx, st, req)
+	if err == nil {
+		s.Held = true
+	}
+	return s, err
+}
+
+// HeldAbandonKept is a correct leaser whose Abandon leaves an ID that is
+// held as it is and tombstones only one not held, on the reasoning that an
+// Acquire that already arrived needs no refusal: but its caller never
+// learned it holds the slot, so every Acquire whose reply was lost after it
+// ran (a timeout, a reset connection) leaves a slot held by nobody until
+// its TTL ends.
+type HeldAbandonKept struct {
+	strategy.Concurrency
+}
+
+// Abandon implements limiter.LeaseAbandoner, wrongly.
+func (h HeldAbandonKept) Abandon(ctx context.Context, st store.Store, req limiter.LeaseRequest) error {
+	rs, err := st.Do(ctx, store.Cmd{Name: "TIME"}, store.Cmd{Name: "ZSCORE", Args: []any{req.Key, req.ID}})
+	if err != nil {
+		return err
+	}
+	now, err := millis(rs[0].Val)
+	if err != nil {
+		return err
+	}
+	if s, ok := rs[1].Val.(string); ok {
+		if score, err := strconv.ParseFloat(s, 64); err == nil && score > float64(now) {
+			return nil // held: left as it is
+		}
+	}
+	return h.Concurrency.Abandon(ctx, st, req)
+}
