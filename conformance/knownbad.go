@@ -191,6 +191,8 @@ func KnownBad() []Control {
 			MustFail: []string{"allow-many-exact"}},
 		{Spec: claims("ResetPrimaryKey", knownbad.ResetPrimaryKey{}),
 			MustFail: []string{"reset-forgets-every-limit"}},
+		{Spec: claims("ResetEveryone", knownbad.ResetEveryone{}),
+			MustFail: []string{"reset-forgets-every-limit"}},
 		{Spec: claims("ManyStopsAtError", knownbad.ManyStopsAtError{}),
 			MustFail: []string{"allow-many-exact"}},
 		{Spec: leaser("CounterLeases", knownbad.CounterLeases{}),

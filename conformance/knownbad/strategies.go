@@ -648,3 +648,44 @@ func (ResetPrimaryKey) Reset(ctx context.Context, st store.Store, keys []string)
 	_, err := st.Do(ctx, store.Cmd{Name: "DEL", Args: []any{keys[0]}})
 	return err
 }
+
+// ResetEveryone is FixedWindow with a hand-written Reset that deletes its
+// limits' keys by pattern, the subject's part of each key matched by "*"
+// (as a Reset written for an admin's "clear this limit" and then given
+// one subject): every subject's counts under those limits are gone, and
+// every subject gets a whole new quota at once.
+type ResetEveryone struct{ strategy.FixedWindow }
+
+// Reset implements limiter.Resetter, wrongly.
+func (ResetEveryone) Reset(ctx context.Context, st store.Store, keys []string) error {
+	for _, k := range keys {
+		i, j := strings.IndexByte(k, '{'), strings.IndexByte(k, '}')
+		if i < 0 || j < i {
+			continue
+		}
+		pattern := k[:i+1] + "*" + k[j:]
+		for cursor := "0"; ; {
+			rs, err := st.Do(ctx, store.Cmd{Name: "SCAN", Args: []any{cursor, "MATCH", pattern, "COUNT", 1000}})
+			if err == nil {
+				err = rs[0].Err
+			}
+			if err != nil {
+				return err
+			}
+			page, err := store.Slice(rs[0].Val)
+			if err != nil || len(page) != 2 {
+				return fmt.Errorf("knownbad: SCAN reply %v", rs[0].Val)
+			}
+			found, _ := store.Slice(page[1])
+			for _, f := range found {
+				if _, err := st.Do(ctx, store.Cmd{Name: "DEL", Args: []any{f}}); err != nil {
+					return err
+				}
+			}
+			if cursor, _ = page[0].(string); cursor == "0" || cursor == "" {
+				break
+			}
+		}
+	}
+	return nil
+}
