@@ -213,6 +213,8 @@ func KnownBad() []Control {
 			MustFail: []string{"mixed-limit-leases"}, VirtualOnly: []string{"mixed-limit-leases"}},
 		{Spec: leaser("TTLRetryLeases", knownbad.TTLRetryLeases{Concurrency: strategy.NewConcurrency()}),
 			MustFail: []string{"crashed-holder-frees-slot"}, VirtualOnly: []string{"crashed-holder-frees-slot"}},
+		{Spec: leaser("StrictRelease", knownbad.StrictRelease{Concurrency: strategy.NewConcurrency()}),
+			MustFail: []string{"release-frees-own-slot"}},
 		{Spec: leaser("UncheckedExtend", knownbad.UncheckedExtend{Concurrency: strategy.NewConcurrency()}),
 			MustFail: []string{"retried-lease-holds-one", "late-acquire-abandoned"}},
 		{Spec: leaser("HeldAbandonKept", knownbad.HeldAbandonKept{Concurrency: strategy.NewConcurrency()}),

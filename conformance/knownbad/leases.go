@@ -340,3 +340,26 @@ func (h HeldAbandonKept) Abandon(ctx context.Context, st store.Store, req limite
 	}
 	return h.Concurrency.Abandon(ctx, st, req)
 }
+
+// StrictRelease is a correct leaser whose Release is an error when it
+// removes nothing (ZREM replies 0): a lease released twice (a deferred
+// Release after an explicit one), after it expired, or never held fails
+// its caller, who may take that for an outage or retry it forever.
+type StrictRelease struct {
+	strategy.Concurrency
+}
+
+// Release implements limiter.Leaser, wrongly.
+func (StrictRelease) Release(ctx context.Context, st store.Store, req limiter.LeaseRequest) error {
+	rs, err := st.Do(ctx, store.Cmd{Name: "ZREM", Args: []any{req.Key, req.ID}})
+	if err != nil {
+		return err
+	}
+	if rs[0].Err != nil {
+		return rs[0].Err
+	}
+	if n, _ := store.Int64(rs[0].Val); n == 0 {
+		return fmt.Errorf("knownbad: lease %s is not held", req.ID)
+	}
+	return nil
+}
