@@ -3,6 +3,7 @@ package redigo_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -54,29 +55,14 @@ func TestDialOptionThatDialsWins(t *testing.T) {
 func TestClusterSilentMasterHoldsOnlyItsOwn(t *testing.T) {
 	c := redistest.StartCluster(t)
 	addrs := c.Addrs()
-	var mu sync.Mutex
-	dialled := map[string]int{}
-	cl := clusterFor(addrs)
-	cl.DialOptions = append(cl.DialOptions, redis.DialContextFunc(func(ctx context.Context, network, addr string) (net.Conn, error) {
-		mu.Lock()
-		dialled[addr]++
-		mu.Unlock()
-		var d net.Dialer
-		return d.DialContext(ctx, network, addr)
-	}))
-	t.Cleanup(func() { _ = cl.Close() })
-	if err := cl.Refresh(); err != nil {
-		t.Fatal(err)
-	}
+	cl, dialled := countingCluster(t, addrs)
 	st := redigo.New(redigo.Cluster(cl))
 	served, silent := keyOnNode(t, addrs, addrs[0], "served"), keyOnNode(t, addrs, addrs[1], "silent")
 	adaptertest.WaitFor(t, "the slot map", func() bool {
 		_, _ = st.Eval(context.Background(), incr, []string{served}, nil)
 		return redigo.SlotMapKnown(st)
 	})
-	mu.Lock()
-	before := dialled[addrs[1]]
-	mu.Unlock()
+	before := dialled.of(addrs[1])
 	node(t, addrs[1], "CLIENT", "PAUSE", 2500, "ALL")
 	t.Cleanup(func() { node(t, addrs[1], "CLIENT", "UNPAUSE") })
 	var wg sync.WaitGroup
@@ -89,9 +75,7 @@ func TestClusterSilentMasterHoldsOnlyItsOwn(t *testing.T) {
 		})
 	}
 	adaptertest.WaitFor(t, "both round trips of the silent master out", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return dialled[addrs[1]]-before == redigo.DefaultSharedPipelines
+		return dialled.of(addrs[1])-before == redigo.DefaultSharedPipelines
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
@@ -153,20 +137,7 @@ func TestSharedPipelineEndsAtLatestDeadline(t *testing.T) {
 func TestAskDialUsesDialOptions(t *testing.T) {
 	c := redistest.StartCluster(t)
 	addrs := c.Addrs()
-	var mu sync.Mutex
-	dialled := map[string]int{}
-	cl := clusterFor(addrs)
-	cl.DialOptions = append(cl.DialOptions, redis.DialContextFunc(func(ctx context.Context, network, addr string) (net.Conn, error) {
-		mu.Lock()
-		dialled[addr]++
-		mu.Unlock()
-		var d net.Dialer
-		return d.DialContext(ctx, network, addr)
-	}))
-	t.Cleanup(func() { _ = cl.Close() })
-	if err := cl.Refresh(); err != nil {
-		t.Fatal(err)
-	}
+	cl, dialled := countingCluster(t, addrs)
 	st := redigo.New(redigo.Cluster(cl), redigo.WithSharedPipelines(0))
 	const key = "{pin7-ask}"
 	slot := redisc.Slot(key)
@@ -176,9 +147,7 @@ func TestAskDialUsesDialOptions(t *testing.T) {
 	node(t, addrs[to], "CLUSTER", "SETSLOT", slot, "IMPORTING", id[from])
 	node(t, addrs[from], "CLUSTER", "SETSLOT", slot, "MIGRATING", id[to])
 	before := refusals(t, addrs[from])["ASK"]
-	mu.Lock()
-	clear(dialled)
-	mu.Unlock()
+	dialled.reset()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if v, err := st.Eval(ctx, incr, []string{key}, nil); err != nil || v != int64(1) {
@@ -187,10 +156,51 @@ func TestAskDialUsesDialOptions(t *testing.T) {
 	if n := refusals(t, addrs[from])["ASK"] - before; n < 1 {
 		t.Fatalf("the source sent %d ASK; the test needs the call refused with ASK", n)
 	}
-	mu.Lock()
-	n := dialled[addrs[to]]
-	mu.Unlock()
-	if n == 0 {
-		t.Errorf("the connection to the ASK target %s was not dialled with the cluster's DialOptions (dialled through them: %v)", addrs[to], dialled)
+	if n := dialled.of(addrs[to]); n == 0 {
+		t.Errorf("the connection to the ASK target %s was not dialled with the cluster's DialOptions (dialled through them: %v)", addrs[to], dialled.all())
 	}
+}
+
+// dialCount counts the connections a Cluster dialled, by address.
+type dialCount struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (d *dialCount) of(addr string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.n[addr]
+}
+
+func (d *dialCount) reset() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	clear(d.n)
+}
+
+func (d *dialCount) all() map[string]int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return maps.Clone(d.n)
+}
+
+// countingCluster is a Cluster of addrs, its slot map loaded, that dials
+// every connection through its DialOptions and counts them.
+func countingCluster(t *testing.T, addrs []string) (*redisc.Cluster, *dialCount) {
+	t.Helper()
+	d := &dialCount{n: map[string]int{}}
+	cl := clusterFor(addrs)
+	cl.DialOptions = append(cl.DialOptions, redis.DialContextFunc(func(ctx context.Context, network, addr string) (net.Conn, error) {
+		d.mu.Lock()
+		d.n[addr]++
+		d.mu.Unlock()
+		var nd net.Dialer
+		return nd.DialContext(ctx, network, addr)
+	}))
+	t.Cleanup(func() { _ = cl.Close() })
+	if err := cl.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	return cl, d
 }
