@@ -144,6 +144,10 @@ func KnownBad() []Control {
 		{Spec: claims("SwallowErrors", knownbad.SwallowErrors{Strategy: strategy.NewFixedWindow()}),
 			MustFail:   []string{"redis-down-or-blackholed", "no-accidental-fail-open", "server-conditions"},
 			ServerOnly: []string{"server-conditions"}},
+		{Spec: claimsBucketed("PeekThenCount", func(now func() time.Time) limiter.Strategy {
+			return knownbad.PeekThenCount{Bucketed: strategy.NewBucketed(strategy.WithClock(now))}
+		}),
+			MustFail: []string{"exact-admission"}},
 		{Spec: claimsBucketed("ServerTimeBucket", func(func() time.Time) limiter.Strategy { return knownbad.ServerTimeBucket{} }),
 			MustFail: []string{"replies-slower-than-window"}},
 		{Spec: contentionAdmits(),

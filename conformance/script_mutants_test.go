@@ -100,6 +100,13 @@ func TestScriptMutantsFail(t *testing.T) {
 		// the limit's period (a period shortened beside another limit)
 		{"FixedWindowSeveralLimitsKeepLongWindow", conformance.FixedWindow, fixed,
 			[]string{"      if ttl < 0 or ttl > window then\n", "      if ttl < 0 then\n"}, "period-change"},
+		// its path for one limit moves the expiry on every admission
+		// (PEXPIRE whenever the count fits): each admitted call restarts
+		// the window, so a subject asking steadily gets its quota back a
+		// Period after its last admission, not its window's first; it
+		// still admits Rate per window, so only the expiry's move shows it
+		{"FixedWindowOneLimitExpireOnAdmission", conformance.FixedWindow, fixed,
+			[]string{"    if ttl < 0 or ttl > window then\n      redis.call('PEXPIRE', key, ARGV[o + 2])", "    if ttl < 0 or ttl > window or c <= rate then\n      redis.call('PEXPIRE', key, ARGV[o + 2])"}, "window-never-slides"},
 		// its path for one limit reads a counter in its window's expiry
 		// millisecond (PTTL 0) as a live one
 		{"FixedWindowOneLimitNoExpiryMillisecond", conformance.FixedWindow, fixed,

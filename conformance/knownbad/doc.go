@@ -43,6 +43,9 @@
 //     trip, counted in another: when a round trip is as long as a window,
 //     the PEXPIREAT of a window that is over deletes the key in the same
 //     transaction, and the admission is counted nowhere.
+//   - PeekThenCount: Bucketed decided in two round trips, a read (Peek)
+//     then the count, trusting the read: callers racing between them all
+//     saw room, and under contention the window admits past its limit.
 //   - AppClockGCRA: GCRA whose "now" is passed in by the app server, one
 //     limit at a time: servers whose clocks disagree share one TAT wrongly,
 //     its RetryAfter is the app's clock's, a denial by one limit has
@@ -83,6 +86,15 @@
 //     to in two round trips.
 //   - ReleaseAbandon: correct leases whose Abandon is a Release (ZREM): an
 //     Acquire that reaches Redis after it takes a slot nobody holds.
+//   - CallerTTLLeases, BareTombstone, OldestRetryLeases, TTLRetryLeases:
+//     correct leases with one hand-written step: the set's TTL set to the
+//     caller's (a shorter lease cuts a longer one's life), a tombstone
+//     added without the set's expiry (it goes with a shorter lease), a
+//     RetryAfter from the oldest lease (wrong for a lowered Max) or the
+//     caller's TTL (late).
+//   - UncheckedExtend, HeldAbandonKept, StrictRelease: an Extend that says
+//     held whenever it ran, an Abandon that leaves a held ID as it is, a
+//     Release that is an error when it removes nothing.
 //   - RepairAtDenial: a first-request fixed window that gives a counter
 //     stripped of its TTL its TTL back only when it denies: a stripped
 //     counter that is never denied holds its subject past its window.
@@ -99,6 +111,8 @@
 //   - FullPeriodReset: a fixed window that leases its quota and reports
 //     every admission's ResetAfter as the limit's whole period: a lease
 //     outlives the window its units were counted in.
+//   - ResetEveryone: a Reset that deletes its limits' keys by pattern,
+//     every subject's.
 //   - BlindExpiryGCRA: GCRA whose state is the key's expiry, whose call
 //     writes without looking at what the key held: a key holding another
 //     program's value is overwritten, not reported.
