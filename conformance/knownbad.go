@@ -121,8 +121,21 @@ func KnownBad() []Control {
 			MustFail: []string{"do-one-round-trip"}},
 		{Spec: FixedWindow(), Store: "RetryingBatch", Wrap: knownbad.RetryingBatch,
 			MustFail: []string{"lost-reply-counted-once"}},
+		// its Batch's ErrNil and ErrNotSupported lost too
 		{Spec: FixedWindow(), Store: "UnmappedBatch", Wrap: knownbad.UnmappedBatch,
-			MustFail: []string{"lost-reply-counted-once"}},
+			MustFail: []string{"lost-reply-counted-once", "batch-per-command", "conn-commands-refused"}},
+		{Spec: FixedWindow(), Store: "UnmappedDo", Wrap: knownbad.UnmappedDo,
+			MustFail: []string{"replies-normalised", "conn-commands-refused"}},
+		{Spec: FixedWindow(), Store: "LateDeadline", Wrap: knownbad.LateDeadline,
+			MustFail: []string{"slow-reply-past-deadline"}},
+		{Spec: FixedWindow(), Store: "DeadlineKnownOutcome", Wrap: knownbad.DeadlineKnownOutcome,
+			MustFail: []string{"slow-reply-past-deadline"}},
+		{Spec: FixedWindow(), Store: "TimeoutNotDeadline", Wrap: knownbad.TimeoutNotDeadline,
+			MustFail: []string{"slow-reply-past-deadline"}},
+		{Spec: FixedWindow(), Store: "StaleReplies", Wrap: knownbad.StaleReplies,
+			MustFail: []string{"slow-reply-past-deadline"}},
+		{Spec: FixedWindow(), Store: "SlowRecovery", Wrap: knownbad.SlowRecovery,
+			MustFail: []string{"redis-down-or-blackholed"}},
 		{Spec: FixedWindow(), Store: "BatchIgnoresDeadline", Wrap: knownbad.BatchIgnoresDeadline,
 			MustFail: []string{"redis-down-or-blackholed"}},
 		{Spec: claims("InlinedLimits", knownbad.InlinedLimits{Tag: strconv.FormatUint(rand.Uint64(), 36)}),
@@ -135,6 +148,16 @@ func KnownBad() []Control {
 			MustFail: []string{"cardinality-bounded"}, ServerOnly: []string{"cardinality-bounded"}},
 		{Spec: claims("FullPeriodReset", knownbad.FullPeriodReset{Strategy: strategy.NewFixedWindow()}),
 			MustFail: []string{"window-quota-reset"}},
+		{Spec: func() Spec {
+			spec := AlignedWindow()
+			clocked := spec.Clocked
+			spec.Name, spec.Strategy = "FullPeriodResetAligned", knownbad.FullPeriodReset{Strategy: strategy.NewAlignedWindow()}
+			spec.Clocked = func(now func() time.Time) limiter.Strategy { return knownbad.FullPeriodReset{Strategy: clocked(now)} }
+			return spec
+		}(),
+			MustFail: []string{"window-quota-reset"}},
+		{Spec: claims("ExpireThenRead", knownbad.ExpireThenRead{}),
+			MustFail: []string{"expire-deletes-at-once"}},
 		{Spec: claims("StrictState", knownbad.StrictState{Strategy: strategy.NewFixedWindow()}),
 			MustFail: []string{"period-change"}},
 		{Spec: claims("RateCountdown", knownbad.RateCountdown{}),

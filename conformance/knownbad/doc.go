@@ -25,6 +25,16 @@
 //   - IgnoresDeadline: a store whose calls ignore the context's deadline, as
 //     go-redis does without ContextTimeoutEnabled: a slow or blackholed Redis
 //     holds each call for seconds.
+//   - LateDeadline, TimeoutNotDeadline, DeadlineKnownOutcome, StaleReplies:
+//     stores that get a reply past the deadline wrong in one way each: they
+//     wait for it, report their own timeout, drop ErrUnknownOutcome, or leave
+//     it on the connection for the next call to read.
+//   - SlowRecovery: a store whose circuit breaker refuses every call for 5 s
+//     after a timeout, long after Redis is back.
+//   - UnmappedDo: a store whose Do passes its client's errors through (the
+//     script calls map theirs): a refused MULTI is not ErrNotSupported.
+//   - ExpireThenRead: a fixed window that reads its counter back after
+//     giving it its expiry: on a key the server deleted at it, the call fails.
 //   - UntaggedKeys: keys without a Cluster hash tag, as in hand-written
 //     ("LIMIT:RATE:" + phone): one decision's keys land in different slots.
 //   - GetInsideMulti: the GET issued inside MULTI is only

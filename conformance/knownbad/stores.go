@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/quotagate/limiter/store"
 )
@@ -319,4 +321,245 @@ func (s oneByOne) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, err
 		out = append(out, rs...)
 	}
 	return out, nil
+}
+
+// UnmappedDo wraps st so that the errors of Do lose their store sentinels
+// (the script calls keep theirs), as an adapter that maps its client's
+// errors on the script path and passes them through on the plain one
+// does: a refused lone MULTI or SELECT is no longer store.ErrNotSupported,
+// and a caller cannot tell it from a server's error reply.
+func UnmappedDo(st store.Store) store.Store { return unmappedDo{st} }
+
+type unmappedDo struct{ store.Store }
+
+func (s unmappedDo) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	rs, err := s.Store.Do(ctx, cmds...)
+	for i := range rs {
+		rs[i].Err = strip(rs[i].Err)
+	}
+	return rs, strip(err)
+}
+
+// LateDeadline wraps st so that a call's context is looked at only once
+// its reply is in, as an adapter that calls its client without the
+// context (or with one bounding only the send) and then returns
+// ctx.Err() does: the error is right (an unknown outcome, past the
+// deadline), but a slow or blackholed Redis holds every call for as long
+// as the reply takes, whatever the Limiter's timeout.
+func LateDeadline(st store.Store) store.Store { return lateDeadline{st} }
+
+type lateDeadline struct{ store.Store }
+
+func late(ctx context.Context, err error) error {
+	if err == nil && ctx.Err() != nil {
+		return fmt.Errorf("knownbad: %w: %w", store.ErrUnknownOutcome, ctx.Err())
+	}
+	return err
+}
+
+func (s lateDeadline) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	rs, err := s.Store.Do(context.WithoutCancel(ctx), cmds...)
+	if err = late(ctx, err); err != nil {
+		return nil, err
+	}
+	return rs, nil
+}
+
+func (s lateDeadline) EvalSha(ctx context.Context, sha string, keys []string, args []any) (any, error) {
+	v, err := s.Store.EvalSha(context.WithoutCancel(ctx), sha, keys, args)
+	if err = late(ctx, err); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+func (s lateDeadline) Eval(ctx context.Context, src string, keys []string, args []any) (any, error) {
+	v, err := s.Store.Eval(context.WithoutCancel(ctx), src, keys, args)
+	if err = late(ctx, err); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// StaleReplies wraps st as one connection that a call past its deadline
+// leaves with its reply still to come, and that the next call uses
+// without draining it, as a hand-written pool that puts a timed-out
+// connection back does: the next call reads the late reply as its own
+// (and leaves its own for the one after). A user sees every decision
+// after a slow reply answered with an earlier call's Remaining.
+func StaleReplies(st store.Store) store.Store { return &staleReplies{Store: st} }
+
+type staleReplies struct {
+	store.Store
+	mu   sync.Mutex
+	owed []chan staleReply // the replies the connection still owes, oldest first
+}
+
+type staleReply struct {
+	v   any
+	rs  []store.Reply
+	err error
+}
+
+// call sends f on the connection and returns the oldest reply it owes.
+func (s *staleReplies) call(ctx context.Context, f func(context.Context) staleReply) staleReply {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	own := make(chan staleReply, 1)
+	go func() { own <- f(context.WithoutCancel(ctx)) }()
+	s.owed = append(s.owed, own)
+	select {
+	case r := <-s.owed[0]:
+		s.owed = s.owed[1:]
+		return r
+	case <-ctx.Done():
+		return staleReply{err: fmt.Errorf("knownbad: %w: %w", store.ErrUnknownOutcome, ctx.Err())}
+	}
+}
+
+func (s *staleReplies) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	r := s.call(ctx, func(ctx context.Context) staleReply {
+		rs, err := s.Store.Do(ctx, cmds...)
+		return staleReply{rs: rs, err: err}
+	})
+	if r.err == nil && len(r.rs) != len(cmds) {
+		return nil, fmt.Errorf("knownbad: %d replies for %d commands", len(r.rs), len(cmds))
+	}
+	return r.rs, r.err
+}
+
+func (s *staleReplies) EvalSha(ctx context.Context, sha string, keys []string, args []any) (any, error) {
+	r := s.call(ctx, func(ctx context.Context) staleReply {
+		v, err := s.Store.EvalSha(ctx, sha, keys, args)
+		return staleReply{v: v, err: err}
+	})
+	return r.v, r.err
+}
+
+func (s *staleReplies) Eval(ctx context.Context, src string, keys []string, args []any) (any, error) {
+	r := s.call(ctx, func(ctx context.Context) staleReply {
+		v, err := s.Store.Eval(ctx, src, keys, args)
+		return staleReply{v: v, err: err}
+	})
+	return r.v, r.err
+}
+
+// SlowRecovery wraps st with a circuit breaker that, once a call fails
+// for want of Redis (its outcome unknown: a timeout, a broken
+// connection), refuses every call for five seconds without trying, as a
+// breaker with a long cool-down, or a pool that redials only on its
+// health check's interval, does: a user sees decisions fail (or the fail
+// mode's) for seconds after Redis is back.
+func SlowRecovery(st store.Store) store.Store { return &slowRecovery{Store: st} }
+
+type slowRecovery struct {
+	store.Store
+	mu     sync.Mutex
+	openAt time.Time // when the breaker last opened
+}
+
+const slowRecoveryCoolDown = 5 * time.Second
+
+func (s *slowRecovery) before() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.openAt.IsZero() && time.Since(s.openAt) < slowRecoveryCoolDown {
+		return fmt.Errorf("knownbad: circuit open since %s", s.openAt.Format(time.StampMilli))
+	}
+	return nil
+}
+
+func (s *slowRecovery) after(err error) error {
+	if errors.Is(err, store.ErrUnknownOutcome) {
+		s.mu.Lock()
+		s.openAt = time.Now()
+		s.mu.Unlock()
+	}
+	return err
+}
+
+func (s *slowRecovery) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	if err := s.before(); err != nil {
+		return nil, err
+	}
+	rs, err := s.Store.Do(ctx, cmds...)
+	return rs, s.after(err)
+}
+
+func (s *slowRecovery) EvalSha(ctx context.Context, sha string, keys []string, args []any) (any, error) {
+	if err := s.before(); err != nil {
+		return nil, err
+	}
+	v, err := s.Store.EvalSha(ctx, sha, keys, args)
+	return v, s.after(err)
+}
+
+func (s *slowRecovery) Eval(ctx context.Context, src string, keys []string, args []any) (any, error) {
+	if err := s.before(); err != nil {
+		return nil, err
+	}
+	v, err := s.Store.Eval(ctx, src, keys, args)
+	return v, s.after(err)
+}
+
+// DeadlineKnownOutcome wraps st so that a call past its deadline returns
+// the context's error alone, without store.ErrUnknownOutcome, as an
+// adapter that returns ctx.Err() once its context is done does: a caller
+// (the Limiter's give-backs and retries among them) takes a command that
+// reached the server, and may have counted, for one never sent.
+func DeadlineKnownOutcome(st store.Store) store.Store { return deadlineKnown{st} }
+
+type deadlineKnown struct{ store.Store }
+
+func knownOutcome(err error) error {
+	if errors.Is(err, store.ErrUnknownOutcome) && errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("knownbad: %w", context.DeadlineExceeded)
+	}
+	return err
+}
+
+func (s deadlineKnown) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	rs, err := s.Store.Do(ctx, cmds...)
+	return rs, knownOutcome(err)
+}
+
+func (s deadlineKnown) EvalSha(ctx context.Context, sha string, keys []string, args []any) (any, error) {
+	v, err := s.Store.EvalSha(ctx, sha, keys, args)
+	return v, knownOutcome(err)
+}
+
+func (s deadlineKnown) Eval(ctx context.Context, src string, keys []string, args []any) (any, error) {
+	v, err := s.Store.Eval(ctx, src, keys, args)
+	return v, knownOutcome(err)
+}
+
+// TimeoutNotDeadline wraps st so that a call past its deadline returns
+// its own timeout error, an unknown outcome that does not wrap
+// context.DeadlineExceeded, as an adapter that reports its client's
+// "i/o timeout" does: a user's errors.Is(err, context.DeadlineExceeded)
+// (a 503 rather than a 500, a metric of timeouts) never matches.
+func TimeoutNotDeadline(st store.Store) store.Store { return timeoutNotDeadline{st} }
+
+type timeoutNotDeadline struct{ store.Store }
+
+func ownTimeout(err error) error {
+	if errors.Is(err, store.ErrUnknownOutcome) && errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("knownbad: %w: read: i/o timeout", store.ErrUnknownOutcome)
+	}
+	return err
+}
+
+func (s timeoutNotDeadline) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	rs, err := s.Store.Do(ctx, cmds...)
+	return rs, ownTimeout(err)
+}
+
+func (s timeoutNotDeadline) EvalSha(ctx context.Context, sha string, keys []string, args []any) (any, error) {
+	v, err := s.Store.EvalSha(ctx, sha, keys, args)
+	return v, ownTimeout(err)
+}
+
+func (s timeoutNotDeadline) Eval(ctx context.Context, src string, keys []string, args []any) (any, error) {
+	v, err := s.Store.Eval(ctx, src, keys, args)
+	return v, ownTimeout(err)
 }

@@ -689,3 +689,23 @@ func (ResetEveryone) Reset(ctx context.Context, st store.Store, keys []string) e
 	}
 	return nil
 }
+
+//go:embed lua/expire_then_read.lua
+var expireThenReadLua string
+
+var expireThenRead = store.NewScript(expireThenReadLua)
+
+// ExpireThenRead is a fixed window that counts, gives the counter its
+// expiry when it has none (or one beyond its window), and then reads the
+// counter back for the reply's Remaining: after the expiry, on a key the
+// server may have deleted at it. A user sees rare errors from Allow (and
+// the fail mode's decision) on short windows and on keys whose TTL was
+// repaired, for admissions the script had already counted.
+type ExpireThenRead struct{}
+
+// Decide implements limiter.Strategy, wrongly.
+func (ExpireThenRead) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	return oneLimitAtATime(ctx, st, req, expireThenRead, func(l limiter.Limit, cost int64) []any {
+		return []any{l.Rate, l.Period.Milliseconds(), cost}
+	})
+}
