@@ -77,11 +77,11 @@ func TestCheckSelectsStoreChecks(t *testing.T) {
 			}
 		}
 	}
-	if caught != 5*len(adapters()) {
-		t.Errorf("%d control rows must fail the selected checks, want 5 per adapter: the controls changed, update the test", caught)
+	if caught != 6*len(adapters()) {
+		t.Errorf("%d control rows must fail the selected checks, want 6 per adapter: the controls changed, update the test", caught)
 	}
 	summary := fmt.Sprintf("%d passed, 0 failed, 0 skipped; %d known-bad failures caught as expected", len(names)*len(adapters()), caught)
-	for _, want := range []string{"integer-scripts", "batch-per-command", "ArrayInts", "LaxInts", "FirstErrorFailsBatch", summary} {
+	for _, want := range []string{"integer-scripts", "batch-per-command", "ArrayInts", "LaxInts", "FirstErrorFailsBatch", "UnmappedBatch", summary} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
