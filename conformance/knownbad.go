@@ -173,7 +173,9 @@ func KnownBad() []Control {
 			MustFail: []string{"exact-admission"}},
 		{Spec: claimsBucketed("ServerTimeBucket", func(func() time.Time) limiter.Strategy { return knownbad.ServerTimeBucket{} }),
 			MustFail: []string{"replies-slower-than-window"}},
-		{Spec: contentionAdmits(),
+		{Spec: contentionAdmits(false),
+			MustFail: []string{"contention-never-admits"}},
+		{Spec: contentionAdmits(true),
 			MustFail: []string{"contention-never-admits"}},
 		{Spec: stampLog(),
 			MustFail: []string{"exact-admission", "weighted-costs", "boundary-bursts", "period-change"},
@@ -214,6 +216,10 @@ func KnownBad() []Control {
 			return knownbad.BlindBucketReturn{Bucketed: strategy.NewBucketed(strategy.WithClock(now))}
 		}),
 			MustFail: []string{"lease-return-own-window"}},
+		{Spec: claims("OneLimitCallerCtxTakeBack", knownbad.CallerCtxTakeBack{Strategy: strategy.NewFixedWindow(), OneLimit: true}),
+			MustFail: []string{"cancel-between-round-trips"}},
+		{Spec: claims("SeveralLimitsCallerCtxTakeBack", knownbad.CallerCtxTakeBack{Strategy: strategy.NewFixedWindow()}),
+			MustFail: []string{"cancel-between-round-trips"}},
 		{Spec: claims("BatchOneCost", knownbad.BatchOneCost{}),
 			MustFail: []string{"allow-many-exact"}},
 		{Spec: claims("ResetPrimaryKey", knownbad.ResetPrimaryKey{}),
@@ -362,12 +368,15 @@ func WrapDialer(d Dialer, wrap func(store.Store) store.Store) Dialer {
 }
 
 // contentionAdmits is Optimistic's Spec with its give-up under contention
-// turned into an admission.
-func contentionAdmits() Spec {
+// turned into an admission (marked Degraded when degraded).
+func contentionAdmits(degraded bool) Spec {
 	spec := Optimistic()
 	spec.Name = "ContentionAdmits"
-	spec.Strategy = knownbad.ContentionAdmits{Strategy: spec.Strategy}
+	if degraded {
+		spec.Name = "ContentionAdmitsDegraded"
+	}
+	spec.Strategy = knownbad.ContentionAdmits{Strategy: spec.Strategy, Degraded: degraded}
 	inner := spec.Optimistic
-	spec.Optimistic = func(n int) limiter.Strategy { return knownbad.ContentionAdmits{Strategy: inner(n)} }
+	spec.Optimistic = func(n int) limiter.Strategy { return knownbad.ContentionAdmits{Strategy: inner(n), Degraded: degraded} }
 	return spec
 }

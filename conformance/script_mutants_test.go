@@ -129,6 +129,12 @@ func TestScriptMutantsFail(t *testing.T) {
 		// millisecond adds what came back without capping it at the burst
 		{"TokenBucketOneLimitNoCap", conformance.TokenBucket, bucket,
 			[]string{"          if s > full then\n            s = full\n          end\n", ""}, "refill-exact"},
+		// the same path caps what came back one unit above the burst (an
+		// off-by-one: burst + 1 units of P): after idling, a bucket of
+		// burst 3 admits 4 in a row, and its replies stay well formed
+		// (the row above ends in a malformed reply instead)
+		{"TokenBucketOneLimitCapPastBurst", conformance.TokenBucket, bucket,
+			[]string{"          if s > full then\n            s = full\n          end\n", "          if s > full + period then\n            s = full + period\n          end\n"}, "refill-exact"},
 		// the many-request scripts (AllowMany on one server) reuse one
 		// request's tables for the next: cut to each request's length,
 		// or a request of fewer arguments or keys after one of more reads

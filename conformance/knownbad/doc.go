@@ -126,9 +126,14 @@
 //   - BlindExpiryGCRA: GCRA whose state is the key's expiry, whose call
 //     writes without looking at what the key held: a key holding another
 //     program's value is overwritten, not reported.
+//   - CallerCtxTakeBack: FixedWindow's keys counted first (MULTI, INCRBY)
+//     and a denial taken back with DECRBY in a second round trip under the
+//     caller's context, for calls of one limit or of several: a client
+//     that goes away between the two leaves the denied cost counted.
 //
 // SwallowErrors: any error admits the request silently: not
 // Degraded, no error, so the fail mode never applies and nobody can alert.
 // ContentionAdmits: an optimistic strategy whose give-up under contention
-// admits, as if contention were a backend failure.
+// admits, as if contention were a backend failure (with Degraded, the
+// admission marked Degraded, as a fail-open would mark it).
 package knownbad

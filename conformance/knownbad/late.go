@@ -45,14 +45,23 @@ func (ServerTimeBucket) Decide(ctx context.Context, st store.Store, req limiter.
 // transactions kept being aborted, as if contention were a backend failure
 // to fail open on. Contention means the key is hot, so it admits past the
 // limit exactly when the limit matters, with Redis healthy.
+//
+// With Degraded, it fails open on contention as on an outage: the admission
+// is marked Degraded, its Cause the contention. Honest about it, and still
+// wrong: Redis answered, so no fail mode applies; under FailOpen a hot key
+// admits everyone, past the limit, whenever callers collide.
 type ContentionAdmits struct {
 	Strategy limiter.Strategy // the optimistic strategy wrapped
+	Degraded bool             // mark the admission Degraded (Cause: the contention)
 }
 
 // Decide implements limiter.Strategy, wrongly.
 func (s ContentionAdmits) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
 	r, err := s.Strategy.Decide(ctx, st, req)
 	if errors.Is(err, limiter.ErrContention) {
+		if s.Degraded {
+			return limiter.Result{Allowed: true, Degraded: true, Cause: err}, nil
+		}
 		return limiter.Result{Allowed: true}, nil
 	}
 	return r, err
