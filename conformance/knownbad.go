@@ -144,6 +144,12 @@ func KnownBad() []Control {
 			MustFail: []string{"same-slot-for-hostile-subjects"}},
 		{Spec: claims("LongestWindow", knownbad.LongestWindow{Strategy: strategy.NewFixedWindow()}),
 			MustFail: []string{"short-and-long-windows", "denials-bind"}},
+		{Spec: func() Spec {
+			spec := FixedWindow()
+			spec.Name, spec.Strategy = "EdgeNeverFits", knownbad.EdgeNeverFits{Strategy: spec.Strategy}
+			return spec
+		}(),
+			MustFail: []string{"denials-bind"}},
 		{Spec: claims("KeepsSubjects", &knownbad.KeepsSubjects{Strategy: strategy.NewFixedWindow()}),
 			MustFail: []string{"cardinality-bounded"}, ServerOnly: []string{"cardinality-bounded"}},
 		{Spec: claims("FullPeriodReset", knownbad.FullPeriodReset{Strategy: strategy.NewFixedWindow()}),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -418,6 +419,12 @@ func (s *staleReplies) call(ctx context.Context, f func(context.Context) staleRe
 }
 
 func (s *staleReplies) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply, error) {
+	// (the call outlives its return: it keeps copies of what the caller
+	// may reuse after it)
+	cmds = slices.Clone(cmds)
+	for i := range cmds {
+		cmds[i].Args = slices.Clone(cmds[i].Args)
+	}
 	r := s.call(ctx, func(ctx context.Context) staleReply {
 		rs, err := s.Store.Do(ctx, cmds...)
 		return staleReply{rs: rs, err: err}
@@ -429,6 +436,7 @@ func (s *staleReplies) Do(ctx context.Context, cmds ...store.Cmd) ([]store.Reply
 }
 
 func (s *staleReplies) EvalSha(ctx context.Context, sha string, keys []string, args []any) (any, error) {
+	keys, args = slices.Clone(keys), slices.Clone(args)
 	r := s.call(ctx, func(ctx context.Context) staleReply {
 		v, err := s.Store.EvalSha(ctx, sha, keys, args)
 		return staleReply{v: v, err: err}
@@ -437,6 +445,7 @@ func (s *staleReplies) EvalSha(ctx context.Context, sha string, keys []string, a
 }
 
 func (s *staleReplies) Eval(ctx context.Context, src string, keys []string, args []any) (any, error) {
+	keys, args = slices.Clone(keys), slices.Clone(args)
 	r := s.call(ctx, func(ctx context.Context) staleReply {
 		v, err := s.Store.Eval(ctx, src, keys, args)
 		return staleReply{v: v, err: err}

@@ -709,3 +709,21 @@ func (ExpireThenRead) Decide(ctx context.Context, st store.Store, req limiter.Re
 		return []any{l.Rate, l.Period.Milliseconds(), cost}
 	})
 }
+
+// EdgeNeverFits is FixedWindow whose denial in a window's last millisecond
+// (at most 1 ms left to wait) says RetryAfter -1, "the cost never fits",
+// as a script that reads a PTTL of 0 like PTTL's codes -1 and -2 does: a
+// caller that trusts -1 (Wait among them) gives up on a request that fits
+// a millisecond later.
+type EdgeNeverFits struct {
+	Strategy limiter.Strategy // the correct strategy wrapped
+}
+
+// Decide implements limiter.Strategy, wrongly.
+func (s EdgeNeverFits) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	r, err := s.Strategy.Decide(ctx, st, req)
+	if err == nil && !r.Allowed && r.RetryAfter > 0 && r.RetryAfter <= time.Millisecond {
+		r.RetryAfter = -1
+	}
+	return r, err
+}
