@@ -3,12 +3,10 @@ package redigo_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
-	"github.com/mna/redisc"
 
 	"github.com/quotagate/limiter/internal/redistest"
 	"github.com/quotagate/limiter/store"
@@ -101,15 +99,7 @@ func TestWatchTryAgainOutlastedIsErrTryAgain(t *testing.T) {
 	addrs := cl.Addrs()
 	st := redigo.New(redigo.Cluster(newCluster(t, addrs)))
 	k1, k2 := "{r1}a", "{r1}b"
-	from := owner(t, addrs, k1)
-	to := (from + 1) % len(addrs)
-	node(t, addrs[from], "MSET", k1, "1", k2, "1")
-	slot := redisc.Slot(k1)
-	id := ids(t, addrs)
-	host, port, _ := strings.Cut(addrs[to], ":")
-	node(t, addrs[to], "CLUSTER", "SETSLOT", slot, "IMPORTING", id[from])
-	node(t, addrs[from], "CLUSTER", "SETSLOT", slot, "MIGRATING", id[to])
-	node(t, addrs[from], "MIGRATE", host, port, "", 0, 5000, "KEYS", k1)
+	splitSlot(t, addrs, k1, k2) // never finished
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	called := false

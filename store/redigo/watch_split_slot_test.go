@@ -21,23 +21,12 @@ func TestWatchWaitsForASplitSlot(t *testing.T) {
 	addrs := cl.Addrs()
 	st := redigo.New(redigo.Cluster(newCluster(t, addrs)))
 	k1, k2 := "{s}a", "{s}b"
-	from := owner(t, addrs, k1)
-	to := (from + 1) % len(addrs)
-	node(t, addrs[from], "MSET", k1, "1", k2, "1")
-	slot := redisc.Slot(k1)
-	id := ids(t, addrs)
-	host, port, _ := strings.Cut(addrs[to], ":")
-	node(t, addrs[to], "CLUSTER", "SETSLOT", slot, "IMPORTING", id[from])
-	node(t, addrs[from], "CLUSTER", "SETSLOT", slot, "MIGRATING", id[to])
-	node(t, addrs[from], "MIGRATE", host, port, "", 0, 5000, "KEYS", k1)
+	finish := splitSlot(t, addrs, k1, k2)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		time.Sleep(200 * time.Millisecond)
-		node(t, addrs[from], "MIGRATE", host, port, "", 0, 5000, "KEYS", k2)
-		for _, a := range addrs {
-			node(t, a, "CLUSTER", "SETSLOT", slot, "NODE", id[to])
-		}
+		finish()
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
@@ -50,5 +39,28 @@ func TestWatchWaitsForASplitSlot(t *testing.T) {
 	<-done
 	if err != nil || !called {
 		t.Errorf("Watch of keys split by a migration that ends 200 ms later = %v (fn called: %v); want it to wait and go on", err, called)
+	}
+}
+
+// splitSlot sets k1 and k2 (keys of one slot) on the slot's owner and
+// starts moving the slot to the next node, k1 moved and k2 not: the keys
+// are split until the returned finish moves k2 and gives every node the
+// slot's new owner.
+func splitSlot(t *testing.T, addrs []string, k1, k2 string) (finish func()) {
+	t.Helper()
+	from := owner(t, addrs, k1)
+	to := (from + 1) % len(addrs)
+	node(t, addrs[from], "MSET", k1, "1", k2, "1")
+	slot := redisc.Slot(k1)
+	id := ids(t, addrs)
+	host, port, _ := strings.Cut(addrs[to], ":")
+	node(t, addrs[to], "CLUSTER", "SETSLOT", slot, "IMPORTING", id[from])
+	node(t, addrs[from], "CLUSTER", "SETSLOT", slot, "MIGRATING", id[to])
+	node(t, addrs[from], "MIGRATE", host, port, "", 0, 5000, "KEYS", k1)
+	return func() {
+		node(t, addrs[from], "MIGRATE", host, port, "", 0, 5000, "KEYS", k2)
+		for _, a := range addrs {
+			node(t, a, "CLUSTER", "SETSLOT", slot, "NODE", id[to])
+		}
 	}
 }
