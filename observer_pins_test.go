@@ -18,7 +18,7 @@ func TestWaitNeverAdmittedOnCallSeesTheError(t *testing.T) {
 	_, st := newMini(t)
 	c := &calls{}
 	lim := newLimiter(t, st, limiter.WithObserver(c))
-	_, err := lim.WaitN(context.Background(), "w", 5, limiter.PerSecond(3))
+	_, err := lim.WaitN(stopAfter(t, 10*time.Second), "w", 5, limiter.PerSecond(3))
 	if !errors.Is(err, limiter.ErrNeverAdmitted) {
 		t.Fatalf("WaitN = %v, want ErrNeverAdmitted", err)
 	}

@@ -41,15 +41,20 @@ func TestNew(t *testing.T) {
 // (plus at most 1 ms of jitter) instead of sleeping.
 func TestWaitOnTheClock(t *testing.T) {
 	lim, clock := limitertest.New(t, strategy.NewGCRA())
-	ctx := context.Background()
 	l := limiter.Per(1, time.Hour)
-	if r, err := lim.Allow(ctx, "u", l); err != nil || !r.Allowed {
+	if r, err := lim.Allow(context.Background(), "u", l); err != nil || !r.Allowed {
 		t.Fatal(r, err)
 	}
+	// No deadline (Wait would refuse a wait longer than it): a cancel
+	// after 30 s of real time, so that a sleep that does not move the
+	// clock fails here rather than spinning until go test's timeout.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	time.AfterFunc(30*time.Second, cancel)
 	start, wall := clock.Now(), time.Now()
 	r, err := lim.Wait(ctx, "u", l)
 	if err != nil || !r.Allowed {
-		t.Fatalf("Wait = %+v, %v", r, err)
+		t.Fatalf("Wait = %+v, %v; the test clock moved %s; want Allowed after it moved 1h", r, err, clock.Now().Sub(start))
 	}
 	if moved := clock.Now().Sub(start); moved < time.Hour || moved > time.Hour+time.Millisecond {
 		t.Errorf("the clock moved %s, want 1h (+ at most 1ms)", moved)

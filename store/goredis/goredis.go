@@ -200,9 +200,9 @@ func (s *Store) bounds(ctx context.Context) bool {
 	return !ok
 }
 
-// errAbandoned marks a call the adapter stopped waiting for at its
-// context's deadline.
-var errAbandoned = errors.New("gave up at the context's deadline")
+// errAbandoned marks a call the adapter stopped waiting for when its
+// context ended (its deadline passed, or it was canceled).
+var errAbandoned = errors.New("gave up when the context ended")
 
 // bounded runs f, which sends and receives one round trip, and returns when
 // it does or when ctx is done, whichever comes first. Without
