@@ -60,8 +60,11 @@ func checkRetryHonoured(c *checker) {
 // of its own), a limit emptied at t is asked every tenth of an interval:
 // the n-th unit is admitted at exactly t + n·Period/Rate, not one step
 // later, and each denial on the way has exactly the wait that is left as
-// its RetryAfter. Then, a Period after the last admission, the whole
-// Burst and not a unit more. A bucket kept in floating point, refilled by
+// its RetryAfter. Then, half a Period after the last admission (the
+// Burst is back after Burst intervals), the whole Burst and not a unit
+// more: a bucket whose refill is capped at its Rate instead of its Burst,
+// and whose key lives on past full (as one kept a Period after its last
+// write does), holds 5 then. A bucket kept in floating point, refilled by
 // adding a tenth of a token per call, holds 0.9999999999999999 tokens
 // after ten (drift: it under-admits from then on, and with other steps it
 // over-admits). Then a limit whose interval is not whole milliseconds, 3
@@ -69,8 +72,10 @@ func checkRetryHonoured(c *checker) {
 // denied at 333 ms with a RetryAfter of 1 ms and admitted at 334, its
 // second denied at 666 ms and admitted at 667 (a bucket that counts its
 // interval in whole milliseconds, 333, refills 3 units in 999 ms and
-// admits each early). Exactness to the millisecond needs a clock the suite
-// moves: on a real clock the check skips.
+// admits each early); emptied again, a cost of 2 at 333 ms is denied with
+// a RetryAfter of exactly 334 ms, and admitted then (a RetryAfter rounded
+// up unit by unit is 335 ms). Exactness to the millisecond needs a clock
+// the suite moves: on a real clock the check skips.
 func checkRefillExact(c *checker) {
 	if !c.spec.Refills || c.spec.Bound != nil {
 		c.t.Skip("the strategy declares no refill of one unit every Period/Rate")
@@ -104,9 +109,9 @@ func checkRefillExact(c *checker) {
 			c.t.Errorf("property 41: %s after the limit was emptied, a denial's RetryAfter is %s; the next unit is due in exactly %s", time.Duration(s)*step, r.RetryAfter, time.Duration(per-s%per)*step)
 		}
 	}
-	c.h.Advance(l.Period)
+	c.h.Advance(l.Period / 2)
 	if r, err := lim.AllowN(c.ctx, "p41", l.Burst, l); err != nil || !r.Allowed {
-		c.t.Fatalf("property 41: AllowN(%d) a Period after the last admission = %+v, %v; want admitted (the whole burst is back)", l.Burst, r, err)
+		c.t.Fatalf("property 41: AllowN(%d) half a Period after the last admission = %+v, %v; want admitted (the whole burst is back)", l.Burst, r, err)
 	}
 	if r, err := lim.Allow(c.ctx, "p41", l); err != nil || r.Allowed {
 		c.t.Fatalf("property 41: Allow right after the whole burst of %d was taken = %+v, %v; want denied (a bucket holds at most its burst)", l.Burst, r, err)
@@ -132,6 +137,21 @@ func checkRefillExact(c *checker) {
 		if r, err := lim.Allow(c.ctx, "p41-thirds", thirds); err != nil || !r.Allowed {
 			c.t.Fatalf("property 41: %d per %s, %s after it was emptied = %+v, %v; want admitted (unit %d came back at %s)", thirds.Rate, thirds.Period, due, r, err, n, exact)
 		}
+	}
+	// A cost of 2 waits for both units: emptied, 333 ms later AllowN(2) is
+	// denied with a RetryAfter of exactly 334 ms (the second unit is due
+	// at 666.7 ms), and admitted then.
+	if r, err := lim.AllowN(c.ctx, "p41-pair", thirds.Burst, thirds); err != nil || !r.Allowed {
+		c.t.Fatalf("property 41: AllowN(%d) on a fresh limit of %d per %s = %+v, %v; want admitted", thirds.Burst, thirds.Rate, thirds.Period, r, err)
+	}
+	c.h.Advance(333 * time.Millisecond)
+	wait := (2*thirds.Period/time.Duration(thirds.Rate) - 333*time.Millisecond + time.Millisecond - 1).Truncate(time.Millisecond)
+	if r, err := lim.AllowN(c.ctx, "p41-pair", 2, thirds); err != nil || r.Allowed || r.RetryAfter != wait {
+		c.t.Fatalf("property 41: %d per %s, 333ms after it was emptied, AllowN(2) = %+v, %v; want denied, RetryAfter %s (unit 2 is due at %s)", thirds.Rate, thirds.Period, r, err, wait, 2*thirds.Period/time.Duration(thirds.Rate))
+	}
+	c.h.Advance(wait)
+	if r, err := lim.AllowN(c.ctx, "p41-pair", 2, thirds); err != nil || !r.Allowed {
+		c.t.Fatalf("property 41: %d per %s, %s after it was emptied, AllowN(2) = %+v, %v; want admitted (unit 2 came back at %s)", thirds.Rate, thirds.Period, 333*time.Millisecond+wait, r, err, 2*thirds.Period/time.Duration(thirds.Rate))
 	}
 	// Such a bucket holds at most its burst too, while its key lives on
 	// past the moment it is full again: emptied, 999 ms later one unit

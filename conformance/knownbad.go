@@ -183,6 +183,22 @@ func KnownBad() []Control {
 			MustFail: []string{"contention-never-admits"}},
 		{Spec: contentionAdmits(true),
 			MustFail: []string{"contention-never-admits"}},
+		{Spec: contentionAdmitsWithRoom(),
+			MustFail: []string{"optimistic-contention", "contention-never-admits"}},
+		{Spec: abortDenies(),
+			MustFail: []string{"optimistic-contention", "forced-leak"}},
+		{Spec: func() Spec {
+			spec := FixedWindow()
+			spec.Name, spec.Strategy = "ZeroCostExpire", knownbad.ZeroCostExpire{Strategy: spec.Strategy}
+			return spec
+		}(),
+			MustFail: []string{"hostile-costs"}},
+		{Spec: func() Spec {
+			spec := TokenBucket()
+			spec.Name, spec.Strategy = "RateCapBucket", knownbad.RateCapBucket{}
+			return spec
+		}(),
+			MustFail: []string{"refill-exact", "refill-model"}, VirtualOnly: []string{"refill-exact", "refill-model"}},
 		{Spec: stampLog(),
 			MustFail: []string{"exact-admission", "weighted-costs", "boundary-bursts", "period-change"},
 			// Concurrent calls on a real clock fall in distinct
@@ -384,5 +400,28 @@ func contentionAdmits(degraded bool) Spec {
 	spec.Strategy = knownbad.ContentionAdmits{Strategy: spec.Strategy, Degraded: degraded}
 	inner := spec.Optimistic
 	spec.Optimistic = func(n int) limiter.Strategy { return knownbad.ContentionAdmits{Strategy: inner(n), Degraded: degraded} }
+	return spec
+}
+
+// contentionAdmitsWithRoom is Optimistic's Spec with its give-up under
+// contention turned into an admission, not counted, while a read shows at
+// least half the limit left.
+func contentionAdmitsWithRoom() Spec {
+	spec := Optimistic()
+	spec.Name = "ContentionAdmitsWithRoom"
+	spec.Strategy = knownbad.ContentionAdmits{Strategy: spec.Strategy, Room: true}
+	inner := spec.Optimistic
+	spec.Optimistic = func(n int) limiter.Strategy { return knownbad.ContentionAdmits{Strategy: inner(n), Room: true} }
+	return spec
+}
+
+// abortDenies is Optimistic's Spec for a transaction without a retry
+// loop, which denies a request whose EXEC was aborted. It declares no
+// retries (the Optimistic of its Spec is nil).
+func abortDenies() Spec {
+	spec := Optimistic()
+	spec.Name = "AbortDenies"
+	spec.Strategy = knownbad.AbortDenies{Strategy: strategy.NewOptimistic(strategy.WithMaxAttempts(1))}
+	spec.Optimistic = nil
 	return spec
 }

@@ -135,6 +135,21 @@ func TestScriptMutantsFail(t *testing.T) {
 		// (the row above ends in a malformed reply instead)
 		{"TokenBucketOneLimitCapPastBurst", conformance.TokenBucket, bucket,
 			[]string{"          if s > full then\n            s = full\n          end\n", "          if s > full + period then\n            s = full + period\n          end\n"}, "refill-exact"},
+		// a denial's RetryAfter counts the units missing whole, forgetting
+		// the part of the next one already back: (cost - whole tokens held)
+		// intervals, too long by what has come back (never too short, so
+		// Wait still works), on the path of intervals of whole ms ...
+		{"TokenBucketRetryWholeUnits", conformance.TokenBucket, bucket,
+			[]string{"      retry = x[i] + cost * t - cap * t\n", "      retry = (cost - math.floor((cap * t - x[i]) / t)) * t\n"}, "refill-exact"},
+		// ... and on the path of other intervals (3 per second)
+		{"TokenBucketThirdsRetryWholeUnits", conformance.TokenBucket, bucket,
+			[]string{"math.ceil((cost * period - x[i]) / rate)", "math.ceil((cost * period - (x[i] - x[i] % period)) / rate)"}, "refill-exact"},
+		// ... and, for a cost above 1, the wait for the next unit and then
+		// an interval for each unit after it, each rounded up to the ms:
+		// a millisecond too long per unit
+		{"TokenBucketThirdsRetryPerUnit", conformance.TokenBucket, bucket,
+			[]string{"      retry = math.max(1, math.floor((math.ceil((cost * period - x[i]) / rate) + 999) / 1000))\n",
+				"      retry = math.max(1, math.floor((math.ceil((period - x[i] % period) / rate) + 999) / 1000) + (cost - 1 - math.floor(x[i] / period)) * math.floor((math.ceil(period / rate) + 999) / 1000))\n"}, "refill-exact"},
 		// the many-request scripts (AllowMany on one server) reuse one
 		// request's tables for the next: cut to each request's length,
 		// or a request of fewer arguments or keys after one of more reads

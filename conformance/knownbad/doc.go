@@ -68,6 +68,10 @@
 //   - WholeMsTokenBucket: a token bucket whose interval Period/Rate is
 //     counted in whole milliseconds (integer division): 3 per second
 //     refills a token every 333 ms, 3 in 999 ms, each unit early.
+//   - RateCapBucket: a token bucket whose capacity is taken to be its
+//     rate: a refill is capped at Rate tokens, not the Burst, and its key
+//     lives until it holds them: a bucket whose burst is below its rate
+//     holds more than its burst once it has idled.
 //   - SlidingExpiry: a sliding window counter whose admissions set the
 //     key's expiry (its clock) two Periods ahead in a second round trip:
 //     every admission starts the window again, and the previous window's
@@ -135,5 +139,12 @@
 // Degraded, no error, so the fail mode never applies and nobody can alert.
 // ContentionAdmits: an optimistic strategy whose give-up under contention
 // admits, as if contention were a backend failure (with Degraded, the
-// admission marked Degraded, as a fail-open would mark it).
+// admission marked Degraded, as a fail-open would mark it; with Room, only
+// while a Peek shows half the limit left, uncounted, and a give-up
+// otherwise).
+// AbortDenies: a WATCH/MULTI transaction without a retry loop, whose
+// aborted EXEC is a denial: a key that expires between the WATCH and the
+// EXEC denies a request in a window that has just begun.
+// ZeroCostExpire: a correct strategy whose cost-0 calls give each key its
+// Period again (a TTL "repair" without NX): each restarts a live window.
 package knownbad

@@ -727,3 +727,48 @@ func (s EdgeNeverFits) Decide(ctx context.Context, st store.Store, req limiter.R
 	}
 	return r, err
 }
+
+//go:embed lua/rate_cap_bucket.lua
+var rateCapBucketLua string
+
+var rateCapBucket = store.NewScript(rateCapBucketLua)
+
+// RateCapBucket is a token bucket as often written by hand (its tokens and
+// the time of its last refill), exact in integers, whose capacity is taken
+// to be the limit's Rate instead of its Burst: a refill is capped at Rate
+// tokens, and its key lives until the bucket holds them; only a new bucket
+// holds its Burst. 10 per second with a burst of 3, emptied, admits 5 in a
+// row half a second later. A limit whose Burst is its Rate is decided
+// right.
+type RateCapBucket struct{}
+
+// Decide implements limiter.Strategy, wrongly.
+func (RateCapBucket) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	args := []any{req.Cost, 0}
+	if req.DryRun {
+		args[1] = 1
+	}
+	for _, l := range req.Limits {
+		args = append(args, l.Rate, l.Period.Milliseconds(), burstOf(l))
+	}
+	v, err := rateCapBucket.Run(ctx, st, req.Keys, args)
+	if err != nil {
+		if strings.Contains(err.Error(), "WRONGTYPE") || strings.Contains(err.Error(), "limiter corrupt counter") {
+			return limiter.Result{}, fmt.Errorf("%w: %w", limiter.ErrCorruptCounter, err)
+		}
+		return limiter.Result{}, err
+	}
+	nums, err := store.Int64s(v)
+	if err != nil || len(nums) != 1+3*len(req.Limits) {
+		return limiter.Result{}, fmt.Errorf("knownbad: reply %v: %w", v, err)
+	}
+	var b limiter.Binder
+	for i := range req.Limits {
+		retry := time.Duration(nums[3+3*i]) * time.Millisecond
+		if nums[3+3*i] < 0 {
+			retry = -1
+		}
+		b.Add(i, nums[1+3*i], time.Duration(nums[2+3*i])*time.Millisecond, retry)
+	}
+	return b.Result(nums[0] == 1), nil
+}
