@@ -64,6 +64,14 @@ func KnownBad() []Control {
 		spec.Name, spec.Strategy, spec.Commit, spec.Clocked = name, mk(nil), "", mk
 		return spec
 	}
+	// batchReader: FixedWindow whose batched calls are read by a reader
+	// of its own; its single calls are FixedWindow's, and so are its
+	// claims
+	batchReader := func(name string, s limiter.Strategy) Spec {
+		spec := FixedWindow()
+		spec.Name, spec.Strategy = name, s
+		return spec
+	}
 	return []Control{
 		{Spec: claimsNoLua("GetInsideMulti", knownbad.GetInsideMulti{}),
 			MustFail: []string{"exact-admission", "weighted-costs", "multi-rule-all-or-nothing", "optimistic-contention", "window-never-slides"}},
@@ -93,6 +101,8 @@ func KnownBad() []Control {
 			MustFail: []string{"hostile-costs", "multi-rule-all-or-nothing", "short-and-long-windows", "boundary-bursts", "corrupt-counter", "period-change", "denials-bind"}},
 		{Spec: FixedWindow(), Store: "NoScriptFallback", Wrap: knownbad.NoScriptFallback,
 			MustFail: []string{"noscript-invisible"}},
+		{Spec: FixedWindow(), Store: "NoScriptFallbackBatch", Wrap: knownbad.NoScriptFallbackBatch,
+			MustFail: []string{"allow-many-exact", "expire-deletes-at-once"}},
 		{Spec: FixedWindow(), Store: "Retrying", Wrap: knownbad.Retrying,
 			MustFail: []string{"lost-reply-counted-once"}},
 		{Spec: FixedWindow(), Store: "Unmapped", Wrap: knownbad.Unmapped,
@@ -250,6 +260,20 @@ func KnownBad() []Control {
 			MustFail: []string{"reset-forgets-every-limit"}},
 		{Spec: claims("ManyStopsAtError", knownbad.ManyStopsAtError{}),
 			MustFail: []string{"allow-many-exact"}},
+		{Spec: batchReader("BatchRawErrors", knownbad.BatchRawErrors{}),
+			MustFail: []string{"allow-many-exact"}},
+		{Spec: batchReader("BatchDenialIsBadReply", knownbad.BatchDenialIsBadReply{}),
+			MustFail: []string{"allow-many-exact", "period-change", "expire-deletes-at-once"}},
+		{Spec: batchReader("BatchNoRetryAfter", knownbad.BatchNoRetryAfter{}),
+			MustFail: []string{"allow-many-exact"}},
+		{Spec: batchReader("BatchNoResetAfter", knownbad.BatchNoResetAfter{}),
+			MustFail: []string{"allow-many-exact"}},
+		{Spec: batchReader("BatchResetInSeconds", knownbad.BatchResetInSeconds{}),
+			MustFail: []string{"allow-many-exact", "period-change"}},
+		{Spec: batchReader("BatchAdmitsPastRate", knownbad.BatchAdmitsPastRate{}),
+			MustFail: []string{"allow-many-exact", "period-change"}},
+		{Spec: batchReader("BatchDeniesLastUnit", knownbad.BatchDeniesLastUnit{}),
+			MustFail: []string{"allow-many-exact", "period-change"}},
 		{Spec: leaser("CounterLeases", knownbad.CounterLeases{}),
 			MustFail: []string{"crashed-holder-frees-slot", "release-frees-own-slot", "retried-lease-holds-one"}},
 		{Spec: leaser("CountThenAdd", knownbad.CountThenAdd{}),

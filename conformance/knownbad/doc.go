@@ -122,6 +122,20 @@
 //   - ManyStopsAtError: FixedWindow whose many-request script (several
 //     asks of AllowMany in one call) loops over them with nothing around
 //     each: one corrupt counter fails every ask of the batch.
+//   - BatchRawErrors, BatchDenialIsBadReply, BatchNoRetryAfter,
+//     BatchNoResetAfter, BatchResetInSeconds, BatchAdmitsPastRate,
+//     BatchDeniesLastUnit: FixedWindow whose batched calls (AllowMany)
+//     are read by a reader written apart from its single calls', with one
+//     mistake each: a corrupt counter's error passed through as it came
+//     (not ErrCorruptCounter), a denial's count above the rate taken for a
+//     malformed reply, a denial's RetryAfter left 0, ResetAfter left 0,
+//     the reply's milliseconds read as seconds, a call admitted when the
+//     count before it was within the rate (every call past the rate
+//     admitted), a call admitted only when the count after it is below
+//     the rate (the last unit denied, though counted).
+//   - NoScriptFallbackBatch: a store whose Batch sends a script's source
+//     (EVAL) once and refuses it afterwards: after SCRIPT FLUSH or a
+//     restart every batched call fails.
 //   - FullPeriodReset: a fixed window that leases its quota and reports
 //     every admission's ResetAfter as the limit's whole period: a lease
 //     outlives the window its units were counted in.

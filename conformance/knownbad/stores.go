@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,70 @@ func (s *noFallback) Eval(ctx context.Context, src string, keys []string, args [
 		return nil, errors.New("knownbad: NOSCRIPT and no fallback")
 	}
 	return s.Store.Eval(ctx, src, keys, args)
+}
+
+// NoScriptFallbackBatch wraps st so that its Batch sends a script's
+// source (EVAL) only if it was never sent before (by Eval or by Batch),
+// and refuses it otherwise, as a pipeline that takes a script it has sent
+// once for cached for good (Do and the script calls are st's own): once
+// the server has lost its scripts (SCRIPT FLUSH, a restart), every batched
+// call of a script sent before fails. It reaches one server when st does
+// (store.OneServer).
+func NoScriptFallbackBatch(st store.Store) store.Store {
+	return &noFallbackBatch{Store: st, sent: make(map[string]bool)}
+}
+
+type noFallbackBatch struct {
+	store.Store
+	mu   sync.Mutex
+	sent map[string]bool // the sources sent with EVAL
+}
+
+func (s *noFallbackBatch) Batch(ctx context.Context, cmds []store.Cmd) []store.Reply {
+	rs := make([]store.Reply, len(cmds))
+	send := make([]store.Cmd, 0, len(cmds))
+	var at []int
+	s.mu.Lock()
+	for i, c := range cmds {
+		if src, ok := evalSource(c); ok {
+			if s.sent[src] {
+				rs[i].Err = errors.New("knownbad: NOSCRIPT and no fallback")
+				continue
+			}
+			s.sent[src] = true
+		}
+		send, at = append(send, c), append(at, i)
+	}
+	s.mu.Unlock()
+	if len(send) > 0 {
+		for j, r := range s.Store.(store.Batcher).Batch(ctx, send) {
+			rs[at[j]] = r
+		}
+	}
+	return rs
+}
+
+func (s *noFallbackBatch) Eval(ctx context.Context, src string, keys []string, args []any) (any, error) {
+	s.mu.Lock()
+	s.sent[src] = true
+	s.mu.Unlock()
+	return s.Store.Eval(ctx, src, keys, args)
+}
+
+// OneServer is st's: on one server, Limiter.AllowMany sends its calls in
+// many-request script calls through Batch.
+func (s *noFallbackBatch) OneServer() bool {
+	o, ok := s.Store.(store.OneServer)
+	return ok && o.OneServer()
+}
+
+// evalSource is the script source an EVAL command sends.
+func evalSource(c store.Cmd) (string, bool) {
+	if !strings.EqualFold(c.Name, "EVAL") || len(c.Args) == 0 {
+		return "", false
+	}
+	src, ok := c.Args[0].(string)
+	return src, ok
 }
 
 // Retrying wraps st so that a call whose reply was lost is sent again, as
