@@ -162,6 +162,11 @@ func TestScriptMutantsFail(t *testing.T) {
 		// admitted and counted nowhere)
 		{"FixedWindowManyArgumentsNotCut", conformance.FixedWindow, strategy.FixedWindow{}.ManyScript(fixed),
 			[]string{"    for i = na + 1, an do\n      as[i] = nil\n    end\n", ""}, "allow-many-exact"},
+		// the many-request script steps to the next request's keys by one
+		// key, not by the request's count of keys: an ask after one of two
+		// limits counts on that ask's second key
+		{"FixedWindowManyKeyStepOne", conformance.FixedWindow, strategy.FixedWindow{}.ManyScript(fixed),
+			[]string{"  k, a, kn = k + nk, a + 2, nk\n", "  k, a, kn = k + 1, a + 2, nk\n"}, "allow-many-exact"},
 		{"GCRAManyArgumentsNotCut", conformance.GCRA, strategy.GCRA{}.ManyScript(strategy.GCRAScript()),
 			[]string{"    for i = na + 1, an do\n      as[i] = nil\n    end\n", ""}, "allow-many-exact"},
 		{"SlidingWindowManyKeysNotCut", conformance.SlidingWindow, strategy.SlidingWindow{}.ManyScript(strategy.SlidingWindowScript()),
