@@ -205,7 +205,7 @@ func (l *Limiter) Reload(ctx context.Context) (changed bool, err error) {
 		select {
 		case l.loading <- struct{}{}:
 		case <-ctx.Done():
-			return false, fmt.Errorf("rules: reload: waiting for another load: %w", ctx.Err())
+			return false, fmt.Errorf("%w: %w", errWaiting, ctx.Err())
 		}
 	}
 	defer func() { <-l.loading }()
@@ -237,6 +237,10 @@ func (l *Limiter) Reload(ctx context.Context) (changed bool, err error) {
 	return true, nil
 }
 
+// errWaiting is the error of a Reload whose context ended while another
+// load ran: it loaded nothing.
+var errWaiting = errors.New("rules: reload: waiting for another load")
+
 // LastError returns the error of the last load, or nil when it succeeded.
 func (l *Limiter) LastError() error {
 	if p := l.lastErr.Load(); p != nil {
@@ -252,7 +256,10 @@ func (l *Limiter) LastError() error {
 //	go rl.Watch(ctx)
 //
 // A load that fails keeps the rules in force and is reported to the reload
-// hook (WithReloadHook), as is every change that took effect.
+// hook (WithReloadHook), as is every change that took effect. A tick that
+// finds another load running (a Reload of yours) waits for it within the
+// same bound, and is skipped if it still runs then: nothing was loaded, so
+// nothing is reported (that load's outcome is its caller's).
 func (l *Limiter) Watch(ctx context.Context) error {
 	t := time.NewTicker(l.interval)
 	defer t.Stop()
@@ -270,6 +277,8 @@ func (l *Limiter) Watch(ctx context.Context) error {
 			return ctx.Err()
 		}
 		switch {
+		case errors.Is(err, errWaiting):
+			// another load ran throughout: this tick loaded nothing
 		case err != nil:
 			if err.Error() != reported {
 				reported = err.Error()

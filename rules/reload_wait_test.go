@@ -149,3 +149,56 @@ func TestConfigErrorWithoutErr(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchSkipsTickWhileAnotherLoadRuns: a Watch tick that waits out its
+// bound (a second) for another load, a Reload whose load hangs, loaded
+// nothing and failed nothing: the reload hook is told nothing, and
+// LastError stays nil.
+func TestWatchSkipsTickWhileAnotherLoadRuns(t *testing.T) {
+	m := redistest.NewMini(t)
+	b := newBackend(t, m.Addr(), m)
+	src := &heldSource{
+		set:     &rules.Set{Subjects: map[string][]limiter.Limit{"a": {qps}}},
+		started: make(chan struct{}, 8),
+		release: make(chan struct{}),
+	}
+	hooked := make(chan error, 16)
+	rl, err := rules.New(context.Background(), newLimiter(t, b.st), src, rules.WithInterval(20*time.Millisecond),
+		rules.WithReloadHook(func(err error) { hooked <- err }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src.hold.Store(true)
+	hung := make(chan error, 1)
+	go func() {
+		_, err := rl.Reload(context.Background())
+		hung <- err
+	}()
+	select {
+	case <-src.started:
+	case <-time.After(10 * time.Second):
+		close(src.release)
+		t.Fatal("the first Reload never called Load")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	watched := make(chan error, 1)
+	go func() { watched <- rl.Watch(ctx) }()
+	defer func() {
+		cancel()
+		<-watched
+	}()
+	// Watch's ticks wait a second each for the hung load: two and a half
+	// seconds see at least one give up
+	select {
+	case err := <-hooked:
+		t.Errorf("the reload hook was told %v while another load ran; want nothing (the tick loaded nothing)", err)
+	case <-time.After(2500 * time.Millisecond):
+	}
+	close(src.release)
+	if err := <-hung; err != nil {
+		t.Fatalf("the hung Reload, released = %v", err)
+	}
+	if err := rl.LastError(); err != nil {
+		t.Errorf("LastError = %v; want nil (no load failed)", err)
+	}
+}
