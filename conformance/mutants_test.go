@@ -204,6 +204,11 @@ func TestMutantsFail(t *testing.T) {
 		{fixedSpec("ResetAfterHalved", luaMut(t, halfReset...)), "short-and-long-windows"},
 		{fixedSpec("ResetAfterHalvedWindowQuota", windowQuota{luaMut(t, halfReset...)}), "short-and-long-windows"},
 		{fixedSpec("ResetAfterFullPeriod", luaMut(t, "  out[#out + 1] = ttls[i]\n", "  out[#out + 1] = tonumber(ARGV[o + 2 * i])\n")), "short-and-long-windows"},
+		// ResetAfter in whole seconds, rounded up (a TTL read where a
+		// PTTL belongs): exact for a window that has whole seconds left
+		{fixedSpec("ResetAfterWholeSeconds", luaMut(t, "  out[#out + 1] = ttls[i]\n", "  out[#out + 1] = math.ceil(ttls[i] / 1000) * 1000\n")), "short-and-long-windows"},
+		// a denial's RetryAfter in whole seconds, rounded up, likewise
+		{fixedSpec("RetryAfterWholeSeconds", luaMut(t, "    retry = ttls[i]\n", "    retry = math.ceil(ttls[i] / 1000) * 1000\n")), "short-and-long-windows"},
 		// Remaining one too high on decisions of several limits
 		{fixedSpec("MultiLimitRemainingPlusOne", luaMut(t, "  out[#out + 1] = rate - used\n", "  out[#out + 1] = rate - used + (n > 1 and 1 or 0)\n")), "multi-rule-all-or-nothing"},
 		// a Peek that decides on the first limit alone

@@ -31,6 +31,29 @@
 //     it on the connection for the next call to read.
 //   - SlowRecovery: a store whose circuit breaker refuses every call for 5 s
 //     after a timeout, long after Redis is back.
+//   - ClientTimeout, BatchClientTimeout: stores whose calls (or Batch
+//     alone) end at the client's own read timeout of 1.2 s, not at the
+//     context's deadline: right errors, each too late.
+//   - RefusedBackoff: a store that makes a call refused its connection
+//     again after a backoff slept without the context: with Redis down,
+//     every call takes over a second.
+//   - LostTailKnown, ResendingBatch, UnmappedScripts: stores that get a
+//     lost reply wrong in one place each: a Batch that calls the commands
+//     written behind the lost one never sent, a Batch whose lost commands
+//     the client sends again after reconnecting while reporting them
+//     unknown, script calls that drop ErrUnknownOutcome (the Batch keeps
+//     it).
+//   - IntsAsText, FloatsAlone, ErrorRepliesDropped, NilForErrors,
+//     ServerErrorsUnknown: stores that break the reply contract in one way
+//     each: integer replies of Do as text, float64 arguments of a command
+//     sent alone as "1e+06", an error reply in Do and Batch an empty reply,
+//     or ErrNil, or an unknown outcome (a script's too).
+//   - BatchNeedsKeys: a Batch that refuses a command without a key (PING,
+//     an EVAL of no keys), as one that routes by slot does.
+//   - RawEvalReply, RawEvalShaReply: script replies with their text left
+//     as []byte on one path: EVAL's (the NOSCRIPT fallback), or EVALSHA's.
+//   - UnmappedTx, TxRefusesWatch: a Watch's Tx whose errors lose the store
+//     sentinels, or whose Do refuses WATCH as Store.Do does.
 //   - UnmappedDo: a store whose Do passes its client's errors through (the
 //     script calls map theirs): a refused MULTI is not ErrNotSupported.
 //   - ExpireThenRead: a fixed window that reads its counter back after
@@ -151,6 +174,8 @@
 //
 // SwallowErrors: any error admits the request silently: not
 // Degraded, no error, so the fail mode never applies and nobody can alert.
+// ManyAdmitsLost: the same for AllowMany's asks whose reply never came (a
+// lost reply, a deadline): each admitted, silently; single calls are right.
 // ContentionAdmits: an optimistic strategy whose give-up under contention
 // admits, as if contention were a backend failure (with Degraded, the
 // admission marked Degraded, as a fail-open would mark it; with Room, only
