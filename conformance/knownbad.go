@@ -76,7 +76,13 @@ func KnownBad() []Control {
 		{Spec: claimsNoLua("GetInsideMulti", knownbad.GetInsideMulti{}),
 			MustFail: []string{"exact-admission", "weighted-costs", "multi-rule-all-or-nothing", "optimistic-contention", "window-never-slides"}},
 		{Spec: claimsNoLua("IncrTwoTrips", knownbad.IncrTwoTrips{}),
-			MustFail: []string{"exact-admission", "crash-between-commands", "window-never-slides"}},
+			MustFail: []string{"exact-admission", "leak-under-load", "crash-between-commands", "window-never-slides"},
+			// A new counter is without a TTL only between its two round
+			// trips, and its next call gives it one: property 7's
+			// sampler, not the sweep after the check, sees it, surely on
+			// the virtual clock (stepped between the two), by chance on a
+			// real one.
+			VirtualOnly: []string{"leak-under-load"}},
 		{Spec: claimsBucketed("BucketNoTTL", func(now func() time.Time) limiter.Strategy { return knownbad.BucketNoTTL{Now: now} }),
 			MustFail: []string{"forced-leak", "leak-under-load", "self-repair", "bounded-ttls", "app-clock-skew", "epoch-not-time-zones", "cardinality-bounded"}},
 		{Spec: claimsBucketed("AppClockBucket", func(now func() time.Time) limiter.Strategy { return knownbad.AppClockBucket{Now: now} }),
@@ -94,7 +100,7 @@ func KnownBad() []Control {
 			// to one (ServerTimeBucket is 27's control).
 			VirtualOnly: []string{"leak-under-load"}},
 		{Spec: claimsNoLua("IncrThenExpire", knownbad.IncrThenExpire{}),
-			MustFail: []string{"exact-admission", "hostile-costs", "multi-rule-all-or-nothing", "window-never-slides", "corrupt-counter"}},
+			MustFail: []string{"exact-admission", "hostile-costs", "multi-rule-all-or-nothing", "optimistic-contention", "window-never-slides", "corrupt-counter"}},
 		{Spec: claims("TakeBackAfterExpiry", knownbad.TakeBackAfterExpiry{}),
 			MustFail: []string{"expire-deletes-at-once"}},
 		{Spec: claims("RuleByRule", knownbad.RuleByRule{}),
@@ -145,7 +151,7 @@ func KnownBad() []Control {
 		{Spec: FixedWindow(), Store: "StaleReplies", Wrap: knownbad.StaleReplies,
 			MustFail: []string{"slow-reply-past-deadline"}},
 		{Spec: FixedWindow(), Store: "SlowRecovery", Wrap: knownbad.SlowRecovery,
-			MustFail: []string{"redis-down-or-blackholed"}},
+			MustFail: []string{"crash-between-commands", "redis-down-or-blackholed"}},
 		{Spec: FixedWindow(), Store: "BatchIgnoresDeadline", Wrap: knownbad.BatchIgnoresDeadline,
 			MustFail: []string{"redis-down-or-blackholed"}},
 		{Spec: FixedWindow(), Store: "ClientTimeout", Wrap: knownbad.ClientTimeout,
@@ -190,6 +196,35 @@ func KnownBad() []Control {
 			MustFail: []string{"scripts-are-constants"}},
 		{Spec: claims("UntaggedKeys", knownbad.UntaggedKeys{Strategy: strategy.NewFixedWindow()}),
 			MustFail: []string{"same-slot-for-hostile-subjects"}},
+		// Every check that reads a subject's counter finds none.
+		{Spec: claims("SubjectlessKeys", knownbad.SubjectlessKeys{Strategy: strategy.NewFixedWindow()}),
+			MustFail: []string{"exact-admission", "weighted-costs", "hostile-costs", "multi-rule-all-or-nothing", "optimistic-contention",
+				"crash-between-commands", "window-never-slides", "short-and-long-windows", "bounded-ttls", "app-clock-skew",
+				"epoch-not-time-zones", "noscript-invisible", "slow-reply-past-deadline", "cardinality-bounded", "no-accidental-fail-open", "corrupt-counter", "period-change", "denials-bind",
+				"retry-after-honoured", "allow-many-exact", "reset-forgets-every-limit"}},
+		{Spec: optimisticOneAttempt("ErrorsAsContention", func(s limiter.Strategy, n int) limiter.Strategy {
+			return knownbad.ErrorsAsContention{Strategy: s, Attempts: n}
+		}),
+			MustFail: []string{"lost-reply-counted-once", "slow-reply-past-deadline", "redis-down-or-blackholed", "no-accidental-fail-open"}},
+		// (Property 2's 16 callers show it too, when enough of them
+		// collide: not on every run.)
+		{Spec: fixedAttempts(),
+			MustFail: []string{"optimistic-contention"}},
+		{Spec: func() Spec {
+			spec := Optimistic()
+			spec.Name, spec.Strategy = "ContentionUnnamed", knownbad.ContentionUnnamed{Strategy: spec.Strategy}
+			inner := spec.Optimistic
+			spec.Optimistic = func(n int) limiter.Strategy { return knownbad.ContentionUnnamed{Strategy: inner(n)} }
+			return spec
+		}(),
+			MustFail: []string{"optimistic-contention", "contention-never-admits"}},
+		// Its races also admit too many wherever callers collide
+		// (properties 1, 2, 4, 5, 27, 32, 40), by a few units: not on
+		// every run, so they are not named here. A key that expires
+		// between its reads and its writes is written back without a TTL.
+		{Spec: Optimistic(), Store: "ExecWithoutMulti", Wrap: knownbad.ExecWithoutMulti,
+			MustFail:    []string{"conn-commands-refused", "forced-leak", "leak-under-load", "crash-between-commands", "lost-reply-counted-once"},
+			VirtualOnly: []string{"leak-under-load"}},
 		{Spec: claims("LongestWindow", knownbad.LongestWindow{Strategy: strategy.NewFixedWindow()}),
 			MustFail: []string{"short-and-long-windows", "denials-bind"}},
 		{Spec: func() Spec {
@@ -219,12 +254,12 @@ func KnownBad() []Control {
 		{Spec: claims("PeekAsRepaired", knownbad.PeekAsRepaired{Strategy: strategy.NewFixedWindow()}),
 			MustFail: []string{"period-change"}},
 		{Spec: claims("SwallowErrors", knownbad.SwallowErrors{Strategy: strategy.NewFixedWindow()}),
-			MustFail:   []string{"redis-down-or-blackholed", "no-accidental-fail-open", "server-conditions"},
+			MustFail:   []string{"crash-between-commands", "redis-down-or-blackholed", "no-accidental-fail-open", "server-conditions"},
 			ServerOnly: []string{"server-conditions"}},
 		{Spec: claimsBucketed("PeekThenCount", func(now func() time.Time) limiter.Strategy {
 			return knownbad.PeekThenCount{Bucketed: strategy.NewBucketed(strategy.WithClock(now))}
 		}),
-			MustFail: []string{"exact-admission"}},
+			MustFail: []string{"exact-admission", "optimistic-contention"}},
 		{Spec: claimsBucketed("ServerTimeBucket", func(func() time.Time) limiter.Strategy { return knownbad.ServerTimeBucket{} }),
 			MustFail: []string{"replies-slower-than-window"}},
 		{Spec: contentionAdmits(false),
@@ -343,6 +378,29 @@ func KnownBad() []Control {
 func leaser(name string, l limiter.Leaser) Spec {
 	spec := Concurrency()
 	spec.Name, spec.Leaser = name, l
+	return spec
+}
+
+// optimisticOneAttempt is Optimistic's Spec for a hand-written loop around
+// its one-attempt strategy: wrap(one, n) is the loop with a retry bound of
+// n.
+func optimisticOneAttempt(name string, wrap func(one limiter.Strategy, n int) limiter.Strategy) Spec {
+	spec := Optimistic()
+	one := strategy.NewOptimistic(strategy.WithMaxAttempts(1))
+	spec.Name, spec.Strategy = name, wrap(one, OptimisticSuiteAttempts)
+	spec.Optimistic = func(n int) limiter.Strategy { return wrap(one, n) }
+	return spec
+}
+
+// fixedAttempts is Optimistic's Spec for an optimistic strategy whose
+// retry bound is a constant of its own, four attempts, whatever bound it
+// is given (an option accepted and never applied): a caller who asked for
+// enough attempts still meets limiter.ErrContention under contention.
+func fixedAttempts() Spec {
+	spec := Optimistic()
+	four := strategy.NewOptimistic(strategy.WithMaxAttempts(4))
+	spec.Name, spec.Strategy = "FixedAttempts", four
+	spec.Optimistic = func(int) limiter.Strategy { return four }
 	return spec
 }
 

@@ -239,6 +239,15 @@ func TestMutantsFail(t *testing.T) {
 		// the time left read in steps of 10 ms (units back up to 9 ms
 		// early)
 		{gcraSpec("TATRead10ms", gcraMut(t, "      if d >= 0 then\n        r = d * 1000\n      else\n        r = (x - 9000000000000000) * 1000", "      if d >= 0 then\n        r = (d - d % 10) * 1000\n      else\n        r = (x - 9000000000000000) * 1000")), "refill-model"},
+		// Remaining from before the admission (the call's own cost not
+		// taken off)
+		{gcraSpec("RemainingBeforeAdmission", gcraMut(t, "out[#out + 1] = math.max(math.floor((burst * interval - r) / interval), 0)", "out[#out + 1] = math.max(math.floor((burst * interval - rel[i]) / interval), 0)")), "refill-model"},
+		// a denial's RetryAfter the time until the limit is full again,
+		// not until the cost fits
+		{gcraSpec("RetryUntilFull", gcraMut(t, "retry = math.max(1, math.ceil((rel[i] + cost * interval - burst * interval) / 1000))", "retry = math.max(1, math.ceil(rel[i] / 1000))")), "refill-model"},
+		// a denial of several limits naming the last one, whichever
+		// denied it (its numbers the binding limit's)
+		{gcraSpec("RefillDenialNamesLastLimit", lastLimitBinds{gcraMut(t)}), "refill-model"},
 	}
 	// the checks each family's mutants must fail, which its unmutated
 	// base must pass (the windows' checks FixedWindow's)

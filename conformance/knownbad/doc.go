@@ -164,6 +164,12 @@
 //     outlives the window its units were counted in.
 //   - ResetEveryone: a Reset that deletes its limits' keys by pattern,
 //     every subject's.
+//   - SubjectlessKeys: a correct fixed window whose keys name the limit
+//     alone ("ratelimit:" + rule, the user's ID forgotten): every subject
+//     counts in one counter.
+//   - ExecWithoutMulti: a store whose watched connection's Exec sends a
+//     plain pipeline (Pipelined for TxPipelined): the WATCH guards
+//     nothing, and a connection lost among the writes leaves some done.
 //   - BlindExpiryGCRA: GCRA whose state is the key's expiry, whose call
 //     writes without looking at what the key held: a key holding another
 //     program's value is overwritten, not reported.
@@ -186,4 +192,9 @@
 // EXEC denies a request in a window that has just begun.
 // ZeroCostExpire: a correct strategy whose cost-0 calls give each key its
 // Period again (a TTL "repair" without NX): each restarts a live window.
+// ContentionUnnamed: giving up under contention with an error of its own,
+// not limiter.ErrContention.
+// ErrorsAsContention: a retry loop that counts every failed attempt,
+// a lost connection's too, as contention: with Redis down, FailOpen
+// denies.
 package knownbad

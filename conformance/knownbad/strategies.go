@@ -214,6 +214,30 @@ func (u UntaggedKeys) Decide(ctx context.Context, st store.Store, req limiter.Re
 	return u.Strategy.Decide(ctx, st, req)
 }
 
+// SubjectlessKeys is a correct fixed window whose keys name the limit
+// alone, not the subject, as a hand-written "ratelimit:" + rule key does
+// when the user's ID was meant to be appended: every subject counts in one
+// counter, and the first subjects of a window deny all the others.
+type SubjectlessKeys struct {
+	Strategy limiter.Strategy
+}
+
+// Decide implements limiter.Strategy, wrongly.
+func (s SubjectlessKeys) Decide(ctx context.Context, st store.Store, req limiter.Request) (limiter.Result, error) {
+	keys := make([]string, len(req.Keys))
+	for i, k := range req.Keys {
+		// prefix:{subject}:limit becomes prefix:{all}:limit (a hash
+		// tag still: the keys of one decision stay in one slot)
+		open, end := strings.IndexByte(k, '{'), strings.LastIndexByte(k, '}')
+		keys[i] = k
+		if open >= 0 && end > open {
+			keys[i] = k[:open] + "{all}" + k[end+1:]
+		}
+	}
+	req.Keys = keys
+	return s.Strategy.Decide(ctx, st, req)
+}
+
 // InlinedLimits is FixedWindow with the limits written into the script's
 // source (here a comment; in the wild a template filled with the rate and
 // window): every distinct limit is a new script, so its first call sends
