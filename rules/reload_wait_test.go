@@ -35,6 +35,32 @@ func (s *heldSource) Load(ctx context.Context) (*rules.Set, error) {
 	}
 }
 
+// hangReload starts a Reload of rl whose load hangs until src.release is
+// closed, and returns once the load has begun, with the channel that gets
+// the Reload's error. A load still held when t ends is released then.
+func hangReload(t *testing.T, rl *rules.Limiter, src *heldSource) <-chan error {
+	t.Helper()
+	t.Cleanup(func() {
+		select {
+		case <-src.release:
+		default:
+			close(src.release)
+		}
+	})
+	src.hold.Store(true)
+	hung := make(chan error, 1)
+	go func() {
+		_, err := rl.Reload(context.Background())
+		hung <- err
+	}()
+	select {
+	case <-src.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first Reload never called Load")
+	}
+	return hung
+}
+
 // TestReloadWaitingForAnotherLoadEndsWithItsContext: loads run one at a
 // time, but a caller waiting for its turn is bounded by its own context.
 // While one Reload's load hangs (a slow Redis, a source without a
@@ -61,17 +87,7 @@ func TestReloadWaitingForAnotherLoadEndsWithItsContext(t *testing.T) {
 		}
 	}
 	defer release()
-	src.hold.Store(true)
-	hung := make(chan error, 1)
-	go func() {
-		_, err := rl.Reload(context.Background())
-		hung <- err
-	}()
-	select {
-	case <-src.started:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the first Reload never called Load")
-	}
+	hung := hangReload(t, rl, src)
 
 	// (a busy machine's scheduling: well above 100 ms, far below a load
 	// that never ends)
@@ -168,18 +184,7 @@ func TestWatchSkipsTickWhileAnotherLoadRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src.hold.Store(true)
-	hung := make(chan error, 1)
-	go func() {
-		_, err := rl.Reload(context.Background())
-		hung <- err
-	}()
-	select {
-	case <-src.started:
-	case <-time.After(10 * time.Second):
-		close(src.release)
-		t.Fatal("the first Reload never called Load")
-	}
+	hung := hangReload(t, rl, src)
 	ctx, cancel := context.WithCancel(context.Background())
 	watched := make(chan error, 1)
 	go func() { watched <- rl.Watch(ctx) }()

@@ -159,13 +159,7 @@ type resendingBatch struct{ store.Store }
 func (s resendingBatch) Batch(ctx context.Context, cmds []store.Cmd) []store.Reply {
 	b := s.Store.(store.Batcher)
 	rs := b.Batch(ctx, cmds)
-	var again []store.Cmd
-	for i, r := range rs {
-		if errors.Is(r.Err, store.ErrUnknownOutcome) {
-			again = append(again, cmds[i])
-		}
-	}
-	if len(again) > 0 {
+	if again, _ := lost(cmds, rs); len(again) > 0 {
 		// the replay's replies go to nobody
 		b.Batch(context.WithoutCancel(ctx), again)
 	}

@@ -325,19 +325,24 @@ type retryingBatch struct{ store.Store }
 func (s retryingBatch) Batch(ctx context.Context, cmds []store.Cmd) []store.Reply {
 	b := s.Store.(store.Batcher)
 	rs := b.Batch(ctx, cmds)
-	var again []store.Cmd
-	var at []int
-	for i, r := range rs {
-		if errors.Is(r.Err, store.ErrUnknownOutcome) {
-			again, at = append(again, cmds[i]), append(at, i)
-		}
-	}
+	again, at := lost(cmds, rs)
 	if len(again) > 0 {
 		for j, r := range b.Batch(ctx, again) {
 			rs[at[j]] = r
 		}
 	}
 	return rs
+}
+
+// lost returns the commands of cmds whose replies in rs were lost (an
+// unknown outcome) and where they are in cmds.
+func lost(cmds []store.Cmd, rs []store.Reply) (again []store.Cmd, at []int) {
+	for i, r := range rs {
+		if errors.Is(r.Err, store.ErrUnknownOutcome) {
+			again, at = append(again, cmds[i]), append(at, i)
+		}
+	}
+	return again, at
 }
 
 // UnmappedBatch wraps st so that the errors of its Batch lose their store
